@@ -1,0 +1,1 @@
+"""Moldau's generator of protocol message classes from Kafka's JSON definitions."""

@@ -1,0 +1,445 @@
+"""Runtime support for the generated message classes in moldau.protocol.messages.
+
+The generator (broker/codegen) writes one straight-line decode and encode function per
+struct and wire layout; those functions call the helpers here for everything that needs
+a length check, so the checks live in one place. Decoders work on a memoryview and a
+position and return (value, new position); encoders append to a bytearray.
+
+Every decode failure raises ProtocolError. Helpers raise it directly for the cases they
+detect; struct.error, IndexError and UnicodeDecodeError raised deeper are translated by
+Message.decode, so a truncated or malformed buffer never escapes as anything else.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, ClassVar, NamedTuple
+from uuid import UUID
+
+from .errors import ProtocolError, UnsupportedVersionError
+from .primitives import read_uvarint, write_uvarint
+
+INT16 = struct.Struct(">h")
+INT32 = struct.Struct(">i")
+ZERO_UUID = UUID(int=0)
+_ZERO_UUID_BYTES = bytes(16)
+UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()  # "use the default"
+MAX_VERSION = 0x7FFF
+
+# Exceptions that mean "these bytes are not a valid message" when raised while decoding.
+_DECODE_FAILURES = (struct.error, IndexError, ValueError, OverflowError, TypeError)
+
+
+class FieldSpec(NamedTuple):
+    """What the generator knew about one field; used by tests and tools, not by codecs."""
+
+    name: str  # Python attribute name
+    json_name: str  # name in Kafka's message definition
+    type: str  # int8..int64, uint16, float64, bool, uuid, string, bytes, records, array, struct
+    element: str | None  # element type of an array: a primitive name or "struct"
+    struct: type | None  # the generated class of a struct or struct-array field
+    versions: tuple[int, int] | None
+    nullable: tuple[int, int] | None
+    tagged: tuple[int, int] | None
+    tag: int | None
+    ignorable: bool
+    default: Any  # the default of a scalar field; None for arrays and structs
+
+
+def in_range(version: int, span: tuple[int, int] | None) -> bool:
+    return span is not None and span[0] <= version <= span[1]
+
+
+class Struct:
+    """Base of every generated struct: equality by fields and a readable repr."""
+
+    __slots__ = ("_unknown_tags",)
+    _unknown_tags: list[tuple[int, bytes]] | None
+    FIELDS: ClassVar[tuple[FieldSpec, ...]] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in self.FIELDS) and (
+            self._unknown_tags == other._unknown_tags  # type: ignore[attr-defined]
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in self.FIELDS)
+        return f"{type(self).__qualname__}({inner})"
+
+
+class Message(Struct):
+    """Base of every generated top-level message (request, response, header or data)."""
+
+    __slots__ = ()
+    NAME: ClassVar[str]
+    API_KEY: ClassVar[int | None] = None
+    VALID_VERSIONS: ClassVar[tuple[int, int]]
+    FLEXIBLE_VERSIONS: ClassVar[tuple[int, int] | None]
+    _DECODERS: ClassVar[tuple]
+    _ENCODERS: ClassVar[tuple]
+
+    @classmethod
+    def _codec_index(cls, version: int) -> int:
+        low, high = cls.VALID_VERSIONS
+        if not low <= version <= high:
+            raise UnsupportedVersionError(
+                f"{cls.NAME} has no version {version} (valid: {low}-{high})"
+            )
+        return version - low
+
+    @classmethod
+    def decode_from(cls, buf: memoryview, pos: int, version: int) -> tuple[Any, int]:
+        """Decode one message starting at pos; return (message, position after it)."""
+        decoder = cls._DECODERS[cls._codec_index(version)]
+        try:
+            return decoder(buf, pos)
+        except ProtocolError as exc:
+            raise ProtocolError(f"{cls.NAME} v{version}: {exc}") from None
+        except _DECODE_FAILURES as exc:
+            raise ProtocolError(f"{cls.NAME} v{version}: malformed or truncated: {exc}") from None
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview, version: int) -> Any:
+        """Decode a whole buffer that must hold exactly one message of this version."""
+        buf = data if isinstance(data, memoryview) else memoryview(data)
+        msg, end = cls.decode_from(buf, 0, version)
+        if end != len(buf):
+            raise ProtocolError(
+                f"{cls.NAME} v{version}: {len(buf) - end} unexpected bytes after the message"
+            )
+        return msg
+
+    def encode_into(self, out: bytearray, version: int) -> None:
+        encoder = self._ENCODERS[self._codec_index(version)]
+        try:
+            encoder(self, out)
+        except ProtocolError as exc:
+            raise type(exc)(f"{self.NAME} v{version}: {exc}") from None
+        except (struct.error, TypeError, AttributeError, ValueError, OverflowError) as exc:
+            raise ProtocolError(f"cannot encode {self.NAME} v{version}: {exc}") from None
+
+    def encode(self, version: int) -> bytes:
+        out = bytearray()
+        self.encode_into(out, version)
+        return bytes(out)
+
+
+# --- decoding helpers -------------------------------------------------------------------
+
+
+def _take(buf: memoryview, pos: int, size: int, what: str) -> int:
+    end = pos + size
+    if end > len(buf):
+        raise ProtocolError(f"{what} of {size} bytes at byte {pos} runs past the end ({len(buf)})")
+    return end
+
+
+def _length(buf: memoryview, pos: int, what: str) -> tuple[int, int]:
+    """A compact length: an unsigned varint holding length + 1 (0 means null)."""
+    raw, pos = read_uvarint(buf, pos)
+    return raw - 1, pos
+
+
+def read_string(buf: memoryview, pos: int) -> tuple[str, int]:
+    (n,) = INT16.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise ProtocolError(f"non-nullable string has length {n} at byte {pos - 2}")
+    end = _take(buf, pos, n, "string")
+    return str(buf[pos:end], "utf-8"), end
+
+
+def read_nullable_string(buf: memoryview, pos: int) -> tuple[str | None, int]:
+    (n,) = INT16.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        if n == -1:
+            return None, pos
+        raise ProtocolError(f"string has invalid length {n} at byte {pos - 2}")
+    end = _take(buf, pos, n, "string")
+    return str(buf[pos:end], "utf-8"), end
+
+
+def read_compact_string(buf: memoryview, pos: int) -> tuple[str, int]:
+    n, pos = _length(buf, pos, "string")
+    if n < 0:
+        raise ProtocolError(f"non-nullable compact string is null at byte {pos}")
+    end = _take(buf, pos, n, "string")
+    return str(buf[pos:end], "utf-8"), end
+
+
+def read_compact_nullable_string(buf: memoryview, pos: int) -> tuple[str | None, int]:
+    n, pos = _length(buf, pos, "string")
+    if n < 0:
+        return None, pos
+    end = _take(buf, pos, n, "string")
+    return str(buf[pos:end], "utf-8"), end
+
+
+def read_bytes(buf: memoryview, pos: int) -> tuple[bytes, int]:
+    (n,) = INT32.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise ProtocolError(f"non-nullable bytes have length {n} at byte {pos - 4}")
+    end = _take(buf, pos, n, "bytes")
+    return bytes(buf[pos:end]), end
+
+
+def read_nullable_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
+    (n,) = INT32.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        if n == -1:
+            return None, pos
+        raise ProtocolError(f"bytes have invalid length {n} at byte {pos - 4}")
+    end = _take(buf, pos, n, "bytes")
+    return bytes(buf[pos:end]), end
+
+
+def read_compact_bytes(buf: memoryview, pos: int) -> tuple[bytes, int]:
+    n, pos = _length(buf, pos, "bytes")
+    if n < 0:
+        raise ProtocolError(f"non-nullable compact bytes are null at byte {pos}")
+    end = _take(buf, pos, n, "bytes")
+    return bytes(buf[pos:end]), end
+
+
+def read_compact_nullable_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
+    n, pos = _length(buf, pos, "bytes")
+    if n < 0:
+        return None, pos
+    end = _take(buf, pos, n, "bytes")
+    return bytes(buf[pos:end]), end
+
+
+# Records stay a zero-copy memoryview of the request: the broker's produce path reads only
+# batch headers, so decoding a request never walks or copies the records.
+def read_records(buf: memoryview, pos: int) -> tuple[memoryview | None, int]:
+    (n,) = INT32.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        if n == -1:
+            return None, pos
+        raise ProtocolError(f"records have invalid length {n} at byte {pos - 4}")
+    end = _take(buf, pos, n, "records")
+    return buf[pos:end], end
+
+
+def read_compact_records(buf: memoryview, pos: int) -> tuple[memoryview | None, int]:
+    n, pos = _length(buf, pos, "records")
+    if n < 0:
+        return None, pos
+    end = _take(buf, pos, n, "records")
+    return buf[pos:end], end
+
+
+def _check_count(buf: memoryview, pos: int, n: int, min_item_size: int) -> None:
+    # Bound the count by the bytes left, so a forged length cannot make us allocate.
+    if n * min_item_size > len(buf) - pos:
+        raise ProtocolError(f"array of {n} items at byte {pos} cannot fit in the remaining bytes")
+
+
+def read_array_length(buf: memoryview, pos: int, min_item_size: int) -> tuple[int, int]:
+    (n,) = INT32.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise ProtocolError(f"non-nullable array has length {n} at byte {pos - 4}")
+    _check_count(buf, pos, n, min_item_size)
+    return n, pos
+
+
+def read_nullable_array_length(buf: memoryview, pos: int, min_item_size: int) -> tuple[int, int]:
+    """Returns -1 for a null array."""
+    (n,) = INT32.unpack_from(buf, pos)
+    pos += 4
+    if n < -1:
+        raise ProtocolError(f"array has invalid length {n} at byte {pos - 4}")
+    _check_count(buf, pos, n, min_item_size)
+    return n, pos
+
+
+def read_compact_array_length(buf: memoryview, pos: int, min_item_size: int) -> tuple[int, int]:
+    n, pos = _length(buf, pos, "array")
+    if n < 0:
+        raise ProtocolError(f"non-nullable compact array is null at byte {pos}")
+    _check_count(buf, pos, n, min_item_size)
+    return n, pos
+
+
+def read_compact_nullable_array_length(
+    buf: memoryview, pos: int, min_item_size: int
+) -> tuple[int, int]:
+    n, pos = _length(buf, pos, "array")
+    _check_count(buf, pos, n, min_item_size)
+    return n, pos
+
+
+def as_uuid(raw: bytes) -> UUID:
+    return ZERO_UUID if raw == _ZERO_UUID_BYTES else UUID(bytes=raw)
+
+
+def read_fixed_array(
+    buf: memoryview, pos: int, n: int, code: str, size: int
+) -> tuple[list, int]:
+    """An array of n fixed-size numbers in one unpack call."""
+    end = _take(buf, pos, n * size, "array")
+    return list(struct.unpack_from(f">{n}{code}", buf, pos)), end
+
+
+def read_uuid_array(buf: memoryview, pos: int, n: int) -> tuple[list, int]:
+    end = _take(buf, pos, n * 16, "uuid array")
+    return [UUID(bytes=bytes(buf[p : p + 16])) for p in range(pos, end, 16)], end
+
+
+def read_tag_header(buf: memoryview, pos: int) -> tuple[int, int, int]:
+    """(tag, size, position of the value) of one tagged field."""
+    tag, pos = read_uvarint(buf, pos)
+    size, pos = read_uvarint(buf, pos)
+    _take(buf, pos, size, "tagged field")
+    return tag, size, pos
+
+
+def check_tag_end(tag: int, expected_end: int, actual_end: int) -> None:
+    if expected_end != actual_end:
+        raise ProtocolError(
+            f"tagged field {tag} declares {expected_end - actual_end} bytes more than its value"
+            if expected_end > actual_end
+            else f"tagged field {tag} value runs past its declared size"
+        )
+
+
+def keep_unknown_tag(owner: Struct, tag: int, value: memoryview) -> None:
+    """Preserve a tagged field this version does not know, so re-encoding keeps it."""
+    if owner._unknown_tags is None:
+        owner._unknown_tags = []
+    owner._unknown_tags.append((tag, bytes(value)))
+
+
+def read_unknown_tags(owner: Struct, buf: memoryview, pos: int) -> int:
+    """The tagged-field section of a struct that has no known tagged fields."""
+    n, pos = read_uvarint(buf, pos)
+    for _ in range(n):
+        tag, size, pos = read_tag_header(buf, pos)
+        keep_unknown_tag(owner, tag, buf[pos : pos + size])
+        pos += size
+    return pos
+
+
+# --- encoding helpers -------------------------------------------------------------------
+
+
+def _utf8(value: str) -> bytes:
+    if not isinstance(value, str):
+        raise TypeError(f"expected str, got {type(value).__name__}")
+    return value.encode("utf-8")
+
+
+def write_string(out: bytearray, value: str) -> None:
+    data = _utf8(value)
+    if len(data) > 0x7FFF:
+        raise ProtocolError(f"string of {len(data)} bytes is longer than 32767")
+    out += INT16.pack(len(data))
+    out += data
+
+
+def write_nullable_string(out: bytearray, value: str | None) -> None:
+    if value is None:
+        out += b"\xff\xff"
+    else:
+        write_string(out, value)
+
+
+def write_compact_string(out: bytearray, value: str) -> None:
+    data = _utf8(value)
+    write_uvarint(out, len(data) + 1)
+    out += data
+
+
+def write_compact_nullable_string(out: bytearray, value: str | None) -> None:
+    if value is None:
+        out.append(0)
+    else:
+        write_compact_string(out, value)
+
+
+def write_bytes(out: bytearray, value: bytes) -> None:
+    out += INT32.pack(len(value))
+    out += value
+
+
+def write_nullable_bytes(out: bytearray, value: bytes | None) -> None:
+    if value is None:
+        out += b"\xff\xff\xff\xff"
+    else:
+        write_bytes(out, value)
+
+
+def write_compact_bytes(out: bytearray, value: bytes) -> None:
+    write_uvarint(out, len(value) + 1)
+    out += value
+
+
+def write_compact_nullable_bytes(out: bytearray, value: bytes | None) -> None:
+    if value is None:
+        out.append(0)
+    else:
+        write_compact_bytes(out, value)
+
+
+def write_array_length(out: bytearray, value: list | None) -> None:
+    out += INT32.pack(-1 if value is None else len(value))
+
+
+def write_compact_array_length(out: bytearray, value: list | None) -> None:
+    write_uvarint(out, 0 if value is None else len(value) + 1)
+
+
+def write_fixed_array(out: bytearray, value: list, code: str) -> None:
+    out += struct.pack(f">{len(value)}{code}", *value)
+
+
+def write_uuid(out: bytearray, value: UUID) -> None:
+    out += value.bytes
+
+
+def write_uuid_array(out: bytearray, value: list) -> None:
+    for item in value:
+        out += item.bytes
+
+
+def write_tagged(out: bytearray, tags: list[tuple[int, bytes]]) -> None:
+    """Write a tagged-field section from (tag, encoded value) pairs, sorted by tag."""
+    write_uvarint(out, len(tags))
+    for tag, data in sorted(tags, key=lambda item: item[0]):
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+
+
+# The encoder of Message adds the message name and version to these.
+def null_in_non_nullable(owner: str, field: str) -> UnsupportedVersionError:
+    return UnsupportedVersionError(f"{owner}.{field} is null, which this version forbids")
+
+
+def non_default_absent(owner: str, field: str) -> UnsupportedVersionError:
+    return UnsupportedVersionError(
+        f"{owner}.{field} holds a non-default value that this version cannot carry"
+    )
+
+
+class ApiSpec(NamedTuple):
+    """One row of the generated API table (moldau.protocol.api.APIS)."""
+
+    key: int
+    name: str
+    request: type[Message]
+    response: type[Message]
+    min_version: int
+    max_version: int
+    flexible_min: int | None  # first flexible version, None when no version is flexible
+    listeners: tuple[str, ...]  # "zkBroker", "broker", "controller"
+    latest_unstable: bool  # the newest version is still in development in Kafka 3.9
