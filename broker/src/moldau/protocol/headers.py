@@ -1,0 +1,124 @@
+"""Request and response headers, and whole requests and responses inside a frame.
+
+Header versions follow Kafka's rules: a flexible API version uses request header v2 and
+response header v1; ControlledShutdown v0 uses request header v0; and ApiVersions
+responses always use response header v0, because a client that sent a version the broker
+does not know must still be able to read the answer.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from .api import APIS
+from .errors import ProtocolError, UnsupportedVersionError
+from .messages.api_versions_response import ApiVersionsResponse
+from .messages.request_header import RequestHeader
+from .messages.response_header import ResponseHeader
+
+API_VERSIONS_KEY = 18
+CONTROLLED_SHUTDOWN_KEY = 7
+UNSUPPORTED_VERSION = 35  # Kafka's error code
+
+_API_KEY_AND_VERSION = struct.Struct(">hh")
+_INT32 = struct.Struct(">i")
+
+
+def _is_flexible(api_key: int, api_version: int) -> bool:
+    spec = APIS.get(api_key)
+    if spec is None:
+        raise UnsupportedVersionError(f"unknown API key {api_key}")
+    # A version above the known range counts as flexible when the API has flexible
+    # versions at all: that is how a newer client frames an ApiVersions probe.
+    return spec.flexible_min is not None and api_version >= spec.flexible_min
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+        return 0
+    return 2 if _is_flexible(api_key, api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    return 1 if _is_flexible(api_key, api_version) else 0
+
+
+def decode_request_header(buf: memoryview) -> tuple[RequestHeader, int]:
+    """Decode the header at the start of a request; return it and where the body starts."""
+    try:
+        api_key, api_version = _API_KEY_AND_VERSION.unpack_from(buf, 0)
+    except struct.error:
+        raise ProtocolError(f"request of {len(buf)} bytes is too short for a header") from None
+    version = request_header_version(api_key, api_version)
+    return RequestHeader.decode_from(buf, 0, version)
+
+
+def decode_request(data: bytes | bytearray | memoryview) -> tuple[RequestHeader, Any]:
+    """Decode a request (without its size prefix) into its header and body.
+
+    Raises UnsupportedVersionError for an unknown API key or version (for an unknown
+    version it carries the decoded `header`, so the caller can answer it) and
+    ProtocolError for malformed bytes.
+    """
+    buf = data if isinstance(data, memoryview) else memoryview(data)
+    header, pos = decode_request_header(buf)
+    spec = APIS[header.request_api_key]
+    if not spec.min_version <= header.request_api_version <= spec.max_version:
+        error = UnsupportedVersionError(
+            f"{spec.name} v{header.request_api_version} is not supported "
+            f"(valid: {spec.min_version}-{spec.max_version})"
+        )
+        error.header = header  # type: ignore[attr-defined]  # so the caller can answer
+        raise error
+    body, end = spec.request.decode_from(buf, pos, header.request_api_version)
+    if end != len(buf):
+        raise ProtocolError(f"{spec.name} request has {len(buf) - end} unexpected trailing bytes")
+    return header, body
+
+
+def encode_request(header: RequestHeader, body: Any) -> bytes:
+    """A size-prefixed request frame."""
+    out = bytearray(4)
+    version = request_header_version(header.request_api_key, header.request_api_version)
+    header.encode_into(out, version)
+    body.encode_into(out, header.request_api_version)
+    _INT32.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+def encode_response(correlation_id: int, api_key: int, api_version: int, body: Any) -> bytes:
+    """A size-prefixed response frame."""
+    out = bytearray(4)
+    header = ResponseHeader(correlation_id=correlation_id)
+    header.encode_into(out, response_header_version(api_key, api_version))
+    body.encode_into(out, api_version)
+    _INT32.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+def decode_response(
+    data: bytes | bytearray | memoryview, api_key: int, api_version: int
+) -> tuple[int, Any]:
+    """Decode a response (without its size prefix); return (correlation id, body)."""
+    buf = data if isinstance(data, memoryview) else memoryview(data)
+    header, pos = ResponseHeader.decode_from(buf, 0, response_header_version(api_key, api_version))
+    body, end = APIS[api_key].response.decode_from(buf, pos, api_version)
+    if end != len(buf):
+        raise ProtocolError(f"response has {len(buf) - end} unexpected trailing bytes")
+    return header.correlation_id, body
+
+
+def unsupported_api_versions_response(
+    correlation_id: int, versions: dict[int, tuple[int, int]]
+) -> bytes:
+    """Kafka's answer to an ApiVersions request of a version the broker does not know:
+    the v0 layout with UNSUPPORTED_VERSION and the full list, so the client can retry."""
+    keys = [
+        ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)
+        for key, (low, high) in sorted(versions.items())
+    ]
+    body = ApiVersionsResponse(error_code=UNSUPPORTED_VERSION, api_keys=keys)
+    return encode_response(correlation_id, API_VERSIONS_KEY, 0, body)
