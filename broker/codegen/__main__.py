@@ -60,7 +60,8 @@ def api_table(messages: list[MessageDef]) -> str:
     for m in requests:
         response = by_name[m.name.removesuffix("Request") + "Response"]
         lines.append(f"from moldau.protocol.messages.{module_name(m)} import {m.name}")
-        lines.append(f"from moldau.protocol.messages.{module_name(response)} import {response.name}")
+        response_module = module_name(response)
+        lines.append(f"from moldau.protocol.messages.{response_module} import {response.name}")
     lines += ["", "APIS: dict[int, ApiSpec] = {"]
     for m in requests:
         api = m.name.removesuffix("Request")

@@ -215,16 +215,27 @@ def _lz4_decompress(data, max_size: int) -> bytes:
 
 
 def _zstd_decompress(data, max_size: int) -> bytes:
+    # decompressobj, unlike the stream reader, reports whether a frame ended (eof), so
+    # truncation is caught. Input is fed in slices sized to the remaining budget: one
+    # zstd block (at most 128 KiB of output) takes at least 4 bytes of input, so a
+    # slice cannot overshoot the limit by much more than the limit itself.
+    view = memoryview(data)
+    end = len(view)
+    if not end:
+        raise ProtocolError("corrupt zstd data: empty input")
+    dctx = zstandard.ZstdDecompressor()
     out = bytearray()
-    reader = zstandard.ZstdDecompressor().stream_reader(bytes(data), read_across_frames=True)
-    with reader:
-        while True:
-            chunk = reader.read(_CHUNK)
-            if not chunk:
-                break
-            out += chunk
+    pos = 0
+    while pos < end:  # one frame per turn; producers may write several
+        obj = dctx.decompressobj()
+        while not obj.eof:
+            if pos >= end:
+                raise ProtocolError("corrupt zstd data: the frame is truncated")
+            step = min(max((max_size - len(out)) >> 15, 64), 1 << 20)
+            piece = view[pos : pos + step]
+            pos += len(piece)
+            out += obj.decompress(piece)
             if len(out) > max_size:
                 raise _too_big(ZSTD, max_size)
-    if not out and not data:
-        raise ProtocolError("corrupt zstd data: empty input")
+        pos -= len(obj.unused_data)
     return bytes(out)

@@ -1,0 +1,49 @@
+# Moldau's entry points. A fresh Debian 12 machine needs only `make cluster` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SHARED ?= $(abspath ../shared)
+
+.PHONY: help test lint unit codegen-check generate bench cluster deps clean
+
+help:
+	@echo "make cluster   start the local development cluster"
+	@echo "make test      install what the tests need, then run every suite (lint, codegen, unit)"
+	@echo "make bench     run every benchmark suite in bench/ and rewrite docs/benchmarks.md"
+	@echo "make generate  regenerate the protocol messages from $(SHARED)/kafka-protocol"
+
+# The virtualenv is rebuilt when the dependencies change; the stamp records the install.
+$(BIN)/.installed: broker/pyproject.toml scripts/debian-packages.txt
+	@scripts/install-debian-packages scripts/debian-packages.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+		|| { echo "Moldau needs Python >= 3.11 ($(PYTHON) is older)"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e 'broker[test,bench]'
+	@touch $@
+
+deps: $(BIN)/.installed
+
+test: deps
+	@scripts/run-suites \
+		"lint:$(BIN)/ruff check ." \
+		"codegen:scripts/check-codegen $(SHARED)/kafka-protocol" \
+		"unit:$(BIN)/pytest broker/tests -q -p no:cacheprovider"
+
+lint: deps
+	$(BIN)/ruff check .
+
+generate: deps
+	cd broker && ../$(BIN)/python -m codegen --protocol $(SHARED)/kafka-protocol
+
+bench: deps
+	$(BIN)/python bench/run.py
+
+cluster:
+	@echo "make cluster: there is no broker to start yet. Moldau's single broker lands with" >&2
+	@echo "the single-broker issue; until then only the protocol library exists (make test)." >&2
+	@exit 1
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache
