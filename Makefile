@@ -37,8 +37,9 @@ lint: deps
 generate: deps
 	cd broker && ../$(BIN)/python -m codegen --protocol $(SHARED)/kafka-protocol
 
+# ONLY=<suite> (or a space-separated list) rewrites only those sections of docs/benchmarks.md.
 bench: deps
-	$(BIN)/python bench/run.py
+	MOLDAU_BENCH_VIA_MAKE=1 $(BIN)/python bench/run.py $(foreach suite,$(ONLY),--only $(suite))
 
 cluster:
 	@echo "make cluster: there is no broker to start yet. Moldau's single broker lands with" >&2

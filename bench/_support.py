@@ -1,0 +1,232 @@
+"""Shared machinery of the benchmark suites: timing, the environment block, Markdown.
+
+A suite is a module `bench/<name>.py` (not starting with `_`) with `run() -> str`; see
+bench/run.py. Suites import this module as `_support` because bench/ is the script
+directory both when a suite runs standalone and when run.py imports it.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import gc
+import math
+import os
+import platform
+import pstats
+import re
+import shlex
+import subprocess
+import sys
+import time
+import timeit
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from statistics import median
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Defaults: enough short runs that the median shrugs off a busy neighbour, short enough
+# that one suite stays well inside its time budget. `--quick` (run.py) shrinks both.
+RUNS = 41
+TARGET_SECONDS = 0.01
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The median time of one call, from `runs` timed runs of a loop of `loop` calls."""
+
+    median: float
+    loop: int
+    runs: int
+    samples: tuple[float, ...]  # time of one call in each run, in the order of the runs
+
+    def ratio_to(self, other: Timing) -> float:
+        """other / self, as the median of the run-by-run ratios.
+
+        Runs of one round of `measure` are close in time, so a busy spell slows both
+        sides of a pair alike and cancels out of its ratio; the median of those ratios
+        holds up on a loaded machine where the ratio of two medians can swing by 40%.
+        """
+        return median(b / a for a, b in zip(self.samples, other.samples, strict=True))
+
+
+def configure(*, quick: bool) -> None:
+    """Quick mode: a smoke test of the suites; its figures are not worth publishing."""
+    global RUNS, TARGET_SECONDS
+    if quick:
+        RUNS, TARGET_SECONDS = 3, 0.002
+
+
+def _loop_size(timer: timeit.Timer, target: float) -> int:
+    # Like timeit.autorange, but aiming at `target` seconds per run.
+    loop = 1
+    while True:
+        elapsed = timer.timeit(loop)
+        if elapsed >= target:
+            return loop
+        # Grow towards the target from the measured rate, at least doubling.
+        loop = max(loop * 2, int(loop * target * 1.1 / max(elapsed, 1e-9)))
+
+
+def measure(
+    fns: Mapping[str, Callable[[], object]], *, runs: int | None = None
+) -> dict[str, Timing]:
+    """Time every function of a group, interleaving their runs round-robin.
+
+    Interleaving matters on a shared machine: a slow spell hits the functions of a round
+    alike instead of skewing one of them (see Timing.ratio_to). Put functions whose
+    ratio matters next to each other in `fns`.
+    timeit switches the garbage collector off during each run, as it always does.
+    """
+    runs = runs or RUNS
+    timers = {name: timeit.Timer(fn) for name, fn in fns.items()}
+    for fn in fns.values():
+        fn()  # warm-up: lazily compiled codecs, first-touch allocations
+    loops = {name: _loop_size(timer, TARGET_SECONDS) for name, timer in timers.items()}
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(runs):
+        for name, timer in timers.items():
+            samples[name].append(timer.timeit(loops[name]) / loops[name])
+    gc.collect()
+    return {
+        name: Timing(median(samples[name]), loops[name], runs, tuple(samples[name])) for name in fns
+    }
+
+
+def _three_digits(value: float) -> str:
+    # 3 significant digits without a dangling point: 187, 18.7, 1.87, 0.187.
+    decimals = max(0, 2 - math.floor(math.log10(value))) if value > 0 else 0
+    return f"{value:.{decimals}f}"
+
+
+def fmt_time(seconds: float) -> str:
+    """A duration with three significant digits in a readable unit."""
+    seconds = float(f"{seconds:.3g}")  # round first, so 999.9 µs becomes 1.00 ms
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{_three_digits(seconds / scale)} {unit}"
+    return f"{_three_digits(seconds / 1e-9)} ns"
+
+
+def fmt_ratio(ratio: float) -> str:
+    ratio = float(f"{ratio:.3g}")
+    return f"{_three_digits(ratio) if ratio < 100 else f'{ratio:.0f}'}x"
+
+
+def fmt_loop(timing: Timing) -> str:
+    return f"{timing.runs} x {timing.loop}"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _git_head() -> str:
+    # Read-only: which commit the figures belong to (the working tree may differ).
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def command_line() -> str:
+    """The command that produced the figures, as it could be typed again from the repo."""
+    exe = Path(sys.executable)
+    try:
+        shown = str(exe.relative_to(Path.cwd()))
+    except ValueError:
+        shown = "python"
+    via_make = " (via `make bench`)" if os.environ.get("MOLDAU_BENCH_VIA_MAKE") else ""
+    return f"`{shlex.join([shown, *sys.argv])}`{via_make}"
+
+
+def _load_average() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+
+
+class Stopwatch:
+    """Started when a suite starts: its wall time, and how busy the machine was then."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.load = _load_average()
+
+    def elapsed(self) -> str:
+        return f"{time.perf_counter() - self.start:.1f} s"
+
+
+def environment(clock: Stopwatch, packages: Sequence[str]) -> str:
+    """The Markdown block that says where and how a suite's figures were measured."""
+    logical = os.cpu_count() or 0
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else logical
+    versions = ", ".join(f"{name} {_version(name)}" for name in packages)
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return "\n".join(
+        [
+            f"- Command: {command_line()}, at {when}, git HEAD {_git_head()}",
+            f"- Machine: {_cpu_model()}, {logical} logical CPUs ({usable} usable), "
+            f"load average at the start {clock.load} (1, 5, 15 min)",
+            f"- OS: {platform.platform()}",
+            f"- Python: {platform.python_implementation()} {platform.python_version()}",
+            f"- Packages: {versions}",
+            f"- Suite wall time: {clock.elapsed()}",
+        ]
+    )
+
+
+def profile_top(fn: Callable[[], object], calls: int, limit: int = 6) -> str:
+    """Where one call's time goes: a Markdown table of the functions with the most own time.
+
+    cProfile inflates the cost of each Python call, so the shares (not the absolute
+    times) are what to read; they point at the function to fix when a goal is missed.
+    """
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        fn()
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    total = sum(entry[2] for entry in stats.values()) or 1.0
+    top = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:limit]
+    rows = []
+    for (filename, line, name), (_, ncalls, tottime, _, _) in top:
+        where = Path(filename)
+        name = re.sub(r" at 0x[0-9a-f]+", "", name)  # builtins: no address, stable diffs
+        shown = (
+            f"`{where.relative_to(REPO)}:{line}` {name}"
+            if where.is_relative_to(REPO)
+            else f"{where.name}:{line} {name}"
+            if line
+            else name
+        )
+        rows.append([shown, f"{ncalls / calls:g}", f"{100 * tottime / total:.0f}%"])
+    return table(["function", "calls per operation", "share of own time"], rows)
