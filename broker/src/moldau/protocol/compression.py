@@ -27,6 +27,8 @@ import zstandard
 
 from .errors import ProtocolError
 
+BytesLike = bytes | bytearray | memoryview
+
 NONE = 0
 GZIP = 1
 SNAPPY = 2
@@ -77,7 +79,9 @@ def codec_id(name: str) -> int:
         raise UnsupportedCompressionError(f"unknown compression type {name!r}") from None
 
 
-def compress(codec: int, data, *, level: int | None = None, xerial: bool = False) -> bytes:
+def compress(
+    codec: int, data: BytesLike, *, level: int | None = None, xerial: bool = False
+) -> bytes:
     """Compress data with a codec id; xerial=True writes snappy in snappy-java framing."""
     if codec == NONE:
         return bytes(data)
@@ -95,13 +99,12 @@ def compress(codec: int, data, *, level: int | None = None, xerial: bool = False
             store_size=False,
         )
     if codec == ZSTD:
-        return zstandard.ZstdCompressor(level=_ZSTD_DEFAULT_LEVEL if level is None else level).compress(
-            data
-        )
+        level = _ZSTD_DEFAULT_LEVEL if level is None else level
+        return zstandard.ZstdCompressor(level=level).compress(data)
     raise UnsupportedCompressionError(f"unknown compression codec id {codec}")
 
 
-def decompress(codec: int, data, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+def decompress(codec: int, data: BytesLike, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
     """Decompress data; ProtocolError if it is corrupt or would exceed max_size bytes."""
     if codec == NONE:
         return bytes(data)

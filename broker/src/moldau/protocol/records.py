@@ -20,13 +20,15 @@ unless records() is called. Every malformed input raises ProtocolError.
 import struct
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from crc32c import crc32c
 
-from . import compression
+from . import compression as codecs
 from .errors import ProtocolError
 from .primitives import read_varint, read_varlong, write_varint, write_varlong
+
+BytesLike = bytes | bytearray | memoryview
 
 MAGIC = 2
 
@@ -109,23 +111,23 @@ class RecordBatch:
     """
 
     __slots__ = (
-        "buffer",
-        "base_offset",
-        "batch_length",
-        "partition_leader_epoch",
-        "magic",
-        "crc",
         "attributes",
-        "last_offset_delta",
-        "base_timestamp",
-        "max_timestamp",
-        "producer_id",
-        "producer_epoch",
+        "base_offset",
         "base_sequence",
+        "base_timestamp",
+        "batch_length",
+        "buffer",
+        "crc",
+        "last_offset_delta",
+        "magic",
+        "max_timestamp",
+        "partition_leader_epoch",
+        "producer_epoch",
+        "producer_id",
         "records_count",
     )
 
-    def __init__(self, buffer) -> None:
+    def __init__(self, buffer: BytesLike) -> None:
         self.buffer = buffer if isinstance(buffer, memoryview) else memoryview(buffer)
         if len(self.buffer) < HEADER_SIZE:
             raise ProtocolError(
@@ -135,7 +137,7 @@ class RecordBatch:
         self.refresh()
 
     def refresh(self) -> None:
-        """Re-read the header fields from the buffer."""
+        """Re-read (and sanity-check) the header fields from the buffer."""
         (
             self.base_offset,
             self.batch_length,
@@ -151,6 +153,13 @@ class RecordBatch:
             self.base_sequence,
             self.records_count,
         ) = HEADER.unpack_from(self.buffer)
+        if self.magic != MAGIC:
+            raise _bad_magic(self.magic, 0)
+        if self.batch_length + LOG_OVERHEAD != len(self.buffer):
+            raise ProtocolError(
+                f"record batch has batchLength {self.batch_length} but its buffer holds "
+                f"{len(self.buffer) - LOG_OVERHEAD} bytes after the length field"
+            )
 
     @property
     def compression(self) -> int:
@@ -202,16 +211,14 @@ class RecordBatch:
     def verify_crc(self) -> bool:
         return crc32c(self.buffer[ATTRIBUTES_OFFSET:]) == self.crc
 
-    def records_data(
-        self, max_size: int = compression.DEFAULT_MAX_DECOMPRESSED_SIZE
-    ) -> bytes:
+    def records_data(self, max_size: int = codecs.DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
         """The bytes of the records, decompressed if the batch is compressed."""
         body = self.buffer[HEADER_SIZE:]
         codec = self.attributes & COMPRESSION_MASK
-        return compression.decompress(codec, body, max_size) if codec else bytes(body)
+        return codecs.decompress(codec, body, max_size) if codec else bytes(body)
 
     def records(
-        self, max_decompressed_size: int = compression.DEFAULT_MAX_DECOMPRESSED_SIZE
+        self, max_decompressed_size: int = codecs.DEFAULT_MAX_DECOMPRESSED_SIZE
     ) -> Iterator[Record]:
         """Decode the records lazily (decompressing on the first next())."""
         count = self.records_count
@@ -221,9 +228,7 @@ class RecordBatch:
             )
         if count == 0:
             return iter(())
-        append_time = (
-            self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
-        )
+        append_time = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         return _decode_records(self, count, append_time, max_decompressed_size)
 
     def control_records(self) -> Iterator[ControlRecord]:
@@ -266,9 +271,9 @@ class BatchIterator:
     allow_partial=True: fetch responses may cut the last batch short).
     """
 
-    __slots__ = ("_view", "_end", "allow_partial", "position", "truncated")
+    __slots__ = ("_end", "_view", "allow_partial", "position", "truncated")
 
-    def __init__(self, buf, *, allow_partial: bool = False) -> None:
+    def __init__(self, buf: BytesLike, *, allow_partial: bool = False) -> None:
         self._view = buf if isinstance(buf, memoryview) else memoryview(buf)
         self._end = len(self._view)
         self.allow_partial = allow_partial
@@ -289,7 +294,7 @@ class BatchIterator:
             if magic != MAGIC:
                 raise _bad_magic(magic, pos)
         if remaining < LOG_OVERHEAD:
-            return self._partial(pos, f"only {remaining} bytes remain")
+            self._partial(pos, f"only {remaining} bytes remain")
         length = _I32.unpack_from(view, pos + LENGTH_OFFSET)[0]
         if length < MIN_BATCH_LENGTH:
             raise ProtocolError(
@@ -298,11 +303,11 @@ class BatchIterator:
             )
         end = pos + LOG_OVERHEAD + length
         if end > self._end:
-            return self._partial(pos, f"batchLength {length} but only {remaining - 12} bytes")
+            self._partial(pos, f"batchLength {length} but only {remaining - 12} bytes")
         self.position = end
         return RecordBatch(view[pos:end])
 
-    def _partial(self, pos: int, why: str) -> RecordBatch:
+    def _partial(self, pos: int, why: str) -> NoReturn:
         if self.allow_partial:
             self.truncated = True
             self._end = pos  # stop for good
@@ -310,7 +315,7 @@ class BatchIterator:
         raise ProtocolError(f"truncated record batch at byte {pos}: {why}")
 
 
-def iter_batches(buf, *, allow_partial: bool = False) -> BatchIterator:
+def iter_batches(buf: BytesLike, *, allow_partial: bool = False) -> BatchIterator:
     """Iterate the v2 batches of a records blob (memoryview/bytes/bytearray)."""
     return BatchIterator(buf, allow_partial=allow_partial)
 
@@ -328,7 +333,7 @@ def _bad_magic(magic: int, pos: int) -> ProtocolError:
 
 
 def patch_batch(
-    buf,
+    buf: bytearray | memoryview,
     base_offset: int,
     *,
     partition_leader_epoch: int | None = None,
@@ -350,7 +355,9 @@ def patch_batch(
     return set_max_timestamp(buf, LOG_APPEND_TIME, log_append_time, pos=pos)
 
 
-def set_max_timestamp(buf, timestamp_type: int, max_timestamp: int, *, pos: int = 0) -> bool:
+def set_max_timestamp(
+    buf: bytearray | memoryview, timestamp_type: int, max_timestamp: int, *, pos: int = 0
+) -> bool:
     """Set the timestamp type bit and maxTimestamp; recompute the CRC if they changed."""
     attributes = _I16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)[0]
     new_attributes = (attributes & ~TIMESTAMP_TYPE_MASK) | (
@@ -384,15 +391,13 @@ def _decode_records(
     pos = 0
     for index in range(count):
         try:
-            record, pos = _decode_record(data, pos, end, base_offset, base_timestamp)
+            record, pos = _decode_record(data, pos, end, base_offset, base_timestamp, append_time)
         except IndexError:
             raise ProtocolError(
                 f"record {index} of batch at offset {base_offset} is truncated"
             ) from None
         except ProtocolError as exc:
             raise ProtocolError(f"record {index} of batch at offset {base_offset}: {exc}") from None
-        if append_time is not None:
-            record = record._replace(timestamp=append_time)
         yield record
     if pos != end:
         raise ProtocolError(
@@ -402,7 +407,7 @@ def _decode_records(
 
 
 def _decode_record(
-    data: bytes, pos: int, end: int, base_offset: int, base_timestamp: int
+    data: bytes, pos: int, end: int, base_offset: int, base_timestamp: int, append_time
 ) -> tuple[Record, int]:
     # One-byte varints are the common case, so they are decoded inline.
     b = data[pos]
@@ -438,13 +443,11 @@ def _decode_record(
             headers.append((name, header_value))
     if pos != record_end:
         raise ProtocolError(
-            f"record length {length} does not match its fields ({length + pos - record_end} "
-            "bytes)"
+            f"record length {length} does not match its fields ({length + pos - record_end} bytes)"
         )
-    return (
-        Record(base_offset + offset_delta, base_timestamp + ts_delta, key, value, headers),
-        pos,
-    )
+    # LogAppendTime batches carry the broker's time in maxTimestamp for every record.
+    timestamp = base_timestamp + ts_delta if append_time is None else append_time
+    return Record(base_offset + offset_delta, timestamp, key, value, headers), pos
 
 
 def _read_bytes(data: bytes, pos: int, limit: int, what: str) -> tuple[bytes | None, int]:
@@ -501,7 +504,8 @@ def decode_control_record(record: Record) -> ControlRecord:
 # --- building ------------------------------------------------------------------------
 
 
-def _record_fields(item: Any) -> tuple[Any, Any, Any, Any]:
+def record_fields(item: Any) -> tuple[Any, Any, Any, Any]:
+    """(key, value, headers, timestamp) of a record-like object or a plain tuple."""
     if hasattr(item, "value"):
         return (
             item.key,
@@ -566,7 +570,7 @@ def build_batch(
     when delete_horizon_ms is set); maxTimestamp to the largest record timestamp, or
     pass the log append time with timestamp_type=LOG_APPEND_TIME.
     """
-    items = [_record_fields(item) for item in records]
+    items = [record_fields(item) for item in records]
     now = None
     timestamps = []
     for _, _, _, timestamp in items:
@@ -601,7 +605,7 @@ def build_batch(
     ):
         _encode_record(body, delta, timestamp - base_timestamp, key, value, headers)
     if attributes & COMPRESSION_MASK and items:
-        payload = _compress(compression, body, compression_level, xerial_snappy)
+        payload = codecs.compress(compression, body, level=compression_level, xerial=xerial_snappy)
     else:
         payload = body
         attributes &= ~COMPRESSION_MASK  # an empty batch is never compressed
@@ -627,10 +631,6 @@ def build_batch(
     out += payload
     _U32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
     return bytes(out)
-
-
-def _compress(codec: int, body: bytearray, level: int | None, xerial: bool) -> bytes:
-    return compression.compress(codec, body, level=level, xerial=xerial)
 
 
 def build_control_batch(
