@@ -41,6 +41,7 @@ class _Field:
             self.compact = contains(f.flexible_override, version)
         else:
             self.compact = flexible
+        self.in_tag = False  # set while emitting the value of a tagged field
 
 
 class ModuleEmitter:
@@ -96,7 +97,8 @@ class ModuleEmitter:
         """An expression that is true when value differs from the field's default."""
         default = self.default_expr(f)
         if default == "[]":
-            return f"{value}"
+            # Like Kafka, a null array differs from the empty default.
+            return f"{value} is None or {value}"
         if default == "None":
             return f"{value} is not None"
         return f"{value} != {default}"
@@ -146,6 +148,12 @@ class ModuleEmitter:
             body += self.decode_run(run, "o")
             run = []
             body += self.decode_value(fv, version, f"o.{fv.f.attr}", "    ")
+            if fv.f.kind == "records" and not fv.nullable:
+                # The records readers take -1 as null; Kafka refuses it where not nullable.
+                body += [
+                    f"    if o.{fv.f.attr} is None:",
+                    f"        raise null_in_non_nullable({struct.name!r}, {fv.f.attr!r})",
+                ]
         body += self.decode_run(run, "o")
         if flexible:
             tagged = [fv for fv in fields if fv.tagged]
@@ -206,6 +214,15 @@ class ModuleEmitter:
             fn = self.decoder(f.struct, version)
             if not fv.nullable:
                 return [f"{ind}{target}, p = {fn}(m, p)"]
+            if fv.in_tag:
+                # A nullable struct in a tagged field: varint 0 for null, else present.
+                return [
+                    f"{ind}marker, p = read_uvarint(m, p)",
+                    f"{ind}if marker == 0:",
+                    f"{ind}    {target} = None",
+                    f"{ind}else:",
+                    f"{ind}    {target}, p = {fn}(m, p)",
+                ]
             return [
                 f"{ind}if m[p] >= 0x80:",
                 f"{ind}    {target} = None",
@@ -262,6 +279,7 @@ class ModuleEmitter:
         for fv in sorted(tagged, key=lambda x: x.f.tag):
             # A tagged value always uses the compact encodings of flexible versions.
             fv.compact = True
+            fv.in_tag = True
             body.append(f"        {keyword} tag == {fv.f.tag}:")
             body += self.decode_value(fv, version, f"o.{fv.f.attr}", "            ")
             body.append("            check_tag_end(tag, end, p)")
@@ -290,6 +308,12 @@ class ModuleEmitter:
                     f"    if {test}:",
                     f"        raise non_default_absent({struct.name!r}, {fv.f.attr!r})",
                 ]
+        if not flexible:
+            # Like Kafka: tagged fields kept from a flexible version cannot be dropped silently.
+            body += [
+                "    if o._unknown_tags:",
+                f"        raise tagged_fields_unsupported({struct.name!r})",
+            ]
         run: list[_Field] = []
         for fv in fields:
             if not fv.present or fv.tagged:
@@ -314,6 +338,7 @@ class ModuleEmitter:
                 body.append("    tags = list(o._unknown_tags or ())")
                 for fv in tagged:
                     fv.compact = True
+                    fv.in_tag = True
                     test = self.is_default_test(fv.f, f"o.{fv.f.attr}")
                     body += [f"    if {test}:", "        t = bytearray()"]
                     body += self.encode_value(fv, version, f"o.{fv.f.attr}", "t", "        ",
@@ -360,7 +385,7 @@ class ModuleEmitter:
                 return [*null_check, f"{ind}{fn}({value}, {out})"]
             return [
                 f"{ind}if {value} is None:",
-                f"{ind}    {out}.append(0xFF)",
+                f"{ind}    {out}.append({0 if fv.in_tag else 0xFF})",
                 f"{ind}else:",
                 f"{ind}    {out}.append(1)",
                 f"{ind}    {fn}({value}, {out})",
@@ -383,7 +408,10 @@ class ModuleEmitter:
             lines += [f"{inner}for item in {value}:", f"{inner}    {fn}(item, {out})"]
         else:
             prefix = "write_compact_" if fv.compact else "write_"
-            lines += [f"{inner}for item in {value}:", f"{inner}    {prefix}{f.element}({out}, item)"]
+            lines += [
+                f"{inner}for item in {value}:",
+                f"{inner}    {prefix}{f.element}({out}, item)",
+            ]
         return lines
 
     # --- classes --------------------------------------------------------------------
@@ -492,6 +520,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,

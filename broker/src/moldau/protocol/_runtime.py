@@ -168,6 +168,8 @@ def read_compact_string(buf: memoryview, pos: int) -> tuple[str, int]:
     n, pos = _length(buf, pos, "string")
     if n < 0:
         raise ProtocolError(f"non-nullable compact string is null at byte {pos}")
+    if n > 0x7FFF:
+        raise ProtocolError(f"string at byte {pos} has invalid length {n}")
     end = _take(buf, pos, n, "string")
     return str(buf[pos:end], "utf-8"), end
 
@@ -176,6 +178,8 @@ def read_compact_nullable_string(buf: memoryview, pos: int) -> tuple[str | None,
     n, pos = _length(buf, pos, "string")
     if n < 0:
         return None, pos
+    if n > 0x7FFF:
+        raise ProtocolError(f"string at byte {pos} has invalid length {n}")
     end = _take(buf, pos, n, "string")
     return str(buf[pos:end], "utf-8"), end
 
@@ -355,6 +359,8 @@ def write_nullable_string(out: bytearray, value: str | None) -> None:
 
 def write_compact_string(out: bytearray, value: str) -> None:
     data = _utf8(value)
+    if len(data) > 0x7FFF:
+        raise ProtocolError(f"string of {len(data)} bytes is longer than 32767")
     write_uvarint(out, len(data) + 1)
     out += data
 
@@ -423,6 +429,12 @@ def write_tagged(out: bytearray, tags: list[tuple[int, bytes]]) -> None:
 # The encoder of Message adds the message name and version to these.
 def null_in_non_nullable(owner: str, field: str) -> UnsupportedVersionError:
     return UnsupportedVersionError(f"{owner}.{field} is null, which this version forbids")
+
+
+def tagged_fields_unsupported(owner: str) -> UnsupportedVersionError:
+    return UnsupportedVersionError(
+        f"{owner} has unknown tagged fields, which this version cannot carry"
+    )
 
 
 def non_default_absent(owner: str, field: str) -> UnsupportedVersionError:

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -214,6 +215,8 @@ def _d_AddPartitionsToTxnRequest_4(m, p):
 
 
 def _e_AddPartitionsToTxnTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AddPartitionsToTxnTopic')
     if o.name is None:
         raise null_in_non_nullable('AddPartitionsToTxnTopic', 'name')
     write_string(w, o.name)
@@ -224,8 +227,10 @@ def _e_AddPartitionsToTxnTopic_0(o, w):
 
 
 def _e_AddPartitionsToTxnRequest_0(o, w):
-    if o.transactions:
+    if o.transactions is None or o.transactions:
         raise non_default_absent('AddPartitionsToTxnRequest', 'transactions')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AddPartitionsToTxnRequest')
     if o.v3_and_below_transactional_id is None:
         raise null_in_non_nullable('AddPartitionsToTxnRequest', 'v3_and_below_transactional_id')
     write_string(w, o.v3_and_below_transactional_id)
@@ -252,7 +257,7 @@ def _e_AddPartitionsToTxnTopic_3(o, w):
 
 
 def _e_AddPartitionsToTxnRequest_3(o, w):
-    if o.transactions:
+    if o.transactions is None or o.transactions:
         raise non_default_absent('AddPartitionsToTxnRequest', 'transactions')
     if o.v3_and_below_transactional_id is None:
         raise null_in_non_nullable('AddPartitionsToTxnRequest', 'v3_and_below_transactional_id')
@@ -292,7 +297,7 @@ def _e_AddPartitionsToTxnRequest_4(o, w):
         raise non_default_absent('AddPartitionsToTxnRequest', 'v3_and_below_producer_id')
     if o.v3_and_below_producer_epoch != 0:
         raise non_default_absent('AddPartitionsToTxnRequest', 'v3_and_below_producer_epoch')
-    if o.v3_and_below_topics:
+    if o.v3_and_below_topics is None or o.v3_and_below_topics:
         raise non_default_absent('AddPartitionsToTxnRequest', 'v3_and_below_topics')
     if o.transactions is None:
         raise null_in_non_nullable('AddPartitionsToTxnRequest', 'transactions')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -244,10 +245,14 @@ def _d_AddPartitionsToTxnResponse_4(m, p):
 
 
 def _e_AddPartitionsToTxnPartitionResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AddPartitionsToTxnPartitionResult')
     w += _S1.pack(o.partition_index, o.partition_error_code)
 
 
 def _e_AddPartitionsToTxnTopicResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AddPartitionsToTxnTopicResult')
     if o.name is None:
         raise null_in_non_nullable('AddPartitionsToTxnTopicResult', 'name')
     write_string(w, o.name)
@@ -259,8 +264,10 @@ def _e_AddPartitionsToTxnTopicResult_0(o, w):
 
 
 def _e_AddPartitionsToTxnResponse_0(o, w):
-    if o.results_by_transaction:
+    if o.results_by_transaction is None or o.results_by_transaction:
         raise non_default_absent('AddPartitionsToTxnResponse', 'results_by_transaction')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AddPartitionsToTxnResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.results_by_topic_v3_and_below is None:
         raise null_in_non_nullable('AddPartitionsToTxnResponse', 'results_by_topic_v3_and_below')
@@ -293,7 +300,7 @@ def _e_AddPartitionsToTxnTopicResult_3(o, w):
 
 
 def _e_AddPartitionsToTxnResponse_3(o, w):
-    if o.results_by_transaction:
+    if o.results_by_transaction is None or o.results_by_transaction:
         raise non_default_absent('AddPartitionsToTxnResponse', 'results_by_transaction')
     w += _S0.pack(o.throttle_time_ms)
     if o.results_by_topic_v3_and_below is None:
@@ -323,7 +330,7 @@ def _e_AddPartitionsToTxnResult_4(o, w):
 
 
 def _e_AddPartitionsToTxnResponse_4(o, w):
-    if o.results_by_topic_v3_and_below:
+    if o.results_by_topic_v3_and_below is None or o.results_by_topic_v3_and_below:
         raise non_default_absent('AddPartitionsToTxnResponse', 'results_by_topic_v3_and_below')
     w += _S1.pack(o.throttle_time_ms, o.error_code)
     if o.results_by_transaction is None:

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -234,6 +235,8 @@ def _d_AlterClientQuotasRequest_1(m, p):
 
 
 def _e_EntityData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('EntityData')
     if o.entity_type is None:
         raise null_in_non_nullable('EntityData', 'entity_type')
     write_string(w, o.entity_type)
@@ -241,6 +244,8 @@ def _e_EntityData_0(o, w):
 
 
 def _e_OpData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OpData')
     if o.key is None:
         raise null_in_non_nullable('OpData', 'key')
     write_string(w, o.key)
@@ -248,6 +253,8 @@ def _e_OpData_0(o, w):
 
 
 def _e_EntryData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('EntryData')
     if o.entity is None:
         raise null_in_non_nullable('EntryData', 'entity')
     write_array_length(w, o.entity)
@@ -261,6 +268,8 @@ def _e_EntryData_0(o, w):
 
 
 def _e_AlterClientQuotasRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterClientQuotasRequest')
     if o.entries is None:
         raise null_in_non_nullable('AlterClientQuotasRequest', 'entries')
     write_array_length(w, o.entries)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -193,6 +194,8 @@ def _d_AlterClientQuotasResponse_1(m, p):
 
 
 def _e_EntityData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('EntityData')
     if o.entity_type is None:
         raise null_in_non_nullable('EntityData', 'entity_type')
     write_string(w, o.entity_type)
@@ -200,6 +203,8 @@ def _e_EntityData_0(o, w):
 
 
 def _e_EntryData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('EntryData')
     w += _S1.pack(o.error_code)
     write_nullable_string(w, o.error_message)
     if o.entity is None:
@@ -210,6 +215,8 @@ def _e_EntryData_0(o, w):
 
 
 def _e_AlterClientQuotasResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterClientQuotasResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.entries is None:
         raise null_in_non_nullable('AlterClientQuotasResponse', 'entries')

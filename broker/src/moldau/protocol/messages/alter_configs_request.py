@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -193,6 +194,8 @@ def _d_AlterConfigsRequest_2(m, p):
 
 
 def _e_AlterableConfig_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterableConfig')
     if o.name is None:
         raise null_in_non_nullable('AlterableConfig', 'name')
     write_string(w, o.name)
@@ -200,6 +203,8 @@ def _e_AlterableConfig_0(o, w):
 
 
 def _e_AlterConfigsResource_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterConfigsResource')
     w += _S0.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('AlterConfigsResource', 'resource_name')
@@ -212,6 +217,8 @@ def _e_AlterConfigsResource_0(o, w):
 
 
 def _e_AlterConfigsRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterConfigsRequest')
     if o.resources is None:
         raise null_in_non_nullable('AlterConfigsRequest', 'resources')
     write_array_length(w, o.resources)

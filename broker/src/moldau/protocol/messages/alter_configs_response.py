@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -157,6 +158,8 @@ def _d_AlterConfigsResponse_2(m, p):
 
 
 def _e_AlterConfigsResourceResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterConfigsResourceResponse')
     w += _S1.pack(o.error_code)
     write_nullable_string(w, o.error_message)
     w += _S2.pack(o.resource_type)
@@ -166,6 +169,8 @@ def _e_AlterConfigsResourceResponse_0(o, w):
 
 
 def _e_AlterConfigsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterConfigsResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.responses is None:
         raise null_in_non_nullable('AlterConfigsResponse', 'responses')

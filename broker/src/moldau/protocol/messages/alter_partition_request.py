@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -349,7 +350,7 @@ def _d_AlterPartitionRequest_3(m, p):
 
 
 def _e_PartitionData_0(o, w):
-    if o.new_isr_with_epochs:
+    if o.new_isr_with_epochs is None or o.new_isr_with_epochs:
         raise non_default_absent('PartitionData', 'new_isr_with_epochs')
     if o.leader_recovery_state != 0:
         raise non_default_absent('PartitionData', 'leader_recovery_state')
@@ -394,7 +395,7 @@ def _e_AlterPartitionRequest_0(o, w):
 
 
 def _e_PartitionData_1(o, w):
-    if o.new_isr_with_epochs:
+    if o.new_isr_with_epochs is None or o.new_isr_with_epochs:
         raise non_default_absent('PartitionData', 'new_isr_with_epochs')
     w += _S1.pack(o.partition_index, o.leader_epoch)
     if o.new_isr is None:
@@ -471,7 +472,7 @@ def _e_BrokerState_3(o, w):
 
 
 def _e_PartitionData_3(o, w):
-    if o.new_isr:
+    if o.new_isr is None or o.new_isr:
         raise non_default_absent('PartitionData', 'new_isr')
     w += _S1.pack(o.partition_index, o.leader_epoch)
     if o.new_isr_with_epochs is None:

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -181,6 +182,8 @@ def _d_AlterReplicaLogDirsRequest_2(m, p):
 
 
 def _e_AlterReplicaLogDirTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterReplicaLogDirTopic')
     if o.name is None:
         raise null_in_non_nullable('AlterReplicaLogDirTopic', 'name')
     write_string(w, o.name)
@@ -191,6 +194,8 @@ def _e_AlterReplicaLogDirTopic_0(o, w):
 
 
 def _e_AlterReplicaLogDir_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterReplicaLogDir')
     if o.path is None:
         raise null_in_non_nullable('AlterReplicaLogDir', 'path')
     write_string(w, o.path)
@@ -202,6 +207,8 @@ def _e_AlterReplicaLogDir_0(o, w):
 
 
 def _e_AlterReplicaLogDirsRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterReplicaLogDirsRequest')
     if o.dirs is None:
         raise null_in_non_nullable('AlterReplicaLogDirsRequest', 'dirs')
     write_array_length(w, o.dirs)

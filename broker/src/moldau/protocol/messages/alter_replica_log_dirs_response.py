@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -187,10 +188,14 @@ def _d_AlterReplicaLogDirsResponse_2(m, p):
 
 
 def _e_AlterReplicaLogDirPartitionResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterReplicaLogDirPartitionResult')
     w += _S1.pack(o.partition_index, o.error_code)
 
 
 def _e_AlterReplicaLogDirTopicResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterReplicaLogDirTopicResult')
     if o.topic_name is None:
         raise null_in_non_nullable('AlterReplicaLogDirTopicResult', 'topic_name')
     write_string(w, o.topic_name)
@@ -202,6 +207,8 @@ def _e_AlterReplicaLogDirTopicResult_0(o, w):
 
 
 def _e_AlterReplicaLogDirsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterReplicaLogDirsResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.results is None:
         raise null_in_non_nullable('AlterReplicaLogDirsResponse', 'results')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -97,7 +98,8 @@ def _d_ApiVersionsRequest_3(m, p):
 
 
 def _e_ApiVersionsRequest_0(o, w):
-    pass
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ApiVersionsRequest')
 
 
 def _e_ApiVersionsRequest_3(o, w):

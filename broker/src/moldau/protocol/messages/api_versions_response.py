@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -282,10 +283,14 @@ def _d_ApiVersionsResponse_3(m, p):
 
 
 def _e_ApiVersion_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ApiVersion')
     w += _S1.pack(o.api_key, o.min_version, o.max_version)
 
 
 def _e_ApiVersionsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ApiVersionsResponse')
     w += _S0.pack(o.error_code)
     if o.api_keys is None:
         raise null_in_non_nullable('ApiVersionsResponse', 'api_keys')
@@ -295,6 +300,8 @@ def _e_ApiVersionsResponse_0(o, w):
 
 
 def _e_ApiVersionsResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ApiVersionsResponse')
     w += _S0.pack(o.error_code)
     if o.api_keys is None:
         raise null_in_non_nullable('ApiVersionsResponse', 'api_keys')
@@ -343,7 +350,7 @@ def _e_ApiVersionsResponse_3(o, w):
         _e_ApiVersion_3(item, w)
     w += _S2.pack(o.throttle_time_ms)
     tags = list(o._unknown_tags or ())
-    if o.supported_features:
+    if o.supported_features is None or o.supported_features:
         t = bytearray()
         if o.supported_features is None:
             raise null_in_non_nullable('ApiVersionsResponse', 'supported_features')
@@ -355,7 +362,7 @@ def _e_ApiVersionsResponse_3(o, w):
         t = bytearray()
         t += _S4.pack(o.finalized_features_epoch)
         tags.append((1, t))
-    if o.finalized_features:
+    if o.finalized_features is None or o.finalized_features:
         t = bytearray()
         if o.finalized_features is None:
             raise null_in_non_nullable('ApiVersionsResponse', 'finalized_features')

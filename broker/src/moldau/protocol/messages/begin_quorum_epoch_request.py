@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -236,10 +237,14 @@ def _d_BeginQuorumEpochRequest_1(m, p):
 
 
 def _e_PartitionData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionData')
     w += _S0.pack(o.partition_index, o.leader_id, o.leader_epoch)
 
 
 def _e_TopicData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TopicData')
     if o.topic_name is None:
         raise null_in_non_nullable('TopicData', 'topic_name')
     write_string(w, o.topic_name)
@@ -251,6 +256,8 @@ def _e_TopicData_0(o, w):
 
 
 def _e_BeginQuorumEpochRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('BeginQuorumEpochRequest')
     write_nullable_string(w, o.cluster_id)
     if o.topics is None:
         raise null_in_non_nullable('BeginQuorumEpochRequest', 'topics')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -246,10 +247,14 @@ def _d_BeginQuorumEpochResponse_1(m, p):
 
 
 def _e_PartitionData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionData')
     w += _S1.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
 
 
 def _e_TopicData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TopicData')
     if o.topic_name is None:
         raise null_in_non_nullable('TopicData', 'topic_name')
     write_string(w, o.topic_name)
@@ -261,8 +266,10 @@ def _e_TopicData_0(o, w):
 
 
 def _e_BeginQuorumEpochResponse_0(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('BeginQuorumEpochResponse', 'node_endpoints')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('BeginQuorumEpochResponse')
     w += _S0.pack(o.error_code)
     if o.topics is None:
         raise null_in_non_nullable('BeginQuorumEpochResponse', 'topics')
@@ -314,7 +321,7 @@ def _e_BeginQuorumEpochResponse_1(o, w):
     for item in o.topics:
         _e_TopicData_1(item, w)
     tags = list(o._unknown_tags or ())
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         t = bytearray()
         if o.node_endpoints is None:
             raise null_in_non_nullable('BeginQuorumEpochResponse', 'node_endpoints')

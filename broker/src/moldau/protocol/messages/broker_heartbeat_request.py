@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -127,7 +128,7 @@ def _d_BrokerHeartbeatRequest_1(m, p):
 
 
 def _e_BrokerHeartbeatRequest_0(o, w):
-    if o.offline_log_dirs:
+    if o.offline_log_dirs is None or o.offline_log_dirs:
         raise non_default_absent('BrokerHeartbeatRequest', 'offline_log_dirs')
     w += _S0.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     if o._unknown_tags:
@@ -139,7 +140,7 @@ def _e_BrokerHeartbeatRequest_0(o, w):
 def _e_BrokerHeartbeatRequest_1(o, w):
     w += _S0.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     tags = list(o._unknown_tags or ())
-    if o.offline_log_dirs:
+    if o.offline_log_dirs is None or o.offline_log_dirs:
         t = bytearray()
         if o.offline_log_dirs is None:
             raise null_in_non_nullable('BrokerHeartbeatRequest', 'offline_log_dirs')

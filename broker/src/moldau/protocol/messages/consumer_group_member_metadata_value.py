@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -153,11 +154,11 @@ def _t_ConsumerGroupMemberMetadataValue_0(o, m, p):
         tag, size, p = read_tag_header(m, p)
         end = p + size
         if tag == 0:
-            if m[p] >= 0x80:
+            marker, p = read_uvarint(m, p)
+            if marker == 0:
                 o.classic_member_metadata = None
-                p += 1
             else:
-                o.classic_member_metadata, p = _d_ClassicMemberMetadata_0(m, p + 1)
+                o.classic_member_metadata, p = _d_ClassicMemberMetadata_0(m, p)
             check_tag_end(tag, end, p)
         else:
             keep_unknown_tag(o, tag, m[p:end])
@@ -237,7 +238,7 @@ def _e_ConsumerGroupMemberMetadataValue_0(o, w):
     if o.classic_member_metadata != _C_ClassicMemberMetadata():
         t = bytearray()
         if o.classic_member_metadata is None:
-            t.append(0xFF)
+            t.append(0)
         else:
             t.append(1)
             _e_ClassicMemberMetadata_0(o.classic_member_metadata, t)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -112,6 +113,8 @@ def _d_ConsumerProtocolAssignment_0(m, p):
 
 
 def _e_TopicPartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TopicPartition')
     if o.topic is None:
         raise null_in_non_nullable('TopicPartition', 'topic')
     write_string(w, o.topic)
@@ -122,6 +125,8 @@ def _e_TopicPartition_0(o, w):
 
 
 def _e_ConsumerProtocolAssignment_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ConsumerProtocolAssignment')
     if o.assigned_partitions is None:
         raise null_in_non_nullable('ConsumerProtocolAssignment', 'assigned_partitions')
     write_array_length(w, o.assigned_partitions)

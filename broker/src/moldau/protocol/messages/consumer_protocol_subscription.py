@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -187,6 +188,8 @@ def _d_ConsumerProtocolSubscription_3(m, p):
 
 
 def _e_ConsumerProtocolSubscription_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ConsumerProtocolSubscription')
     if o.topics is None:
         raise null_in_non_nullable('ConsumerProtocolSubscription', 'topics')
     write_array_length(w, o.topics)
@@ -196,6 +199,8 @@ def _e_ConsumerProtocolSubscription_0(o, w):
 
 
 def _e_TopicPartition_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TopicPartition')
     if o.topic is None:
         raise null_in_non_nullable('TopicPartition', 'topic')
     write_string(w, o.topic)
@@ -206,6 +211,8 @@ def _e_TopicPartition_1(o, w):
 
 
 def _e_ConsumerProtocolSubscription_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ConsumerProtocolSubscription')
     if o.topics is None:
         raise null_in_non_nullable('ConsumerProtocolSubscription', 'topics')
     write_array_length(w, o.topics)
@@ -220,6 +227,8 @@ def _e_ConsumerProtocolSubscription_1(o, w):
 
 
 def _e_ConsumerProtocolSubscription_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ConsumerProtocolSubscription')
     if o.topics is None:
         raise null_in_non_nullable('ConsumerProtocolSubscription', 'topics')
     write_array_length(w, o.topics)
@@ -235,6 +244,8 @@ def _e_ConsumerProtocolSubscription_2(o, w):
 
 
 def _e_ConsumerProtocolSubscription_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ConsumerProtocolSubscription')
     if o.topics is None:
         raise null_in_non_nullable('ConsumerProtocolSubscription', 'topics')
     write_array_length(w, o.topics)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -108,10 +109,14 @@ def _d_ControlledShutdownRequest_3(m, p):
 
 
 def _e_ControlledShutdownRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ControlledShutdownRequest')
     w += _S0.pack(o.broker_id)
 
 
 def _e_ControlledShutdownRequest_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ControlledShutdownRequest')
     w += _S1.pack(o.broker_id, o.broker_epoch)
 
 

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -146,6 +147,8 @@ def _d_ControlledShutdownResponse_3(m, p):
 
 
 def _e_RemainingPartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('RemainingPartition')
     if o.topic_name is None:
         raise null_in_non_nullable('RemainingPartition', 'topic_name')
     write_string(w, o.topic_name)
@@ -153,6 +156,8 @@ def _e_RemainingPartition_0(o, w):
 
 
 def _e_ControlledShutdownResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ControlledShutdownResponse')
     w += _S0.pack(o.error_code)
     if o.remaining_partitions is None:
         raise null_in_non_nullable('ControlledShutdownResponse', 'remaining_partitions')

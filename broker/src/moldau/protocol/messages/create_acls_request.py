@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -190,6 +191,8 @@ def _d_CreateAclsRequest_2(m, p):
 def _e_AclCreation_0(o, w):
     if o.resource_pattern_type != 3:
         raise non_default_absent('AclCreation', 'resource_pattern_type')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AclCreation')
     w += _S0.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('AclCreation', 'resource_name')
@@ -204,6 +207,8 @@ def _e_AclCreation_0(o, w):
 
 
 def _e_CreateAclsRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreateAclsRequest')
     if o.creations is None:
         raise null_in_non_nullable('CreateAclsRequest', 'creations')
     write_array_length(w, o.creations)
@@ -212,6 +217,8 @@ def _e_CreateAclsRequest_0(o, w):
 
 
 def _e_AclCreation_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AclCreation')
     w += _S0.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('AclCreation', 'resource_name')
@@ -227,6 +234,8 @@ def _e_AclCreation_1(o, w):
 
 
 def _e_CreateAclsRequest_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreateAclsRequest')
     if o.creations is None:
         raise null_in_non_nullable('CreateAclsRequest', 'creations')
     write_array_length(w, o.creations)

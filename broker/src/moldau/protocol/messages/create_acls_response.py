@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -146,11 +147,15 @@ def _d_CreateAclsResponse_2(m, p):
 
 
 def _e_AclCreationResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AclCreationResult')
     w += _S1.pack(o.error_code)
     write_nullable_string(w, o.error_message)
 
 
 def _e_CreateAclsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreateAclsResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.results is None:
         raise null_in_non_nullable('CreateAclsResponse', 'results')

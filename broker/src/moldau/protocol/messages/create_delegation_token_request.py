@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -171,6 +172,8 @@ def _d_CreateDelegationTokenRequest_3(m, p):
 
 
 def _e_CreatableRenewers_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreatableRenewers')
     if o.principal_type is None:
         raise null_in_non_nullable('CreatableRenewers', 'principal_type')
     write_string(w, o.principal_type)
@@ -184,6 +187,8 @@ def _e_CreateDelegationTokenRequest_0(o, w):
         raise non_default_absent('CreateDelegationTokenRequest', 'owner_principal_type')
     if o.owner_principal_name != '':
         raise non_default_absent('CreateDelegationTokenRequest', 'owner_principal_name')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreateDelegationTokenRequest')
     if o.renewers is None:
         raise null_in_non_nullable('CreateDelegationTokenRequest', 'renewers')
     write_array_length(w, o.renewers)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -164,6 +165,8 @@ def _e_CreateDelegationTokenResponse_0(o, w):
         raise non_default_absent('CreateDelegationTokenResponse', 'token_requester_principal_type')
     if o.token_requester_principal_name != '':
         raise non_default_absent('CreateDelegationTokenResponse', 'token_requester_principal_name')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreateDelegationTokenResponse')
     w += _S0.pack(o.error_code)
     if o.principal_type is None:
         raise null_in_non_nullable('CreateDelegationTokenResponse', 'principal_type')

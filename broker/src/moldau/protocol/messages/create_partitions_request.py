@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -199,6 +200,8 @@ def _d_CreatePartitionsRequest_2(m, p):
 
 
 def _e_CreatePartitionsAssignment_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreatePartitionsAssignment')
     if o.broker_ids is None:
         raise null_in_non_nullable('CreatePartitionsAssignment', 'broker_ids')
     write_array_length(w, o.broker_ids)
@@ -206,6 +209,8 @@ def _e_CreatePartitionsAssignment_0(o, w):
 
 
 def _e_CreatePartitionsTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreatePartitionsTopic')
     if o.name is None:
         raise null_in_non_nullable('CreatePartitionsTopic', 'name')
     write_string(w, o.name)
@@ -217,6 +222,8 @@ def _e_CreatePartitionsTopic_0(o, w):
 
 
 def _e_CreatePartitionsRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreatePartitionsRequest')
     if o.topics is None:
         raise null_in_non_nullable('CreatePartitionsRequest', 'topics')
     write_array_length(w, o.topics)

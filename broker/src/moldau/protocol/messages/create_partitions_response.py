@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -150,6 +151,8 @@ def _d_CreatePartitionsResponse_2(m, p):
 
 
 def _e_CreatePartitionsTopicResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreatePartitionsTopicResult')
     if o.name is None:
         raise null_in_non_nullable('CreatePartitionsTopicResult', 'name')
     write_string(w, o.name)
@@ -158,6 +161,8 @@ def _e_CreatePartitionsTopicResult_0(o, w):
 
 
 def _e_CreatePartitionsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreatePartitionsResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.results is None:
         raise null_in_non_nullable('CreatePartitionsResponse', 'results')

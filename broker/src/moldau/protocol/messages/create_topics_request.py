@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -264,6 +265,8 @@ def _d_CreateTopicsRequest_5(m, p):
 
 
 def _e_CreatableReplicaAssignment_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreatableReplicaAssignment')
     w += _S1.pack(o.partition_index)
     if o.broker_ids is None:
         raise null_in_non_nullable('CreatableReplicaAssignment', 'broker_ids')
@@ -272,6 +275,8 @@ def _e_CreatableReplicaAssignment_0(o, w):
 
 
 def _e_CreatableTopicConfig_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreatableTopicConfig')
     if o.name is None:
         raise null_in_non_nullable('CreatableTopicConfig', 'name')
     write_string(w, o.name)
@@ -279,6 +284,8 @@ def _e_CreatableTopicConfig_0(o, w):
 
 
 def _e_CreatableTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreatableTopic')
     if o.name is None:
         raise null_in_non_nullable('CreatableTopic', 'name')
     write_string(w, o.name)
@@ -298,6 +305,8 @@ def _e_CreatableTopic_0(o, w):
 def _e_CreateTopicsRequest_0(o, w):
     if o.validate_only != False:
         raise non_default_absent('CreateTopicsRequest', 'validate_only')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreateTopicsRequest')
     if o.topics is None:
         raise null_in_non_nullable('CreateTopicsRequest', 'topics')
     write_array_length(w, o.topics)
@@ -307,6 +316,8 @@ def _e_CreateTopicsRequest_0(o, w):
 
 
 def _e_CreateTopicsRequest_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreateTopicsRequest')
     if o.topics is None:
         raise null_in_non_nullable('CreateTopicsRequest', 'topics')
     write_array_length(w, o.topics)

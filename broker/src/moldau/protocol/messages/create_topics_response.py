@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -315,6 +316,8 @@ def _d_CreateTopicsResponse_7(m, p):
 
 
 def _e_CreatableTopicResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreatableTopicResult')
     if o.name is None:
         raise null_in_non_nullable('CreatableTopicResult', 'name')
     write_string(w, o.name)
@@ -322,6 +325,8 @@ def _e_CreatableTopicResult_0(o, w):
 
 
 def _e_CreateTopicsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreateTopicsResponse')
     if o.topics is None:
         raise null_in_non_nullable('CreateTopicsResponse', 'topics')
     write_array_length(w, o.topics)
@@ -330,6 +335,8 @@ def _e_CreateTopicsResponse_0(o, w):
 
 
 def _e_CreatableTopicResult_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreatableTopicResult')
     if o.name is None:
         raise null_in_non_nullable('CreatableTopicResult', 'name')
     write_string(w, o.name)
@@ -338,6 +345,8 @@ def _e_CreatableTopicResult_1(o, w):
 
 
 def _e_CreateTopicsResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreateTopicsResponse')
     if o.topics is None:
         raise null_in_non_nullable('CreateTopicsResponse', 'topics')
     write_array_length(w, o.topics)
@@ -346,6 +355,8 @@ def _e_CreateTopicsResponse_1(o, w):
 
 
 def _e_CreateTopicsResponse_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('CreateTopicsResponse')
     w += _S1.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('CreateTopicsResponse', 'topics')

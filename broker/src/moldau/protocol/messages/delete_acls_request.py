@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -190,6 +191,8 @@ def _d_DeleteAclsRequest_2(m, p):
 def _e_DeleteAclsFilter_0(o, w):
     if o.pattern_type_filter != 3:
         raise non_default_absent('DeleteAclsFilter', 'pattern_type_filter')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteAclsFilter')
     w += _S0.pack(o.resource_type_filter)
     write_nullable_string(w, o.resource_name_filter)
     write_nullable_string(w, o.principal_filter)
@@ -198,6 +201,8 @@ def _e_DeleteAclsFilter_0(o, w):
 
 
 def _e_DeleteAclsRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteAclsRequest')
     if o.filters is None:
         raise null_in_non_nullable('DeleteAclsRequest', 'filters')
     write_array_length(w, o.filters)
@@ -206,6 +211,8 @@ def _e_DeleteAclsRequest_0(o, w):
 
 
 def _e_DeleteAclsFilter_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteAclsFilter')
     w += _S0.pack(o.resource_type_filter)
     write_nullable_string(w, o.resource_name_filter)
     w += _S0.pack(o.pattern_type_filter)
@@ -215,6 +222,8 @@ def _e_DeleteAclsFilter_1(o, w):
 
 
 def _e_DeleteAclsRequest_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteAclsRequest')
     if o.filters is None:
         raise null_in_non_nullable('DeleteAclsRequest', 'filters')
     write_array_length(w, o.filters)

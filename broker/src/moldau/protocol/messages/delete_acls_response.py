@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -277,6 +278,8 @@ def _d_DeleteAclsResponse_2(m, p):
 def _e_DeleteAclsMatchingAcl_0(o, w):
     if o.pattern_type != 3:
         raise non_default_absent('DeleteAclsMatchingAcl', 'pattern_type')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteAclsMatchingAcl')
     w += _S1.pack(o.error_code)
     write_nullable_string(w, o.error_message)
     w += _S2.pack(o.resource_type)
@@ -293,6 +296,8 @@ def _e_DeleteAclsMatchingAcl_0(o, w):
 
 
 def _e_DeleteAclsFilterResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteAclsFilterResult')
     w += _S1.pack(o.error_code)
     write_nullable_string(w, o.error_message)
     if o.matching_acls is None:
@@ -303,6 +308,8 @@ def _e_DeleteAclsFilterResult_0(o, w):
 
 
 def _e_DeleteAclsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteAclsResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.filter_results is None:
         raise null_in_non_nullable('DeleteAclsResponse', 'filter_results')
@@ -312,6 +319,8 @@ def _e_DeleteAclsResponse_0(o, w):
 
 
 def _e_DeleteAclsMatchingAcl_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteAclsMatchingAcl')
     w += _S1.pack(o.error_code)
     write_nullable_string(w, o.error_message)
     w += _S2.pack(o.resource_type)
@@ -329,6 +338,8 @@ def _e_DeleteAclsMatchingAcl_1(o, w):
 
 
 def _e_DeleteAclsFilterResult_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteAclsFilterResult')
     w += _S1.pack(o.error_code)
     write_nullable_string(w, o.error_message)
     if o.matching_acls is None:
@@ -339,6 +350,8 @@ def _e_DeleteAclsFilterResult_1(o, w):
 
 
 def _e_DeleteAclsResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteAclsResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.filter_results is None:
         raise null_in_non_nullable('DeleteAclsResponse', 'filter_results')

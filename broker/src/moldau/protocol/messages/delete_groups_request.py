@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -103,6 +104,8 @@ def _d_DeleteGroupsRequest_2(m, p):
 
 
 def _e_DeleteGroupsRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteGroupsRequest')
     if o.groups_names is None:
         raise null_in_non_nullable('DeleteGroupsRequest', 'groups_names')
     write_array_length(w, o.groups_names)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -146,6 +147,8 @@ def _d_DeleteGroupsResponse_2(m, p):
 
 
 def _e_DeletableGroupResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeletableGroupResult')
     if o.group_id is None:
         raise null_in_non_nullable('DeletableGroupResult', 'group_id')
     write_string(w, o.group_id)
@@ -153,6 +156,8 @@ def _e_DeletableGroupResult_0(o, w):
 
 
 def _e_DeleteGroupsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteGroupsResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.results is None:
         raise null_in_non_nullable('DeleteGroupsResponse', 'results')

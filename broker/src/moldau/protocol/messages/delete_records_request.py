@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -187,10 +188,14 @@ def _d_DeleteRecordsRequest_2(m, p):
 
 
 def _e_DeleteRecordsPartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteRecordsPartition')
     w += _S0.pack(o.partition_index, o.offset)
 
 
 def _e_DeleteRecordsTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteRecordsTopic')
     if o.name is None:
         raise null_in_non_nullable('DeleteRecordsTopic', 'name')
     write_string(w, o.name)
@@ -202,6 +207,8 @@ def _e_DeleteRecordsTopic_0(o, w):
 
 
 def _e_DeleteRecordsRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteRecordsRequest')
     if o.topics is None:
         raise null_in_non_nullable('DeleteRecordsRequest', 'topics')
     write_array_length(w, o.topics)

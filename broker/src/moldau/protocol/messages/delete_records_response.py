@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -189,10 +190,14 @@ def _d_DeleteRecordsResponse_2(m, p):
 
 
 def _e_DeleteRecordsPartitionResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteRecordsPartitionResult')
     w += _S1.pack(o.partition_index, o.low_watermark, o.error_code)
 
 
 def _e_DeleteRecordsTopicResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteRecordsTopicResult')
     if o.name is None:
         raise null_in_non_nullable('DeleteRecordsTopicResult', 'name')
     write_string(w, o.name)
@@ -204,6 +209,8 @@ def _e_DeleteRecordsTopicResult_0(o, w):
 
 
 def _e_DeleteRecordsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteRecordsResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('DeleteRecordsResponse', 'topics')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -161,8 +162,10 @@ def _d_DeleteTopicsRequest_6(m, p):
 
 
 def _e_DeleteTopicsRequest_0(o, w):
-    if o.topics:
+    if o.topics is None or o.topics:
         raise non_default_absent('DeleteTopicsRequest', 'topics')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteTopicsRequest')
     if o.topic_names is None:
         raise null_in_non_nullable('DeleteTopicsRequest', 'topic_names')
     write_array_length(w, o.topic_names)
@@ -172,7 +175,7 @@ def _e_DeleteTopicsRequest_0(o, w):
 
 
 def _e_DeleteTopicsRequest_4(o, w):
-    if o.topics:
+    if o.topics is None or o.topics:
         raise non_default_absent('DeleteTopicsRequest', 'topics')
     if o.topic_names is None:
         raise null_in_non_nullable('DeleteTopicsRequest', 'topic_names')

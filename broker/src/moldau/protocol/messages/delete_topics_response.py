@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -234,6 +235,8 @@ def _d_DeleteTopicsResponse_6(m, p):
 
 
 def _e_DeletableTopicResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeletableTopicResult')
     if o.name is None:
         raise null_in_non_nullable('DeletableTopicResult', 'name')
     write_string(w, o.name)
@@ -241,6 +244,8 @@ def _e_DeletableTopicResult_0(o, w):
 
 
 def _e_DeleteTopicsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteTopicsResponse')
     if o.responses is None:
         raise null_in_non_nullable('DeleteTopicsResponse', 'responses')
     write_array_length(w, o.responses)
@@ -249,6 +254,8 @@ def _e_DeleteTopicsResponse_0(o, w):
 
 
 def _e_DeleteTopicsResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DeleteTopicsResponse')
     w += _S1.pack(o.throttle_time_ms)
     if o.responses is None:
         raise null_in_non_nullable('DeleteTopicsResponse', 'responses')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -139,6 +140,8 @@ def _d_DescribeAclsRequest_2(m, p):
 def _e_DescribeAclsRequest_0(o, w):
     if o.pattern_type_filter != 3:
         raise non_default_absent('DescribeAclsRequest', 'pattern_type_filter')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeAclsRequest')
     w += _S0.pack(o.resource_type_filter)
     write_nullable_string(w, o.resource_name_filter)
     write_nullable_string(w, o.principal_filter)
@@ -147,6 +150,8 @@ def _e_DescribeAclsRequest_0(o, w):
 
 
 def _e_DescribeAclsRequest_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeAclsRequest')
     w += _S0.pack(o.resource_type_filter)
     write_nullable_string(w, o.resource_name_filter)
     w += _S0.pack(o.pattern_type_filter)

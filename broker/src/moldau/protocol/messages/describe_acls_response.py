@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -245,6 +246,8 @@ def _d_DescribeAclsResponse_2(m, p):
 
 
 def _e_AclDescription_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AclDescription')
     if o.principal is None:
         raise null_in_non_nullable('AclDescription', 'principal')
     write_string(w, o.principal)
@@ -257,6 +260,8 @@ def _e_AclDescription_0(o, w):
 def _e_DescribeAclsResource_0(o, w):
     if o.pattern_type != 3:
         raise non_default_absent('DescribeAclsResource', 'pattern_type')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeAclsResource')
     w += _S1.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('DescribeAclsResource', 'resource_name')
@@ -269,6 +274,8 @@ def _e_DescribeAclsResource_0(o, w):
 
 
 def _e_DescribeAclsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeAclsResponse')
     w += _S0.pack(o.throttle_time_ms, o.error_code)
     write_nullable_string(w, o.error_message)
     if o.resources is None:
@@ -279,6 +286,8 @@ def _e_DescribeAclsResponse_0(o, w):
 
 
 def _e_DescribeAclsResource_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeAclsResource')
     w += _S1.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('DescribeAclsResource', 'resource_name')
@@ -292,6 +301,8 @@ def _e_DescribeAclsResource_1(o, w):
 
 
 def _e_DescribeAclsResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeAclsResponse')
     w += _S0.pack(o.throttle_time_ms, o.error_code)
     write_nullable_string(w, o.error_message)
     if o.resources is None:

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -150,6 +151,8 @@ def _d_DescribeClientQuotasRequest_1(m, p):
 
 
 def _e_ComponentData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ComponentData')
     if o.entity_type is None:
         raise null_in_non_nullable('ComponentData', 'entity_type')
     write_string(w, o.entity_type)
@@ -158,6 +161,8 @@ def _e_ComponentData_0(o, w):
 
 
 def _e_DescribeClientQuotasRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeClientQuotasRequest')
     if o.components is None:
         raise null_in_non_nullable('DescribeClientQuotasRequest', 'components')
     write_array_length(w, o.components)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -244,6 +245,8 @@ def _d_DescribeClientQuotasResponse_1(m, p):
 
 
 def _e_EntityData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('EntityData')
     if o.entity_type is None:
         raise null_in_non_nullable('EntityData', 'entity_type')
     write_string(w, o.entity_type)
@@ -251,6 +254,8 @@ def _e_EntityData_0(o, w):
 
 
 def _e_ValueData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ValueData')
     if o.key is None:
         raise null_in_non_nullable('ValueData', 'key')
     write_string(w, o.key)
@@ -258,6 +263,8 @@ def _e_ValueData_0(o, w):
 
 
 def _e_EntryData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('EntryData')
     if o.entity is None:
         raise null_in_non_nullable('EntryData', 'entity')
     write_array_length(w, o.entity)
@@ -271,6 +278,8 @@ def _e_EntryData_0(o, w):
 
 
 def _e_DescribeClientQuotasResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeClientQuotasResponse')
     w += _S0.pack(o.throttle_time_ms, o.error_code)
     write_nullable_string(w, o.error_message)
     write_array_length(w, o.entries)

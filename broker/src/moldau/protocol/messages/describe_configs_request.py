@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -198,6 +199,8 @@ def _d_DescribeConfigsRequest_4(m, p):
 
 
 def _e_DescribeConfigsResource_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsResource')
     w += _S0.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('DescribeConfigsResource', 'resource_name')
@@ -213,6 +216,8 @@ def _e_DescribeConfigsRequest_0(o, w):
         raise non_default_absent('DescribeConfigsRequest', 'include_synonyms')
     if o.include_documentation != False:
         raise non_default_absent('DescribeConfigsRequest', 'include_documentation')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsRequest')
     if o.resources is None:
         raise null_in_non_nullable('DescribeConfigsRequest', 'resources')
     write_array_length(w, o.resources)
@@ -223,6 +228,8 @@ def _e_DescribeConfigsRequest_0(o, w):
 def _e_DescribeConfigsRequest_1(o, w):
     if o.include_documentation != False:
         raise non_default_absent('DescribeConfigsRequest', 'include_documentation')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsRequest')
     if o.resources is None:
         raise null_in_non_nullable('DescribeConfigsRequest', 'resources')
     write_array_length(w, o.resources)
@@ -232,6 +239,8 @@ def _e_DescribeConfigsRequest_1(o, w):
 
 
 def _e_DescribeConfigsRequest_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsRequest')
     if o.resources is None:
         raise null_in_non_nullable('DescribeConfigsRequest', 'resources')
     write_array_length(w, o.resources)

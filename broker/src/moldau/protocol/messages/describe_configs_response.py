@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -380,6 +381,8 @@ def _d_DescribeConfigsResponse_4(m, p):
 
 
 def _e_DescribeConfigsResourceResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsResourceResult')
     if o.name is None:
         raise null_in_non_nullable('DescribeConfigsResourceResult', 'name')
     write_string(w, o.name)
@@ -388,6 +391,8 @@ def _e_DescribeConfigsResourceResult_0(o, w):
 
 
 def _e_DescribeConfigsResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsResult')
     w += _S1.pack(o.error_code)
     write_nullable_string(w, o.error_message)
     w += _S2.pack(o.resource_type)
@@ -402,6 +407,8 @@ def _e_DescribeConfigsResult_0(o, w):
 
 
 def _e_DescribeConfigsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.results is None:
         raise null_in_non_nullable('DescribeConfigsResponse', 'results')
@@ -411,6 +418,8 @@ def _e_DescribeConfigsResponse_0(o, w):
 
 
 def _e_DescribeConfigsSynonym_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsSynonym')
     if o.name is None:
         raise null_in_non_nullable('DescribeConfigsSynonym', 'name')
     write_string(w, o.name)
@@ -421,6 +430,8 @@ def _e_DescribeConfigsSynonym_1(o, w):
 def _e_DescribeConfigsResourceResult_1(o, w):
     if o.is_default != False:
         raise non_default_absent('DescribeConfigsResourceResult', 'is_default')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsResourceResult')
     if o.name is None:
         raise null_in_non_nullable('DescribeConfigsResourceResult', 'name')
     write_string(w, o.name)
@@ -434,6 +445,8 @@ def _e_DescribeConfigsResourceResult_1(o, w):
 
 
 def _e_DescribeConfigsResult_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsResult')
     w += _S1.pack(o.error_code)
     write_nullable_string(w, o.error_message)
     w += _S2.pack(o.resource_type)
@@ -448,6 +461,8 @@ def _e_DescribeConfigsResult_1(o, w):
 
 
 def _e_DescribeConfigsResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.results is None:
         raise null_in_non_nullable('DescribeConfigsResponse', 'results')
@@ -459,6 +474,8 @@ def _e_DescribeConfigsResponse_1(o, w):
 def _e_DescribeConfigsResourceResult_3(o, w):
     if o.is_default != False:
         raise non_default_absent('DescribeConfigsResourceResult', 'is_default')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsResourceResult')
     if o.name is None:
         raise null_in_non_nullable('DescribeConfigsResourceResult', 'name')
     write_string(w, o.name)
@@ -474,6 +491,8 @@ def _e_DescribeConfigsResourceResult_3(o, w):
 
 
 def _e_DescribeConfigsResult_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsResult')
     w += _S1.pack(o.error_code)
     write_nullable_string(w, o.error_message)
     w += _S2.pack(o.resource_type)
@@ -488,6 +507,8 @@ def _e_DescribeConfigsResult_3(o, w):
 
 
 def _e_DescribeConfigsResponse_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeConfigsResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.results is None:
         raise null_in_non_nullable('DescribeConfigsResponse', 'results')

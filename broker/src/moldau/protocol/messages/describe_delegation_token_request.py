@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -142,6 +143,8 @@ def _d_DescribeDelegationTokenRequest_2(m, p):
 
 
 def _e_DescribeDelegationTokenOwner_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeDelegationTokenOwner')
     if o.principal_type is None:
         raise null_in_non_nullable('DescribeDelegationTokenOwner', 'principal_type')
     write_string(w, o.principal_type)
@@ -151,6 +154,8 @@ def _e_DescribeDelegationTokenOwner_0(o, w):
 
 
 def _e_DescribeDelegationTokenRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeDelegationTokenRequest')
     write_array_length(w, o.owners)
     if o.owners is not None:
         for item in o.owners:

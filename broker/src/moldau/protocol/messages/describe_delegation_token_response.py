@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -268,6 +269,8 @@ def _d_DescribeDelegationTokenResponse_3(m, p):
 
 
 def _e_DescribedDelegationTokenRenewer_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribedDelegationTokenRenewer')
     if o.principal_type is None:
         raise null_in_non_nullable('DescribedDelegationTokenRenewer', 'principal_type')
     write_string(w, o.principal_type)
@@ -281,6 +284,8 @@ def _e_DescribedDelegationToken_0(o, w):
         raise non_default_absent('DescribedDelegationToken', 'token_requester_principal_type')
     if o.token_requester_principal_name != '':
         raise non_default_absent('DescribedDelegationToken', 'token_requester_principal_name')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribedDelegationToken')
     if o.principal_type is None:
         raise null_in_non_nullable('DescribedDelegationToken', 'principal_type')
     write_string(w, o.principal_type)
@@ -302,6 +307,8 @@ def _e_DescribedDelegationToken_0(o, w):
 
 
 def _e_DescribeDelegationTokenResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeDelegationTokenResponse')
     w += _S0.pack(o.error_code)
     if o.tokens is None:
         raise null_in_non_nullable('DescribeDelegationTokenResponse', 'tokens')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -125,6 +126,8 @@ def _d_DescribeGroupsRequest_5(m, p):
 def _e_DescribeGroupsRequest_0(o, w):
     if o.include_authorized_operations != False:
         raise non_default_absent('DescribeGroupsRequest', 'include_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeGroupsRequest')
     if o.groups is None:
         raise null_in_non_nullable('DescribeGroupsRequest', 'groups')
     write_array_length(w, o.groups)
@@ -133,6 +136,8 @@ def _e_DescribeGroupsRequest_0(o, w):
 
 
 def _e_DescribeGroupsRequest_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeGroupsRequest')
     if o.groups is None:
         raise null_in_non_nullable('DescribeGroupsRequest', 'groups')
     write_array_length(w, o.groups)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -319,6 +320,8 @@ def _d_DescribeGroupsResponse_5(m, p):
 
 
 def _e_DescribedGroupMember_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribedGroupMember')
     if o.member_id is None:
         raise null_in_non_nullable('DescribedGroupMember', 'member_id')
     write_string(w, o.member_id)
@@ -339,6 +342,8 @@ def _e_DescribedGroupMember_0(o, w):
 def _e_DescribedGroup_0(o, w):
     if o.authorized_operations != -2147483648:
         raise non_default_absent('DescribedGroup', 'authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribedGroup')
     w += _S0.pack(o.error_code)
     if o.group_id is None:
         raise null_in_non_nullable('DescribedGroup', 'group_id')
@@ -360,6 +365,8 @@ def _e_DescribedGroup_0(o, w):
 
 
 def _e_DescribeGroupsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeGroupsResponse')
     if o.groups is None:
         raise null_in_non_nullable('DescribeGroupsResponse', 'groups')
     write_array_length(w, o.groups)
@@ -368,6 +375,8 @@ def _e_DescribeGroupsResponse_0(o, w):
 
 
 def _e_DescribeGroupsResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeGroupsResponse')
     w += _S1.pack(o.throttle_time_ms)
     if o.groups is None:
         raise null_in_non_nullable('DescribeGroupsResponse', 'groups')
@@ -377,6 +386,8 @@ def _e_DescribeGroupsResponse_1(o, w):
 
 
 def _e_DescribedGroup_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribedGroup')
     w += _S0.pack(o.error_code)
     if o.group_id is None:
         raise null_in_non_nullable('DescribedGroup', 'group_id')
@@ -399,6 +410,8 @@ def _e_DescribedGroup_3(o, w):
 
 
 def _e_DescribeGroupsResponse_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeGroupsResponse')
     w += _S1.pack(o.throttle_time_ms)
     if o.groups is None:
         raise null_in_non_nullable('DescribeGroupsResponse', 'groups')
@@ -408,6 +421,8 @@ def _e_DescribeGroupsResponse_3(o, w):
 
 
 def _e_DescribedGroupMember_4(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribedGroupMember')
     if o.member_id is None:
         raise null_in_non_nullable('DescribedGroupMember', 'member_id')
     write_string(w, o.member_id)
@@ -427,6 +442,8 @@ def _e_DescribedGroupMember_4(o, w):
 
 
 def _e_DescribedGroup_4(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribedGroup')
     w += _S0.pack(o.error_code)
     if o.group_id is None:
         raise null_in_non_nullable('DescribedGroup', 'group_id')
@@ -449,6 +466,8 @@ def _e_DescribedGroup_4(o, w):
 
 
 def _e_DescribeGroupsResponse_4(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeGroupsResponse')
     w += _S1.pack(o.throttle_time_ms)
     if o.groups is None:
         raise null_in_non_nullable('DescribeGroupsResponse', 'groups')

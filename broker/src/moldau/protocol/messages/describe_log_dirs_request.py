@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -144,6 +145,8 @@ def _d_DescribeLogDirsRequest_2(m, p):
 
 
 def _e_DescribableLogDirTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribableLogDirTopic')
     if o.topic is None:
         raise null_in_non_nullable('DescribableLogDirTopic', 'topic')
     write_string(w, o.topic)
@@ -154,6 +157,8 @@ def _e_DescribableLogDirTopic_0(o, w):
 
 
 def _e_DescribeLogDirsRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeLogDirsRequest')
     write_array_length(w, o.topics)
     if o.topics is not None:
         for item in o.topics:

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -312,10 +313,14 @@ def _d_DescribeLogDirsResponse_4(m, p):
 
 
 def _e_DescribeLogDirsPartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeLogDirsPartition')
     w += _S2.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
 
 
 def _e_DescribeLogDirsTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeLogDirsTopic')
     if o.name is None:
         raise null_in_non_nullable('DescribeLogDirsTopic', 'name')
     write_string(w, o.name)
@@ -327,6 +332,8 @@ def _e_DescribeLogDirsTopic_0(o, w):
 
 
 def _e_DescribeLogDirsResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeLogDirsResult')
     w += _S1.pack(o.error_code)
     if o.log_dir is None:
         raise null_in_non_nullable('DescribeLogDirsResult', 'log_dir')
@@ -339,6 +346,8 @@ def _e_DescribeLogDirsResult_0(o, w):
 
 
 def _e_DescribeLogDirsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('DescribeLogDirsResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.results is None:
         raise null_in_non_nullable('DescribeLogDirsResponse', 'results')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -484,7 +485,7 @@ def _e_TopicData_0(o, w):
 
 
 def _e_DescribeQuorumResponse_0(o, w):
-    if o.nodes:
+    if o.nodes is None or o.nodes:
         raise non_default_absent('DescribeQuorumResponse', 'nodes')
     w += _S0.pack(o.error_code)
     if o.topics is None:
@@ -542,7 +543,7 @@ def _e_TopicData_1(o, w):
 
 
 def _e_DescribeQuorumResponse_1(o, w):
-    if o.nodes:
+    if o.nodes is None or o.nodes:
         raise non_default_absent('DescribeQuorumResponse', 'nodes')
     w += _S0.pack(o.error_code)
     if o.topics is None:

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -179,7 +180,7 @@ def _e_DescribeTopicPartitionsRequest_0(o, w):
         _e_TopicRequest_0(item, w)
     w += _S0.pack(o.response_partition_limit)
     if o.cursor is None:
-        w.append(0xFF)
+        w.append(255)
     else:
         w.append(1)
         _e_Cursor_0(o.cursor, w)

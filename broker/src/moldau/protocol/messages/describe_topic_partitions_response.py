@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -292,7 +293,7 @@ def _e_DescribeTopicPartitionsResponse_0(o, w):
     for item in o.topics:
         _e_DescribeTopicPartitionsResponseTopic_0(item, w)
     if o.next_cursor is None:
-        w.append(0xFF)
+        w.append(255)
     else:
         w.append(1)
         _e_Cursor_0(o.next_cursor, w)

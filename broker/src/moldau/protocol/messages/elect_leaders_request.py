@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -176,6 +177,8 @@ def _d_ElectLeadersRequest_2(m, p):
 
 
 def _e_TopicPartitions_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TopicPartitions')
     if o.topic is None:
         raise null_in_non_nullable('TopicPartitions', 'topic')
     write_string(w, o.topic)
@@ -188,6 +191,8 @@ def _e_TopicPartitions_0(o, w):
 def _e_ElectLeadersRequest_0(o, w):
     if o.election_type != 0:
         raise non_default_absent('ElectLeadersRequest', 'election_type')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ElectLeadersRequest')
     write_array_length(w, o.topic_partitions)
     if o.topic_partitions is not None:
         for item in o.topic_partitions:
@@ -196,6 +201,8 @@ def _e_ElectLeadersRequest_0(o, w):
 
 
 def _e_ElectLeadersRequest_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ElectLeadersRequest')
     w += _S1.pack(o.election_type)
     write_array_length(w, o.topic_partitions)
     if o.topic_partitions is not None:

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -208,11 +209,15 @@ def _d_ElectLeadersResponse_2(m, p):
 
 
 def _e_PartitionResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionResult')
     w += _S1.pack(o.partition_id, o.error_code)
     write_nullable_string(w, o.error_message)
 
 
 def _e_ReplicaElectionResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ReplicaElectionResult')
     if o.topic is None:
         raise null_in_non_nullable('ReplicaElectionResult', 'topic')
     write_string(w, o.topic)
@@ -226,6 +231,8 @@ def _e_ReplicaElectionResult_0(o, w):
 def _e_ElectLeadersResponse_0(o, w):
     if o.error_code != 0:
         raise non_default_absent('ElectLeadersResponse', 'error_code')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ElectLeadersResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.replica_election_results is None:
         raise null_in_non_nullable('ElectLeadersResponse', 'replica_election_results')
@@ -235,6 +242,8 @@ def _e_ElectLeadersResponse_0(o, w):
 
 
 def _e_ElectLeadersResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ElectLeadersResponse')
     w += _S1.pack(o.throttle_time_ms, o.error_code)
     if o.replica_election_results is None:
         raise null_in_non_nullable('ElectLeadersResponse', 'replica_election_results')

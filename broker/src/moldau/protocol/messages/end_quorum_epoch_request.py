@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -266,6 +267,8 @@ def _d_EndQuorumEpochRequest_1(m, p):
 
 
 def _e_PartitionData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionData')
     w += _S0.pack(o.partition_index, o.leader_id, o.leader_epoch)
     if o.preferred_successors is None:
         raise null_in_non_nullable('PartitionData', 'preferred_successors')
@@ -274,6 +277,8 @@ def _e_PartitionData_0(o, w):
 
 
 def _e_TopicData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TopicData')
     if o.topic_name is None:
         raise null_in_non_nullable('TopicData', 'topic_name')
     write_string(w, o.topic_name)
@@ -285,6 +290,8 @@ def _e_TopicData_0(o, w):
 
 
 def _e_EndQuorumEpochRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('EndQuorumEpochRequest')
     write_nullable_string(w, o.cluster_id)
     if o.topics is None:
         raise null_in_non_nullable('EndQuorumEpochRequest', 'topics')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -104,6 +105,8 @@ def _d_EndTxnRequest_3(m, p):
 
 
 def _e_EndTxnRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('EndTxnRequest')
     if o.transactional_id is None:
         raise null_in_non_nullable('EndTxnRequest', 'transactional_id')
     write_string(w, o.transactional_id)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -100,6 +101,8 @@ def _d_ExpireDelegationTokenRequest_2(m, p):
 
 
 def _e_ExpireDelegationTokenRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ExpireDelegationTokenRequest')
     if o.hmac is None:
         raise null_in_non_nullable('ExpireDelegationTokenRequest', 'hmac')
     write_bytes(w, o.hmac)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -696,10 +697,14 @@ def _d_FetchRequest_17(m, p):
 def _e_FetchPartition_0(o, w):
     if o.last_fetched_epoch != -1:
         raise non_default_absent('FetchPartition', 'last_fetched_epoch')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchPartition')
     w += _S1.pack(o.partition, o.fetch_offset, o.partition_max_bytes)
 
 
 def _e_FetchTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchTopic')
     if o.topic is None:
         raise null_in_non_nullable('FetchTopic', 'topic')
     write_string(w, o.topic)
@@ -713,8 +718,10 @@ def _e_FetchTopic_0(o, w):
 def _e_FetchRequest_0(o, w):
     if o.replica_state != _C_ReplicaState():
         raise non_default_absent('FetchRequest', 'replica_state')
-    if o.forgotten_topics_data:
+    if o.forgotten_topics_data is None or o.forgotten_topics_data:
         raise non_default_absent('FetchRequest', 'forgotten_topics_data')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchRequest')
     w += _S0.pack(o.replica_id, o.max_wait_ms, o.min_bytes)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
@@ -726,8 +733,10 @@ def _e_FetchRequest_0(o, w):
 def _e_FetchRequest_3(o, w):
     if o.replica_state != _C_ReplicaState():
         raise non_default_absent('FetchRequest', 'replica_state')
-    if o.forgotten_topics_data:
+    if o.forgotten_topics_data is None or o.forgotten_topics_data:
         raise non_default_absent('FetchRequest', 'forgotten_topics_data')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchRequest')
     w += _S2.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
@@ -739,8 +748,10 @@ def _e_FetchRequest_3(o, w):
 def _e_FetchRequest_4(o, w):
     if o.replica_state != _C_ReplicaState():
         raise non_default_absent('FetchRequest', 'replica_state')
-    if o.forgotten_topics_data:
+    if o.forgotten_topics_data is None or o.forgotten_topics_data:
         raise non_default_absent('FetchRequest', 'forgotten_topics_data')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchRequest')
     w += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
@@ -752,10 +763,14 @@ def _e_FetchRequest_4(o, w):
 def _e_FetchPartition_5(o, w):
     if o.last_fetched_epoch != -1:
         raise non_default_absent('FetchPartition', 'last_fetched_epoch')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchPartition')
     w += _S4.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
 
 
 def _e_FetchTopic_5(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchTopic')
     if o.topic is None:
         raise null_in_non_nullable('FetchTopic', 'topic')
     write_string(w, o.topic)
@@ -769,8 +784,10 @@ def _e_FetchTopic_5(o, w):
 def _e_FetchRequest_5(o, w):
     if o.replica_state != _C_ReplicaState():
         raise non_default_absent('FetchRequest', 'replica_state')
-    if o.forgotten_topics_data:
+    if o.forgotten_topics_data is None or o.forgotten_topics_data:
         raise non_default_absent('FetchRequest', 'forgotten_topics_data')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchRequest')
     w += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
@@ -780,6 +797,8 @@ def _e_FetchRequest_5(o, w):
 
 
 def _e_ForgottenTopic_7(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ForgottenTopic')
     if o.topic is None:
         raise null_in_non_nullable('ForgottenTopic', 'topic')
     write_string(w, o.topic)
@@ -792,6 +811,8 @@ def _e_ForgottenTopic_7(o, w):
 def _e_FetchRequest_7(o, w):
     if o.replica_state != _C_ReplicaState():
         raise non_default_absent('FetchRequest', 'replica_state')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchRequest')
     w += _S5.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
@@ -808,10 +829,14 @@ def _e_FetchRequest_7(o, w):
 def _e_FetchPartition_9(o, w):
     if o.last_fetched_epoch != -1:
         raise non_default_absent('FetchPartition', 'last_fetched_epoch')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchPartition')
     w += _S6.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
 
 
 def _e_FetchTopic_9(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchTopic')
     if o.topic is None:
         raise null_in_non_nullable('FetchTopic', 'topic')
     write_string(w, o.topic)
@@ -825,6 +850,8 @@ def _e_FetchTopic_9(o, w):
 def _e_FetchRequest_9(o, w):
     if o.replica_state != _C_ReplicaState():
         raise non_default_absent('FetchRequest', 'replica_state')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchRequest')
     w += _S5.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
@@ -841,6 +868,8 @@ def _e_FetchRequest_9(o, w):
 def _e_FetchRequest_11(o, w):
     if o.replica_state != _C_ReplicaState():
         raise non_default_absent('FetchRequest', 'replica_state')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchRequest')
     w += _S5.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -686,11 +687,15 @@ def _e_PartitionData_0(o, w):
         raise non_default_absent('PartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise non_default_absent('PartitionData', 'preferred_read_replica')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionData')
     w += _S0.pack(o.partition_index, o.error_code, o.high_watermark)
     write_nullable_bytes(w, o.records)
 
 
 def _e_FetchableTopicResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchableTopicResponse')
     if o.topic is None:
         raise null_in_non_nullable('FetchableTopicResponse', 'topic')
     write_string(w, o.topic)
@@ -704,8 +709,10 @@ def _e_FetchableTopicResponse_0(o, w):
 def _e_FetchResponse_0(o, w):
     if o.session_id != 0:
         raise non_default_absent('FetchResponse', 'session_id')
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('FetchResponse', 'node_endpoints')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchResponse')
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
     write_array_length(w, o.responses)
@@ -716,8 +723,10 @@ def _e_FetchResponse_0(o, w):
 def _e_FetchResponse_1(o, w):
     if o.session_id != 0:
         raise non_default_absent('FetchResponse', 'session_id')
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('FetchResponse', 'node_endpoints')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchResponse')
     w += _S1.pack(o.throttle_time_ms)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
@@ -727,6 +736,8 @@ def _e_FetchResponse_1(o, w):
 
 
 def _e_AbortedTransaction_4(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AbortedTransaction')
     w += _S3.pack(o.producer_id, o.first_offset)
 
 
@@ -739,6 +750,8 @@ def _e_PartitionData_4(o, w):
         raise non_default_absent('PartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise non_default_absent('PartitionData', 'preferred_read_replica')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionData')
     w += _S2.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
     write_array_length(w, o.aborted_transactions)
     if o.aborted_transactions is not None:
@@ -748,6 +761,8 @@ def _e_PartitionData_4(o, w):
 
 
 def _e_FetchableTopicResponse_4(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchableTopicResponse')
     if o.topic is None:
         raise null_in_non_nullable('FetchableTopicResponse', 'topic')
     write_string(w, o.topic)
@@ -761,8 +776,10 @@ def _e_FetchableTopicResponse_4(o, w):
 def _e_FetchResponse_4(o, w):
     if o.session_id != 0:
         raise non_default_absent('FetchResponse', 'session_id')
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('FetchResponse', 'node_endpoints')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchResponse')
     w += _S1.pack(o.throttle_time_ms)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
@@ -780,6 +797,8 @@ def _e_PartitionData_5(o, w):
         raise non_default_absent('PartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise non_default_absent('PartitionData', 'preferred_read_replica')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionData')
     w += _S4.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_length(w, o.aborted_transactions)
     if o.aborted_transactions is not None:
@@ -789,6 +808,8 @@ def _e_PartitionData_5(o, w):
 
 
 def _e_FetchableTopicResponse_5(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchableTopicResponse')
     if o.topic is None:
         raise null_in_non_nullable('FetchableTopicResponse', 'topic')
     write_string(w, o.topic)
@@ -802,8 +823,10 @@ def _e_FetchableTopicResponse_5(o, w):
 def _e_FetchResponse_5(o, w):
     if o.session_id != 0:
         raise non_default_absent('FetchResponse', 'session_id')
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('FetchResponse', 'node_endpoints')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchResponse')
     w += _S1.pack(o.throttle_time_ms)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
@@ -813,8 +836,10 @@ def _e_FetchResponse_5(o, w):
 
 
 def _e_FetchResponse_7(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('FetchResponse', 'node_endpoints')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchResponse')
     w += _S5.pack(o.throttle_time_ms, o.error_code, o.session_id)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
@@ -830,6 +855,8 @@ def _e_PartitionData_11(o, w):
         raise non_default_absent('PartitionData', 'current_leader')
     if o.snapshot_id != _C_SnapshotId():
         raise non_default_absent('PartitionData', 'snapshot_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionData')
     w += _S4.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_length(w, o.aborted_transactions)
     if o.aborted_transactions is not None:
@@ -840,6 +867,8 @@ def _e_PartitionData_11(o, w):
 
 
 def _e_FetchableTopicResponse_11(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchableTopicResponse')
     if o.topic is None:
         raise null_in_non_nullable('FetchableTopicResponse', 'topic')
     write_string(w, o.topic)
@@ -851,8 +880,10 @@ def _e_FetchableTopicResponse_11(o, w):
 
 
 def _e_FetchResponse_11(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('FetchResponse', 'node_endpoints')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FetchResponse')
     w += _S5.pack(o.throttle_time_ms, o.error_code, o.session_id)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
@@ -939,7 +970,7 @@ def _e_FetchableTopicResponse_12(o, w):
 
 
 def _e_FetchResponse_12(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('FetchResponse', 'node_endpoints')
     w += _S5.pack(o.throttle_time_ms, o.error_code, o.session_id)
     if o.responses is None:
@@ -967,7 +998,7 @@ def _e_FetchableTopicResponse_13(o, w):
 
 
 def _e_FetchResponse_13(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('FetchResponse', 'node_endpoints')
     w += _S5.pack(o.throttle_time_ms, o.error_code, o.session_id)
     if o.responses is None:
@@ -1002,7 +1033,7 @@ def _e_FetchResponse_16(o, w):
     for item in o.responses:
         _e_FetchableTopicResponse_13(item, w)
     tags = list(o._unknown_tags or ())
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         t = bytearray()
         if o.node_endpoints is None:
             raise null_in_non_nullable('FetchResponse', 'node_endpoints')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -211,6 +212,8 @@ def _d_PartitionSnapshot_0(m, p):
     o.size, o.position = _S2.unpack_from(m, p)
     p += 16
     o.unaligned_records, p = read_compact_records(m, p)
+    if o.unaligned_records is None:
+        raise null_in_non_nullable('PartitionSnapshot', 'unaligned_records')
     if m[p] == 0:
         p += 1
     else:
@@ -358,7 +361,7 @@ def _e_TopicSnapshot_0(o, w):
 
 
 def _e_FetchSnapshotResponse_0(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('FetchSnapshotResponse', 'node_endpoints')
     w += _S0.pack(o.throttle_time_ms, o.error_code)
     if o.topics is None:
@@ -392,7 +395,7 @@ def _e_FetchSnapshotResponse_1(o, w):
     for item in o.topics:
         _e_TopicSnapshot_0(item, w)
     tags = list(o._unknown_tags or ())
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         t = bytearray()
         if o.node_endpoints is None:
             raise null_in_non_nullable('FetchSnapshotResponse', 'node_endpoints')

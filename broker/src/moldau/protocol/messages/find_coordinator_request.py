@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -134,16 +135,20 @@ def _d_FindCoordinatorRequest_4(m, p):
 def _e_FindCoordinatorRequest_0(o, w):
     if o.key_type != 0:
         raise non_default_absent('FindCoordinatorRequest', 'key_type')
-    if o.coordinator_keys:
+    if o.coordinator_keys is None or o.coordinator_keys:
         raise non_default_absent('FindCoordinatorRequest', 'coordinator_keys')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FindCoordinatorRequest')
     if o.key is None:
         raise null_in_non_nullable('FindCoordinatorRequest', 'key')
     write_string(w, o.key)
 
 
 def _e_FindCoordinatorRequest_1(o, w):
-    if o.coordinator_keys:
+    if o.coordinator_keys is None or o.coordinator_keys:
         raise non_default_absent('FindCoordinatorRequest', 'coordinator_keys')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FindCoordinatorRequest')
     if o.key is None:
         raise null_in_non_nullable('FindCoordinatorRequest', 'key')
     write_string(w, o.key)
@@ -151,7 +156,7 @@ def _e_FindCoordinatorRequest_1(o, w):
 
 
 def _e_FindCoordinatorRequest_3(o, w):
-    if o.coordinator_keys:
+    if o.coordinator_keys is None or o.coordinator_keys:
         raise non_default_absent('FindCoordinatorRequest', 'coordinator_keys')
     if o.key is None:
         raise null_in_non_nullable('FindCoordinatorRequest', 'key')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -199,8 +200,10 @@ def _d_FindCoordinatorResponse_4(m, p):
 
 
 def _e_FindCoordinatorResponse_0(o, w):
-    if o.coordinators:
+    if o.coordinators is None or o.coordinators:
         raise non_default_absent('FindCoordinatorResponse', 'coordinators')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FindCoordinatorResponse')
     w += _S0.pack(o.error_code, o.node_id)
     if o.host is None:
         raise null_in_non_nullable('FindCoordinatorResponse', 'host')
@@ -209,8 +212,10 @@ def _e_FindCoordinatorResponse_0(o, w):
 
 
 def _e_FindCoordinatorResponse_1(o, w):
-    if o.coordinators:
+    if o.coordinators is None or o.coordinators:
         raise non_default_absent('FindCoordinatorResponse', 'coordinators')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('FindCoordinatorResponse')
     w += _S2.pack(o.throttle_time_ms, o.error_code)
     write_nullable_string(w, o.error_message)
     w += _S1.pack(o.node_id)
@@ -221,7 +226,7 @@ def _e_FindCoordinatorResponse_1(o, w):
 
 
 def _e_FindCoordinatorResponse_3(o, w):
-    if o.coordinators:
+    if o.coordinators is None or o.coordinators:
         raise non_default_absent('FindCoordinatorResponse', 'coordinators')
     w += _S2.pack(o.throttle_time_ms, o.error_code)
     write_compact_nullable_string(w, o.error_message)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -271,6 +272,8 @@ def _d_GroupMetadataValue_4(m, p):
 
 
 def _e_MemberMetadata_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MemberMetadata')
     if o.member_id is None:
         raise null_in_non_nullable('MemberMetadata', 'member_id')
     write_string(w, o.member_id)
@@ -290,6 +293,8 @@ def _e_MemberMetadata_0(o, w):
 
 
 def _e_GroupMetadataValue_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('GroupMetadataValue')
     if o.protocol_type is None:
         raise null_in_non_nullable('GroupMetadataValue', 'protocol_type')
     write_string(w, o.protocol_type)
@@ -304,6 +309,8 @@ def _e_GroupMetadataValue_0(o, w):
 
 
 def _e_MemberMetadata_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MemberMetadata')
     if o.member_id is None:
         raise null_in_non_nullable('MemberMetadata', 'member_id')
     write_string(w, o.member_id)
@@ -323,6 +330,8 @@ def _e_MemberMetadata_1(o, w):
 
 
 def _e_GroupMetadataValue_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('GroupMetadataValue')
     if o.protocol_type is None:
         raise null_in_non_nullable('GroupMetadataValue', 'protocol_type')
     write_string(w, o.protocol_type)
@@ -337,6 +346,8 @@ def _e_GroupMetadataValue_1(o, w):
 
 
 def _e_GroupMetadataValue_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('GroupMetadataValue')
     if o.protocol_type is None:
         raise null_in_non_nullable('GroupMetadataValue', 'protocol_type')
     write_string(w, o.protocol_type)
@@ -352,6 +363,8 @@ def _e_GroupMetadataValue_2(o, w):
 
 
 def _e_MemberMetadata_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MemberMetadata')
     if o.member_id is None:
         raise null_in_non_nullable('MemberMetadata', 'member_id')
     write_string(w, o.member_id)
@@ -372,6 +385,8 @@ def _e_MemberMetadata_3(o, w):
 
 
 def _e_GroupMetadataValue_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('GroupMetadataValue')
     if o.protocol_type is None:
         raise null_in_non_nullable('GroupMetadataValue', 'protocol_type')
     write_string(w, o.protocol_type)

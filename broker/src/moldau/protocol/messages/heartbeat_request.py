@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -121,6 +122,8 @@ def _d_HeartbeatRequest_4(m, p):
 def _e_HeartbeatRequest_0(o, w):
     if o.group_instance_id is not None:
         raise non_default_absent('HeartbeatRequest', 'group_instance_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('HeartbeatRequest')
     if o.group_id is None:
         raise null_in_non_nullable('HeartbeatRequest', 'group_id')
     write_string(w, o.group_id)
@@ -131,6 +134,8 @@ def _e_HeartbeatRequest_0(o, w):
 
 
 def _e_HeartbeatRequest_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('HeartbeatRequest')
     if o.group_id is None:
         raise null_in_non_nullable('HeartbeatRequest', 'group_id')
     write_string(w, o.group_id)

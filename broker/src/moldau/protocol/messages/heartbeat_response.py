@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -108,10 +109,14 @@ def _d_HeartbeatResponse_4(m, p):
 
 
 def _e_HeartbeatResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('HeartbeatResponse')
     w += _S0.pack(o.error_code)
 
 
 def _e_HeartbeatResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('HeartbeatResponse')
     w += _S1.pack(o.throttle_time_ms, o.error_code)
 
 

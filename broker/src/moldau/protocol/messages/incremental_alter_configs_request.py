@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -199,6 +200,8 @@ def _d_IncrementalAlterConfigsRequest_1(m, p):
 
 
 def _e_AlterableConfig_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterableConfig')
     if o.name is None:
         raise null_in_non_nullable('AlterableConfig', 'name')
     write_string(w, o.name)
@@ -207,6 +210,8 @@ def _e_AlterableConfig_0(o, w):
 
 
 def _e_AlterConfigsResource_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('AlterConfigsResource')
     w += _S0.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('AlterConfigsResource', 'resource_name')
@@ -219,6 +224,8 @@ def _e_AlterConfigsResource_0(o, w):
 
 
 def _e_IncrementalAlterConfigsRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('IncrementalAlterConfigsRequest')
     if o.resources is None:
         raise null_in_non_nullable('IncrementalAlterConfigsRequest', 'resources')
     write_array_length(w, o.resources)

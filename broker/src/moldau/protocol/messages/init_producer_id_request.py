@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -126,6 +127,8 @@ def _e_InitProducerIdRequest_0(o, w):
         raise non_default_absent('InitProducerIdRequest', 'producer_id')
     if o.producer_epoch != -1:
         raise non_default_absent('InitProducerIdRequest', 'producer_epoch')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('InitProducerIdRequest')
     write_nullable_string(w, o.transactional_id)
     w += _S0.pack(o.transaction_timeout_ms)
 

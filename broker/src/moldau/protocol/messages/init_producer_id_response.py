@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -102,6 +103,8 @@ def _d_InitProducerIdResponse_2(m, p):
 
 
 def _e_InitProducerIdResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('InitProducerIdResponse')
     w += _S0.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
 
 

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -228,6 +229,8 @@ def _d_JoinGroupRequest_8(m, p):
 
 
 def _e_JoinGroupRequestProtocol_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('JoinGroupRequestProtocol')
     if o.name is None:
         raise null_in_non_nullable('JoinGroupRequestProtocol', 'name')
     write_string(w, o.name)
@@ -239,6 +242,8 @@ def _e_JoinGroupRequestProtocol_0(o, w):
 def _e_JoinGroupRequest_0(o, w):
     if o.group_instance_id is not None:
         raise non_default_absent('JoinGroupRequest', 'group_instance_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('JoinGroupRequest')
     if o.group_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'group_id')
     write_string(w, o.group_id)
@@ -259,6 +264,8 @@ def _e_JoinGroupRequest_0(o, w):
 def _e_JoinGroupRequest_1(o, w):
     if o.group_instance_id is not None:
         raise non_default_absent('JoinGroupRequest', 'group_instance_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('JoinGroupRequest')
     if o.group_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'group_id')
     write_string(w, o.group_id)
@@ -277,6 +284,8 @@ def _e_JoinGroupRequest_1(o, w):
 
 
 def _e_JoinGroupRequest_5(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('JoinGroupRequest')
     if o.group_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'group_id')
     write_string(w, o.group_id)

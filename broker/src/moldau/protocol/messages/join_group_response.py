@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -268,6 +269,8 @@ def _d_JoinGroupResponse_9(m, p):
 
 
 def _e_JoinGroupResponseMember_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('JoinGroupResponseMember')
     if o.member_id is None:
         raise null_in_non_nullable('JoinGroupResponseMember', 'member_id')
     write_string(w, o.member_id)
@@ -279,6 +282,8 @@ def _e_JoinGroupResponseMember_0(o, w):
 def _e_JoinGroupResponse_0(o, w):
     if o.skip_assignment != False:
         raise non_default_absent('JoinGroupResponse', 'skip_assignment')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('JoinGroupResponse')
     w += _S0.pack(o.error_code, o.generation_id)
     if o.protocol_name is None:
         raise null_in_non_nullable('JoinGroupResponse', 'protocol_name')
@@ -299,6 +304,8 @@ def _e_JoinGroupResponse_0(o, w):
 def _e_JoinGroupResponse_2(o, w):
     if o.skip_assignment != False:
         raise non_default_absent('JoinGroupResponse', 'skip_assignment')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('JoinGroupResponse')
     w += _S1.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     if o.protocol_name is None:
         raise null_in_non_nullable('JoinGroupResponse', 'protocol_name')
@@ -317,6 +324,8 @@ def _e_JoinGroupResponse_2(o, w):
 
 
 def _e_JoinGroupResponseMember_5(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('JoinGroupResponseMember')
     if o.member_id is None:
         raise null_in_non_nullable('JoinGroupResponseMember', 'member_id')
     write_string(w, o.member_id)
@@ -329,6 +338,8 @@ def _e_JoinGroupResponseMember_5(o, w):
 def _e_JoinGroupResponse_5(o, w):
     if o.skip_assignment != False:
         raise non_default_absent('JoinGroupResponse', 'skip_assignment')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('JoinGroupResponse')
     w += _S1.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     if o.protocol_name is None:
         raise null_in_non_nullable('JoinGroupResponse', 'protocol_name')

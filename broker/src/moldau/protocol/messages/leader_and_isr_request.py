@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -605,6 +606,8 @@ def _d_LeaderAndIsrRequest_7(m, p):
 def _e_LeaderAndIsrPartitionState_0(o, w):
     if o.leader_recovery_state != 0:
         raise non_default_absent('LeaderAndIsrPartitionState', 'leader_recovery_state')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrPartitionState')
     if o.topic_name is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'topic_name')
     write_string(w, o.topic_name)
@@ -621,6 +624,8 @@ def _e_LeaderAndIsrPartitionState_0(o, w):
 
 
 def _e_LeaderAndIsrLiveLeader_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrLiveLeader')
     w += _S2.pack(o.broker_id)
     if o.host_name is None:
         raise null_in_non_nullable('LeaderAndIsrLiveLeader', 'host_name')
@@ -633,8 +638,10 @@ def _e_LeaderAndIsrRequest_0(o, w):
         raise non_default_absent('LeaderAndIsrRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('LeaderAndIsrRequest', 'type')
-    if o.topic_states:
+    if o.topic_states is None or o.topic_states:
         raise non_default_absent('LeaderAndIsrRequest', 'topic_states')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrRequest')
     w += _S0.pack(o.controller_id, o.controller_epoch)
     if o.ungrouped_partition_states is None:
         raise null_in_non_nullable('LeaderAndIsrRequest', 'ungrouped_partition_states')
@@ -651,6 +658,8 @@ def _e_LeaderAndIsrRequest_0(o, w):
 def _e_LeaderAndIsrPartitionState_1(o, w):
     if o.leader_recovery_state != 0:
         raise non_default_absent('LeaderAndIsrPartitionState', 'leader_recovery_state')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrPartitionState')
     if o.topic_name is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'topic_name')
     write_string(w, o.topic_name)
@@ -672,8 +681,10 @@ def _e_LeaderAndIsrRequest_1(o, w):
         raise non_default_absent('LeaderAndIsrRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('LeaderAndIsrRequest', 'type')
-    if o.topic_states:
+    if o.topic_states is None or o.topic_states:
         raise non_default_absent('LeaderAndIsrRequest', 'topic_states')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrRequest')
     w += _S0.pack(o.controller_id, o.controller_epoch)
     if o.ungrouped_partition_states is None:
         raise null_in_non_nullable('LeaderAndIsrRequest', 'ungrouped_partition_states')
@@ -690,6 +701,8 @@ def _e_LeaderAndIsrRequest_1(o, w):
 def _e_LeaderAndIsrPartitionState_2(o, w):
     if o.leader_recovery_state != 0:
         raise non_default_absent('LeaderAndIsrPartitionState', 'leader_recovery_state')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrPartitionState')
     w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'isr')
@@ -704,6 +717,8 @@ def _e_LeaderAndIsrPartitionState_2(o, w):
 
 
 def _e_LeaderAndIsrTopicState_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrTopicState')
     if o.topic_name is None:
         raise null_in_non_nullable('LeaderAndIsrTopicState', 'topic_name')
     write_string(w, o.topic_name)
@@ -719,8 +734,10 @@ def _e_LeaderAndIsrRequest_2(o, w):
         raise non_default_absent('LeaderAndIsrRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('LeaderAndIsrRequest', 'type')
-    if o.ungrouped_partition_states:
+    if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('LeaderAndIsrRequest', 'ungrouped_partition_states')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrRequest')
     w += _S4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:
         raise null_in_non_nullable('LeaderAndIsrRequest', 'topic_states')
@@ -737,6 +754,8 @@ def _e_LeaderAndIsrRequest_2(o, w):
 def _e_LeaderAndIsrPartitionState_3(o, w):
     if o.leader_recovery_state != 0:
         raise non_default_absent('LeaderAndIsrPartitionState', 'leader_recovery_state')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrPartitionState')
     w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'isr')
@@ -759,6 +778,8 @@ def _e_LeaderAndIsrPartitionState_3(o, w):
 
 
 def _e_LeaderAndIsrTopicState_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrTopicState')
     if o.topic_name is None:
         raise null_in_non_nullable('LeaderAndIsrTopicState', 'topic_name')
     write_string(w, o.topic_name)
@@ -774,8 +795,10 @@ def _e_LeaderAndIsrRequest_3(o, w):
         raise non_default_absent('LeaderAndIsrRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('LeaderAndIsrRequest', 'type')
-    if o.ungrouped_partition_states:
+    if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('LeaderAndIsrRequest', 'ungrouped_partition_states')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrRequest')
     w += _S4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:
         raise null_in_non_nullable('LeaderAndIsrRequest', 'topic_states')
@@ -849,7 +872,7 @@ def _e_LeaderAndIsrRequest_4(o, w):
         raise non_default_absent('LeaderAndIsrRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('LeaderAndIsrRequest', 'type')
-    if o.ungrouped_partition_states:
+    if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('LeaderAndIsrRequest', 'ungrouped_partition_states')
     w += _S4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:
@@ -887,7 +910,7 @@ def _e_LeaderAndIsrTopicState_5(o, w):
 def _e_LeaderAndIsrRequest_5(o, w):
     if o.is_k_raft_controller != False:
         raise non_default_absent('LeaderAndIsrRequest', 'is_k_raft_controller')
-    if o.ungrouped_partition_states:
+    if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('LeaderAndIsrRequest', 'ungrouped_partition_states')
     w += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
     if o.topic_states is None:
@@ -951,7 +974,7 @@ def _e_LeaderAndIsrTopicState_6(o, w):
 def _e_LeaderAndIsrRequest_6(o, w):
     if o.is_k_raft_controller != False:
         raise non_default_absent('LeaderAndIsrRequest', 'is_k_raft_controller')
-    if o.ungrouped_partition_states:
+    if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('LeaderAndIsrRequest', 'ungrouped_partition_states')
     w += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
     if o.topic_states is None:
@@ -971,7 +994,7 @@ def _e_LeaderAndIsrRequest_6(o, w):
 
 
 def _e_LeaderAndIsrRequest_7(o, w):
-    if o.ungrouped_partition_states:
+    if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('LeaderAndIsrRequest', 'ungrouped_partition_states')
     w += _S8.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type)
     if o.topic_states is None:

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -217,6 +218,8 @@ def _d_LeaderAndIsrResponse_5(m, p):
 
 
 def _e_LeaderAndIsrPartitionError_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrPartitionError')
     if o.topic_name is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionError', 'topic_name')
     write_string(w, o.topic_name)
@@ -224,8 +227,10 @@ def _e_LeaderAndIsrPartitionError_0(o, w):
 
 
 def _e_LeaderAndIsrResponse_0(o, w):
-    if o.topics:
+    if o.topics is None or o.topics:
         raise non_default_absent('LeaderAndIsrResponse', 'topics')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaderAndIsrResponse')
     w += _S0.pack(o.error_code)
     if o.partition_errors is None:
         raise null_in_non_nullable('LeaderAndIsrResponse', 'partition_errors')
@@ -246,7 +251,7 @@ def _e_LeaderAndIsrPartitionError_4(o, w):
 
 
 def _e_LeaderAndIsrResponse_4(o, w):
-    if o.topics:
+    if o.topics is None or o.topics:
         raise non_default_absent('LeaderAndIsrResponse', 'topics')
     w += _S0.pack(o.error_code)
     if o.partition_errors is None:
@@ -282,7 +287,7 @@ def _e_LeaderAndIsrTopicError_5(o, w):
 
 
 def _e_LeaderAndIsrResponse_5(o, w):
-    if o.partition_errors:
+    if o.partition_errors is None or o.partition_errors:
         raise non_default_absent('LeaderAndIsrResponse', 'partition_errors')
     w += _S0.pack(o.error_code)
     if o.topics is None:

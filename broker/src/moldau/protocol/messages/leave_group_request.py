@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -188,8 +189,10 @@ def _d_LeaveGroupRequest_5(m, p):
 
 
 def _e_LeaveGroupRequest_0(o, w):
-    if o.members:
+    if o.members is None or o.members:
         raise non_default_absent('LeaveGroupRequest', 'members')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaveGroupRequest')
     if o.group_id is None:
         raise null_in_non_nullable('LeaveGroupRequest', 'group_id')
     write_string(w, o.group_id)
@@ -199,6 +202,8 @@ def _e_LeaveGroupRequest_0(o, w):
 
 
 def _e_MemberIdentity_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MemberIdentity')
     if o.member_id is None:
         raise null_in_non_nullable('MemberIdentity', 'member_id')
     write_string(w, o.member_id)
@@ -208,6 +213,8 @@ def _e_MemberIdentity_3(o, w):
 def _e_LeaveGroupRequest_3(o, w):
     if o.member_id != '':
         raise non_default_absent('LeaveGroupRequest', 'member_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaveGroupRequest')
     if o.group_id is None:
         raise null_in_non_nullable('LeaveGroupRequest', 'group_id')
     write_string(w, o.group_id)

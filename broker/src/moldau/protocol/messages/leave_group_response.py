@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -171,18 +172,24 @@ def _d_LeaveGroupResponse_4(m, p):
 
 
 def _e_LeaveGroupResponse_0(o, w):
-    if o.members:
+    if o.members is None or o.members:
         raise non_default_absent('LeaveGroupResponse', 'members')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaveGroupResponse')
     w += _S0.pack(o.error_code)
 
 
 def _e_LeaveGroupResponse_1(o, w):
-    if o.members:
+    if o.members is None or o.members:
         raise non_default_absent('LeaveGroupResponse', 'members')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaveGroupResponse')
     w += _S1.pack(o.throttle_time_ms, o.error_code)
 
 
 def _e_MemberResponse_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MemberResponse')
     if o.member_id is None:
         raise null_in_non_nullable('MemberResponse', 'member_id')
     write_string(w, o.member_id)
@@ -191,6 +198,8 @@ def _e_MemberResponse_3(o, w):
 
 
 def _e_LeaveGroupResponse_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('LeaveGroupResponse')
     w += _S1.pack(o.throttle_time_ms, o.error_code)
     if o.members is None:
         raise null_in_non_nullable('LeaveGroupResponse', 'members')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -136,16 +137,18 @@ def _d_ListGroupsRequest_5(m, p):
 
 
 def _e_ListGroupsRequest_0(o, w):
-    if o.states_filter:
+    if o.states_filter is None or o.states_filter:
         raise non_default_absent('ListGroupsRequest', 'states_filter')
-    if o.types_filter:
+    if o.types_filter is None or o.types_filter:
         raise non_default_absent('ListGroupsRequest', 'types_filter')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListGroupsRequest')
 
 
 def _e_ListGroupsRequest_3(o, w):
-    if o.states_filter:
+    if o.states_filter is None or o.states_filter:
         raise non_default_absent('ListGroupsRequest', 'states_filter')
-    if o.types_filter:
+    if o.types_filter is None or o.types_filter:
         raise non_default_absent('ListGroupsRequest', 'types_filter')
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
@@ -154,7 +157,7 @@ def _e_ListGroupsRequest_3(o, w):
 
 
 def _e_ListGroupsRequest_4(o, w):
-    if o.types_filter:
+    if o.types_filter is None or o.types_filter:
         raise non_default_absent('ListGroupsRequest', 'types_filter')
     if o.states_filter is None:
         raise null_in_non_nullable('ListGroupsRequest', 'states_filter')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -233,6 +234,8 @@ def _d_ListGroupsResponse_5(m, p):
 
 
 def _e_ListedGroup_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListedGroup')
     if o.group_id is None:
         raise null_in_non_nullable('ListedGroup', 'group_id')
     write_string(w, o.group_id)
@@ -242,6 +245,8 @@ def _e_ListedGroup_0(o, w):
 
 
 def _e_ListGroupsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListGroupsResponse')
     w += _S0.pack(o.error_code)
     if o.groups is None:
         raise null_in_non_nullable('ListGroupsResponse', 'groups')
@@ -251,6 +256,8 @@ def _e_ListGroupsResponse_0(o, w):
 
 
 def _e_ListGroupsResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListGroupsResponse')
     w += _S1.pack(o.throttle_time_ms, o.error_code)
     if o.groups is None:
         raise null_in_non_nullable('ListGroupsResponse', 'groups')

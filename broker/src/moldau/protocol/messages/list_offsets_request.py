@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -287,10 +288,14 @@ def _d_ListOffsetsRequest_6(m, p):
 
 
 def _e_ListOffsetsPartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsPartition')
     w += _S1.pack(o.partition_index, o.timestamp, o.max_num_offsets)
 
 
 def _e_ListOffsetsTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsTopic')
     if o.name is None:
         raise null_in_non_nullable('ListOffsetsTopic', 'name')
     write_string(w, o.name)
@@ -304,6 +309,8 @@ def _e_ListOffsetsTopic_0(o, w):
 def _e_ListOffsetsRequest_0(o, w):
     if o.isolation_level != 0:
         raise non_default_absent('ListOffsetsRequest', 'isolation_level')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsRequest')
     w += _S0.pack(o.replica_id)
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsRequest', 'topics')
@@ -315,10 +322,14 @@ def _e_ListOffsetsRequest_0(o, w):
 def _e_ListOffsetsPartition_1(o, w):
     if o.max_num_offsets != 1:
         raise non_default_absent('ListOffsetsPartition', 'max_num_offsets')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsPartition')
     w += _S2.pack(o.partition_index, o.timestamp)
 
 
 def _e_ListOffsetsTopic_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsTopic')
     if o.name is None:
         raise null_in_non_nullable('ListOffsetsTopic', 'name')
     write_string(w, o.name)
@@ -332,6 +343,8 @@ def _e_ListOffsetsTopic_1(o, w):
 def _e_ListOffsetsRequest_1(o, w):
     if o.isolation_level != 0:
         raise non_default_absent('ListOffsetsRequest', 'isolation_level')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsRequest')
     w += _S0.pack(o.replica_id)
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsRequest', 'topics')
@@ -341,6 +354,8 @@ def _e_ListOffsetsRequest_1(o, w):
 
 
 def _e_ListOffsetsRequest_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsRequest')
     w += _S3.pack(o.replica_id, o.isolation_level)
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsRequest', 'topics')
@@ -352,10 +367,14 @@ def _e_ListOffsetsRequest_2(o, w):
 def _e_ListOffsetsPartition_4(o, w):
     if o.max_num_offsets != 1:
         raise non_default_absent('ListOffsetsPartition', 'max_num_offsets')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsPartition')
     w += _S4.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
 
 
 def _e_ListOffsetsTopic_4(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsTopic')
     if o.name is None:
         raise null_in_non_nullable('ListOffsetsTopic', 'name')
     write_string(w, o.name)
@@ -367,6 +386,8 @@ def _e_ListOffsetsTopic_4(o, w):
 
 
 def _e_ListOffsetsRequest_4(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsRequest')
     w += _S3.pack(o.replica_id, o.isolation_level)
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsRequest', 'topics')

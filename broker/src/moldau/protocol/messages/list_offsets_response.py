@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -294,6 +295,8 @@ def _e_ListOffsetsPartitionResponse_0(o, w):
         raise non_default_absent('ListOffsetsPartitionResponse', 'offset')
     if o.leader_epoch != -1:
         raise non_default_absent('ListOffsetsPartitionResponse', 'leader_epoch')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsPartitionResponse')
     w += _S0.pack(o.partition_index, o.error_code)
     if o.old_style_offsets is None:
         raise null_in_non_nullable('ListOffsetsPartitionResponse', 'old_style_offsets')
@@ -302,6 +305,8 @@ def _e_ListOffsetsPartitionResponse_0(o, w):
 
 
 def _e_ListOffsetsTopicResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsTopicResponse')
     if o.name is None:
         raise null_in_non_nullable('ListOffsetsTopicResponse', 'name')
     write_string(w, o.name)
@@ -313,6 +318,8 @@ def _e_ListOffsetsTopicResponse_0(o, w):
 
 
 def _e_ListOffsetsResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsResponse')
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsResponse', 'topics')
     write_array_length(w, o.topics)
@@ -321,14 +328,18 @@ def _e_ListOffsetsResponse_0(o, w):
 
 
 def _e_ListOffsetsPartitionResponse_1(o, w):
-    if o.old_style_offsets:
+    if o.old_style_offsets is None or o.old_style_offsets:
         raise non_default_absent('ListOffsetsPartitionResponse', 'old_style_offsets')
     if o.leader_epoch != -1:
         raise non_default_absent('ListOffsetsPartitionResponse', 'leader_epoch')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsPartitionResponse')
     w += _S1.pack(o.partition_index, o.error_code, o.timestamp, o.offset)
 
 
 def _e_ListOffsetsTopicResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsTopicResponse')
     if o.name is None:
         raise null_in_non_nullable('ListOffsetsTopicResponse', 'name')
     write_string(w, o.name)
@@ -340,6 +351,8 @@ def _e_ListOffsetsTopicResponse_1(o, w):
 
 
 def _e_ListOffsetsResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsResponse')
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsResponse', 'topics')
     write_array_length(w, o.topics)
@@ -348,6 +361,8 @@ def _e_ListOffsetsResponse_1(o, w):
 
 
 def _e_ListOffsetsResponse_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsResponse')
     w += _S2.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsResponse', 'topics')
@@ -357,12 +372,16 @@ def _e_ListOffsetsResponse_2(o, w):
 
 
 def _e_ListOffsetsPartitionResponse_4(o, w):
-    if o.old_style_offsets:
+    if o.old_style_offsets is None or o.old_style_offsets:
         raise non_default_absent('ListOffsetsPartitionResponse', 'old_style_offsets')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsPartitionResponse')
     w += _S3.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
 
 
 def _e_ListOffsetsTopicResponse_4(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsTopicResponse')
     if o.name is None:
         raise null_in_non_nullable('ListOffsetsTopicResponse', 'name')
     write_string(w, o.name)
@@ -374,6 +393,8 @@ def _e_ListOffsetsTopicResponse_4(o, w):
 
 
 def _e_ListOffsetsResponse_4(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ListOffsetsResponse')
     w += _S2.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsResponse', 'topics')
@@ -383,7 +404,7 @@ def _e_ListOffsetsResponse_4(o, w):
 
 
 def _e_ListOffsetsPartitionResponse_6(o, w):
-    if o.old_style_offsets:
+    if o.old_style_offsets is None or o.old_style_offsets:
         raise non_default_absent('ListOffsetsPartitionResponse', 'old_style_offsets')
     w += _S3.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
     if o._unknown_tags:

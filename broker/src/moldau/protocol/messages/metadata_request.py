@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -265,6 +266,8 @@ def _d_MetadataRequest_11(m, p):
 
 
 def _e_MetadataRequestTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataRequestTopic')
     if o.name is None:
         raise null_in_non_nullable('MetadataRequestTopic', 'name')
     write_string(w, o.name)
@@ -277,6 +280,8 @@ def _e_MetadataRequest_0(o, w):
         raise non_default_absent('MetadataRequest', 'include_cluster_authorized_operations')
     if o.include_topic_authorized_operations != False:
         raise non_default_absent('MetadataRequest', 'include_topic_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataRequest')
     if o.topics is None:
         raise null_in_non_nullable('MetadataRequest', 'topics')
     write_array_length(w, o.topics)
@@ -291,6 +296,8 @@ def _e_MetadataRequest_1(o, w):
         raise non_default_absent('MetadataRequest', 'include_cluster_authorized_operations')
     if o.include_topic_authorized_operations != False:
         raise non_default_absent('MetadataRequest', 'include_topic_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataRequest')
     write_array_length(w, o.topics)
     if o.topics is not None:
         for item in o.topics:
@@ -302,6 +309,8 @@ def _e_MetadataRequest_4(o, w):
         raise non_default_absent('MetadataRequest', 'include_cluster_authorized_operations')
     if o.include_topic_authorized_operations != False:
         raise non_default_absent('MetadataRequest', 'include_topic_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataRequest')
     write_array_length(w, o.topics)
     if o.topics is not None:
         for item in o.topics:
@@ -310,6 +319,8 @@ def _e_MetadataRequest_4(o, w):
 
 
 def _e_MetadataRequest_8(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataRequest')
     write_array_length(w, o.topics)
     if o.topics is not None:
         for item in o.topics:

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -699,6 +700,8 @@ def _d_MetadataResponse_12(m, p):
 
 
 def _e_MetadataResponseBroker_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponseBroker')
     w += _S0.pack(o.node_id)
     if o.host is None:
         raise null_in_non_nullable('MetadataResponseBroker', 'host')
@@ -707,6 +710,8 @@ def _e_MetadataResponseBroker_0(o, w):
 
 
 def _e_MetadataResponsePartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponsePartition')
     w += _S2.pack(o.error_code, o.partition_index, o.leader_id)
     if o.replica_nodes is None:
         raise null_in_non_nullable('MetadataResponsePartition', 'replica_nodes')
@@ -721,6 +726,8 @@ def _e_MetadataResponsePartition_0(o, w):
 def _e_MetadataResponseTopic_0(o, w):
     if o.topic_authorized_operations != -2147483648:
         raise non_default_absent('MetadataResponseTopic', 'topic_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponseTopic')
     w += _S1.pack(o.error_code)
     if o.name is None:
         raise null_in_non_nullable('MetadataResponseTopic', 'name')
@@ -735,6 +742,8 @@ def _e_MetadataResponseTopic_0(o, w):
 def _e_MetadataResponse_0(o, w):
     if o.cluster_authorized_operations != -2147483648:
         raise non_default_absent('MetadataResponse', 'cluster_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponse')
     if o.brokers is None:
         raise null_in_non_nullable('MetadataResponse', 'brokers')
     write_array_length(w, o.brokers)
@@ -748,6 +757,8 @@ def _e_MetadataResponse_0(o, w):
 
 
 def _e_MetadataResponseBroker_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponseBroker')
     w += _S0.pack(o.node_id)
     if o.host is None:
         raise null_in_non_nullable('MetadataResponseBroker', 'host')
@@ -759,6 +770,8 @@ def _e_MetadataResponseBroker_1(o, w):
 def _e_MetadataResponseTopic_1(o, w):
     if o.topic_authorized_operations != -2147483648:
         raise non_default_absent('MetadataResponseTopic', 'topic_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponseTopic')
     w += _S1.pack(o.error_code)
     if o.name is None:
         raise null_in_non_nullable('MetadataResponseTopic', 'name')
@@ -774,6 +787,8 @@ def _e_MetadataResponseTopic_1(o, w):
 def _e_MetadataResponse_1(o, w):
     if o.cluster_authorized_operations != -2147483648:
         raise non_default_absent('MetadataResponse', 'cluster_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponse')
     if o.brokers is None:
         raise null_in_non_nullable('MetadataResponse', 'brokers')
     write_array_length(w, o.brokers)
@@ -790,6 +805,8 @@ def _e_MetadataResponse_1(o, w):
 def _e_MetadataResponse_2(o, w):
     if o.cluster_authorized_operations != -2147483648:
         raise non_default_absent('MetadataResponse', 'cluster_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponse')
     if o.brokers is None:
         raise null_in_non_nullable('MetadataResponse', 'brokers')
     write_array_length(w, o.brokers)
@@ -807,6 +824,8 @@ def _e_MetadataResponse_2(o, w):
 def _e_MetadataResponse_3(o, w):
     if o.cluster_authorized_operations != -2147483648:
         raise non_default_absent('MetadataResponse', 'cluster_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.brokers is None:
         raise null_in_non_nullable('MetadataResponse', 'brokers')
@@ -823,6 +842,8 @@ def _e_MetadataResponse_3(o, w):
 
 
 def _e_MetadataResponsePartition_5(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponsePartition')
     w += _S2.pack(o.error_code, o.partition_index, o.leader_id)
     if o.replica_nodes is None:
         raise null_in_non_nullable('MetadataResponsePartition', 'replica_nodes')
@@ -841,6 +862,8 @@ def _e_MetadataResponsePartition_5(o, w):
 def _e_MetadataResponseTopic_5(o, w):
     if o.topic_authorized_operations != -2147483648:
         raise non_default_absent('MetadataResponseTopic', 'topic_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponseTopic')
     w += _S1.pack(o.error_code)
     if o.name is None:
         raise null_in_non_nullable('MetadataResponseTopic', 'name')
@@ -856,6 +879,8 @@ def _e_MetadataResponseTopic_5(o, w):
 def _e_MetadataResponse_5(o, w):
     if o.cluster_authorized_operations != -2147483648:
         raise non_default_absent('MetadataResponse', 'cluster_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.brokers is None:
         raise null_in_non_nullable('MetadataResponse', 'brokers')
@@ -872,6 +897,8 @@ def _e_MetadataResponse_5(o, w):
 
 
 def _e_MetadataResponsePartition_7(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponsePartition')
     w += _S4.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     if o.replica_nodes is None:
         raise null_in_non_nullable('MetadataResponsePartition', 'replica_nodes')
@@ -890,6 +917,8 @@ def _e_MetadataResponsePartition_7(o, w):
 def _e_MetadataResponseTopic_7(o, w):
     if o.topic_authorized_operations != -2147483648:
         raise non_default_absent('MetadataResponseTopic', 'topic_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponseTopic')
     w += _S1.pack(o.error_code)
     if o.name is None:
         raise null_in_non_nullable('MetadataResponseTopic', 'name')
@@ -905,6 +934,8 @@ def _e_MetadataResponseTopic_7(o, w):
 def _e_MetadataResponse_7(o, w):
     if o.cluster_authorized_operations != -2147483648:
         raise non_default_absent('MetadataResponse', 'cluster_authorized_operations')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.brokers is None:
         raise null_in_non_nullable('MetadataResponse', 'brokers')
@@ -921,6 +952,8 @@ def _e_MetadataResponse_7(o, w):
 
 
 def _e_MetadataResponseTopic_8(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponseTopic')
     w += _S1.pack(o.error_code)
     if o.name is None:
         raise null_in_non_nullable('MetadataResponseTopic', 'name')
@@ -935,6 +968,8 @@ def _e_MetadataResponseTopic_8(o, w):
 
 
 def _e_MetadataResponse_8(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('MetadataResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.brokers is None:
         raise null_in_non_nullable('MetadataResponse', 'brokers')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -355,11 +356,15 @@ def _d_OffsetCommitRequest_8(m, p):
 def _e_OffsetCommitRequestPartition_0(o, w):
     if o.commit_timestamp != -1:
         raise non_default_absent('OffsetCommitRequestPartition', 'commit_timestamp')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitRequestPartition')
     w += _S0.pack(o.partition_index, o.committed_offset)
     write_nullable_string(w, o.committed_metadata)
 
 
 def _e_OffsetCommitRequestTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitRequestTopic')
     if o.name is None:
         raise null_in_non_nullable('OffsetCommitRequestTopic', 'name')
     write_string(w, o.name)
@@ -373,6 +378,8 @@ def _e_OffsetCommitRequestTopic_0(o, w):
 def _e_OffsetCommitRequest_0(o, w):
     if o.group_instance_id is not None:
         raise non_default_absent('OffsetCommitRequest', 'group_instance_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitRequest')
     if o.group_id is None:
         raise null_in_non_nullable('OffsetCommitRequest', 'group_id')
     write_string(w, o.group_id)
@@ -384,11 +391,15 @@ def _e_OffsetCommitRequest_0(o, w):
 
 
 def _e_OffsetCommitRequestPartition_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitRequestPartition')
     w += _S2.pack(o.partition_index, o.committed_offset, o.commit_timestamp)
     write_nullable_string(w, o.committed_metadata)
 
 
 def _e_OffsetCommitRequestTopic_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitRequestTopic')
     if o.name is None:
         raise null_in_non_nullable('OffsetCommitRequestTopic', 'name')
     write_string(w, o.name)
@@ -402,6 +413,8 @@ def _e_OffsetCommitRequestTopic_1(o, w):
 def _e_OffsetCommitRequest_1(o, w):
     if o.group_instance_id is not None:
         raise non_default_absent('OffsetCommitRequest', 'group_instance_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitRequest')
     if o.group_id is None:
         raise null_in_non_nullable('OffsetCommitRequest', 'group_id')
     write_string(w, o.group_id)
@@ -419,6 +432,8 @@ def _e_OffsetCommitRequest_1(o, w):
 def _e_OffsetCommitRequest_2(o, w):
     if o.group_instance_id is not None:
         raise non_default_absent('OffsetCommitRequest', 'group_instance_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitRequest')
     if o.group_id is None:
         raise null_in_non_nullable('OffsetCommitRequest', 'group_id')
     write_string(w, o.group_id)
@@ -437,6 +452,8 @@ def _e_OffsetCommitRequest_2(o, w):
 def _e_OffsetCommitRequest_5(o, w):
     if o.group_instance_id is not None:
         raise non_default_absent('OffsetCommitRequest', 'group_instance_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitRequest')
     if o.group_id is None:
         raise null_in_non_nullable('OffsetCommitRequest', 'group_id')
     write_string(w, o.group_id)
@@ -454,11 +471,15 @@ def _e_OffsetCommitRequest_5(o, w):
 def _e_OffsetCommitRequestPartition_6(o, w):
     if o.commit_timestamp != -1:
         raise non_default_absent('OffsetCommitRequestPartition', 'commit_timestamp')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitRequestPartition')
     w += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_nullable_string(w, o.committed_metadata)
 
 
 def _e_OffsetCommitRequestTopic_6(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitRequestTopic')
     if o.name is None:
         raise null_in_non_nullable('OffsetCommitRequestTopic', 'name')
     write_string(w, o.name)
@@ -472,6 +493,8 @@ def _e_OffsetCommitRequestTopic_6(o, w):
 def _e_OffsetCommitRequest_6(o, w):
     if o.group_instance_id is not None:
         raise non_default_absent('OffsetCommitRequest', 'group_instance_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitRequest')
     if o.group_id is None:
         raise null_in_non_nullable('OffsetCommitRequest', 'group_id')
     write_string(w, o.group_id)
@@ -487,6 +510,8 @@ def _e_OffsetCommitRequest_6(o, w):
 
 
 def _e_OffsetCommitRequest_7(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitRequest')
     if o.group_id is None:
         raise null_in_non_nullable('OffsetCommitRequest', 'group_id')
     write_string(w, o.group_id)

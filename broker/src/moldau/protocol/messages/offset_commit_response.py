@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -200,10 +201,14 @@ def _d_OffsetCommitResponse_8(m, p):
 
 
 def _e_OffsetCommitResponsePartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitResponsePartition')
     w += _S0.pack(o.partition_index, o.error_code)
 
 
 def _e_OffsetCommitResponseTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitResponseTopic')
     if o.name is None:
         raise null_in_non_nullable('OffsetCommitResponseTopic', 'name')
     write_string(w, o.name)
@@ -215,6 +220,8 @@ def _e_OffsetCommitResponseTopic_0(o, w):
 
 
 def _e_OffsetCommitResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitResponse')
     if o.topics is None:
         raise null_in_non_nullable('OffsetCommitResponse', 'topics')
     write_array_length(w, o.topics)
@@ -223,6 +230,8 @@ def _e_OffsetCommitResponse_0(o, w):
 
 
 def _e_OffsetCommitResponse_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitResponse')
     w += _S1.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetCommitResponse', 'topics')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -139,6 +140,8 @@ def _d_OffsetCommitValue_4(m, p):
 
 
 def _e_OffsetCommitValue_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitValue')
     w += _S0.pack(o.offset)
     if o.metadata is None:
         raise null_in_non_nullable('OffsetCommitValue', 'metadata')
@@ -147,6 +150,8 @@ def _e_OffsetCommitValue_0(o, w):
 
 
 def _e_OffsetCommitValue_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitValue')
     w += _S0.pack(o.offset)
     if o.metadata is None:
         raise null_in_non_nullable('OffsetCommitValue', 'metadata')
@@ -155,6 +160,8 @@ def _e_OffsetCommitValue_1(o, w):
 
 
 def _e_OffsetCommitValue_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetCommitValue')
     w += _S2.pack(o.offset, o.leader_epoch)
     if o.metadata is None:
         raise null_in_non_nullable('OffsetCommitValue', 'metadata')

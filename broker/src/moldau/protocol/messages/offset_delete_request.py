@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -136,10 +137,14 @@ def _d_OffsetDeleteRequest_0(m, p):
 
 
 def _e_OffsetDeleteRequestPartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetDeleteRequestPartition')
     w += _S0.pack(o.partition_index)
 
 
 def _e_OffsetDeleteRequestTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetDeleteRequestTopic')
     if o.name is None:
         raise null_in_non_nullable('OffsetDeleteRequestTopic', 'name')
     write_string(w, o.name)
@@ -151,6 +156,8 @@ def _e_OffsetDeleteRequestTopic_0(o, w):
 
 
 def _e_OffsetDeleteRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetDeleteRequest')
     if o.group_id is None:
         raise null_in_non_nullable('OffsetDeleteRequest', 'group_id')
     write_string(w, o.group_id)

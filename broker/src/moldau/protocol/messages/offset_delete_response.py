@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -142,10 +143,14 @@ def _d_OffsetDeleteResponse_0(m, p):
 
 
 def _e_OffsetDeleteResponsePartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetDeleteResponsePartition')
     w += _S1.pack(o.partition_index, o.error_code)
 
 
 def _e_OffsetDeleteResponseTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetDeleteResponseTopic')
     if o.name is None:
         raise null_in_non_nullable('OffsetDeleteResponseTopic', 'name')
     write_string(w, o.name)
@@ -157,6 +162,8 @@ def _e_OffsetDeleteResponseTopic_0(o, w):
 
 
 def _e_OffsetDeleteResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetDeleteResponse')
     w += _S0.pack(o.error_code, o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetDeleteResponse', 'topics')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -324,6 +325,8 @@ def _d_OffsetFetchRequest_9(m, p):
 
 
 def _e_OffsetFetchRequestTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetFetchRequestTopic')
     if o.name is None:
         raise null_in_non_nullable('OffsetFetchRequestTopic', 'name')
     write_string(w, o.name)
@@ -334,10 +337,12 @@ def _e_OffsetFetchRequestTopic_0(o, w):
 
 
 def _e_OffsetFetchRequest_0(o, w):
-    if o.groups:
+    if o.groups is None or o.groups:
         raise non_default_absent('OffsetFetchRequest', 'groups')
     if o.require_stable != False:
         raise non_default_absent('OffsetFetchRequest', 'require_stable')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetFetchRequest')
     if o.group_id is None:
         raise null_in_non_nullable('OffsetFetchRequest', 'group_id')
     write_string(w, o.group_id)
@@ -349,10 +354,12 @@ def _e_OffsetFetchRequest_0(o, w):
 
 
 def _e_OffsetFetchRequest_2(o, w):
-    if o.groups:
+    if o.groups is None or o.groups:
         raise non_default_absent('OffsetFetchRequest', 'groups')
     if o.require_stable != False:
         raise non_default_absent('OffsetFetchRequest', 'require_stable')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetFetchRequest')
     if o.group_id is None:
         raise null_in_non_nullable('OffsetFetchRequest', 'group_id')
     write_string(w, o.group_id)
@@ -377,7 +384,7 @@ def _e_OffsetFetchRequestTopic_6(o, w):
 
 
 def _e_OffsetFetchRequest_6(o, w):
-    if o.groups:
+    if o.groups is None or o.groups:
         raise non_default_absent('OffsetFetchRequest', 'groups')
     if o.require_stable != False:
         raise non_default_absent('OffsetFetchRequest', 'require_stable')
@@ -395,7 +402,7 @@ def _e_OffsetFetchRequest_6(o, w):
 
 
 def _e_OffsetFetchRequest_7(o, w):
-    if o.groups:
+    if o.groups is None or o.groups:
         raise non_default_absent('OffsetFetchRequest', 'groups')
     if o.group_id is None:
         raise null_in_non_nullable('OffsetFetchRequest', 'group_id')
@@ -442,7 +449,7 @@ def _e_OffsetFetchRequestGroup_8(o, w):
 def _e_OffsetFetchRequest_8(o, w):
     if o.group_id != '':
         raise non_default_absent('OffsetFetchRequest', 'group_id')
-    if o.topics:
+    if o.topics is None or o.topics:
         raise non_default_absent('OffsetFetchRequest', 'topics')
     if o.groups is None:
         raise null_in_non_nullable('OffsetFetchRequest', 'groups')
@@ -475,7 +482,7 @@ def _e_OffsetFetchRequestGroup_9(o, w):
 def _e_OffsetFetchRequest_9(o, w):
     if o.group_id != '':
         raise non_default_absent('OffsetFetchRequest', 'group_id')
-    if o.topics:
+    if o.topics is None or o.topics:
         raise non_default_absent('OffsetFetchRequest', 'topics')
     if o.groups is None:
         raise null_in_non_nullable('OffsetFetchRequest', 'groups')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -402,12 +403,16 @@ def _d_OffsetFetchResponse_8(m, p):
 
 
 def _e_OffsetFetchResponsePartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetFetchResponsePartition')
     w += _S0.pack(o.partition_index, o.committed_offset)
     write_nullable_string(w, o.metadata)
     w += _S1.pack(o.error_code)
 
 
 def _e_OffsetFetchResponseTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetFetchResponseTopic')
     if o.name is None:
         raise null_in_non_nullable('OffsetFetchResponseTopic', 'name')
     write_string(w, o.name)
@@ -419,8 +424,10 @@ def _e_OffsetFetchResponseTopic_0(o, w):
 
 
 def _e_OffsetFetchResponse_0(o, w):
-    if o.groups:
+    if o.groups is None or o.groups:
         raise non_default_absent('OffsetFetchResponse', 'groups')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetFetchResponse')
     if o.topics is None:
         raise null_in_non_nullable('OffsetFetchResponse', 'topics')
     write_array_length(w, o.topics)
@@ -429,8 +436,10 @@ def _e_OffsetFetchResponse_0(o, w):
 
 
 def _e_OffsetFetchResponse_2(o, w):
-    if o.groups:
+    if o.groups is None or o.groups:
         raise non_default_absent('OffsetFetchResponse', 'groups')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetFetchResponse')
     if o.topics is None:
         raise null_in_non_nullable('OffsetFetchResponse', 'topics')
     write_array_length(w, o.topics)
@@ -440,8 +449,10 @@ def _e_OffsetFetchResponse_2(o, w):
 
 
 def _e_OffsetFetchResponse_3(o, w):
-    if o.groups:
+    if o.groups is None or o.groups:
         raise non_default_absent('OffsetFetchResponse', 'groups')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetFetchResponse')
     w += _S2.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetFetchResponse', 'topics')
@@ -452,12 +463,16 @@ def _e_OffsetFetchResponse_3(o, w):
 
 
 def _e_OffsetFetchResponsePartition_5(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetFetchResponsePartition')
     w += _S3.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_nullable_string(w, o.metadata)
     w += _S1.pack(o.error_code)
 
 
 def _e_OffsetFetchResponseTopic_5(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetFetchResponseTopic')
     if o.name is None:
         raise null_in_non_nullable('OffsetFetchResponseTopic', 'name')
     write_string(w, o.name)
@@ -469,8 +484,10 @@ def _e_OffsetFetchResponseTopic_5(o, w):
 
 
 def _e_OffsetFetchResponse_5(o, w):
-    if o.groups:
+    if o.groups is None or o.groups:
         raise non_default_absent('OffsetFetchResponse', 'groups')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetFetchResponse')
     w += _S2.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetFetchResponse', 'topics')
@@ -506,7 +523,7 @@ def _e_OffsetFetchResponseTopic_6(o, w):
 
 
 def _e_OffsetFetchResponse_6(o, w):
-    if o.groups:
+    if o.groups is None or o.groups:
         raise non_default_absent('OffsetFetchResponse', 'groups')
     w += _S2.pack(o.throttle_time_ms)
     if o.topics is None:
@@ -553,7 +570,7 @@ def _e_OffsetFetchResponseGroup_8(o, w):
 
 
 def _e_OffsetFetchResponse_8(o, w):
-    if o.topics:
+    if o.topics is None or o.topics:
         raise non_default_absent('OffsetFetchResponse', 'topics')
     w += _S2.pack(o.throttle_time_ms)
     if o.groups is None:

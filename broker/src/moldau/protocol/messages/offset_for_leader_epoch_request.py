@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -238,10 +239,14 @@ def _d_OffsetForLeaderEpochRequest_4(m, p):
 
 
 def _e_OffsetForLeaderPartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetForLeaderPartition')
     w += _S0.pack(o.partition, o.leader_epoch)
 
 
 def _e_OffsetForLeaderTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetForLeaderTopic')
     if o.topic is None:
         raise null_in_non_nullable('OffsetForLeaderTopic', 'topic')
     write_string(w, o.topic)
@@ -253,6 +258,8 @@ def _e_OffsetForLeaderTopic_0(o, w):
 
 
 def _e_OffsetForLeaderEpochRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetForLeaderEpochRequest')
     if o.topics is None:
         raise null_in_non_nullable('OffsetForLeaderEpochRequest', 'topics')
     write_array_length(w, o.topics)
@@ -261,10 +268,14 @@ def _e_OffsetForLeaderEpochRequest_0(o, w):
 
 
 def _e_OffsetForLeaderPartition_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetForLeaderPartition')
     w += _S1.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
 
 
 def _e_OffsetForLeaderTopic_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetForLeaderTopic')
     if o.topic is None:
         raise null_in_non_nullable('OffsetForLeaderTopic', 'topic')
     write_string(w, o.topic)
@@ -276,6 +287,8 @@ def _e_OffsetForLeaderTopic_2(o, w):
 
 
 def _e_OffsetForLeaderEpochRequest_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetForLeaderEpochRequest')
     if o.topics is None:
         raise null_in_non_nullable('OffsetForLeaderEpochRequest', 'topics')
     write_array_length(w, o.topics)
@@ -284,6 +297,8 @@ def _e_OffsetForLeaderEpochRequest_2(o, w):
 
 
 def _e_OffsetForLeaderEpochRequest_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetForLeaderEpochRequest')
     w += _S2.pack(o.replica_id)
     if o.topics is None:
         raise null_in_non_nullable('OffsetForLeaderEpochRequest', 'topics')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -240,10 +241,14 @@ def _d_OffsetForLeaderEpochResponse_4(m, p):
 
 
 def _e_EpochEndOffset_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('EpochEndOffset')
     w += _S0.pack(o.error_code, o.partition, o.end_offset)
 
 
 def _e_OffsetForLeaderTopicResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetForLeaderTopicResult')
     if o.topic is None:
         raise null_in_non_nullable('OffsetForLeaderTopicResult', 'topic')
     write_string(w, o.topic)
@@ -255,6 +260,8 @@ def _e_OffsetForLeaderTopicResult_0(o, w):
 
 
 def _e_OffsetForLeaderEpochResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetForLeaderEpochResponse')
     if o.topics is None:
         raise null_in_non_nullable('OffsetForLeaderEpochResponse', 'topics')
     write_array_length(w, o.topics)
@@ -263,10 +270,14 @@ def _e_OffsetForLeaderEpochResponse_0(o, w):
 
 
 def _e_EpochEndOffset_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('EpochEndOffset')
     w += _S1.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
 
 
 def _e_OffsetForLeaderTopicResult_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetForLeaderTopicResult')
     if o.topic is None:
         raise null_in_non_nullable('OffsetForLeaderTopicResult', 'topic')
     write_string(w, o.topic)
@@ -278,6 +289,8 @@ def _e_OffsetForLeaderTopicResult_1(o, w):
 
 
 def _e_OffsetForLeaderEpochResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetForLeaderEpochResponse')
     if o.topics is None:
         raise null_in_non_nullable('OffsetForLeaderEpochResponse', 'topics')
     write_array_length(w, o.topics)
@@ -286,6 +299,8 @@ def _e_OffsetForLeaderEpochResponse_1(o, w):
 
 
 def _e_OffsetForLeaderEpochResponse_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('OffsetForLeaderEpochResponse')
     w += _S2.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetForLeaderEpochResponse', 'topics')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -210,11 +211,15 @@ def _d_ProduceRequest_9(m, p):
 
 
 def _e_PartitionProduceData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionProduceData')
     w += _S1.pack(o.index)
     write_nullable_bytes(w, o.records)
 
 
 def _e_TopicProduceData_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TopicProduceData')
     if o.name is None:
         raise null_in_non_nullable('TopicProduceData', 'name')
     write_string(w, o.name)
@@ -228,6 +233,8 @@ def _e_TopicProduceData_0(o, w):
 def _e_ProduceRequest_0(o, w):
     if o.transactional_id is not None:
         raise non_default_absent('ProduceRequest', 'transactional_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ProduceRequest')
     w += _S0.pack(o.acks, o.timeout_ms)
     if o.topic_data is None:
         raise null_in_non_nullable('ProduceRequest', 'topic_data')
@@ -237,6 +244,8 @@ def _e_ProduceRequest_0(o, w):
 
 
 def _e_ProduceRequest_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ProduceRequest')
     write_nullable_string(w, o.transactional_id)
     w += _S0.pack(o.acks, o.timeout_ms)
     if o.topic_data is None:

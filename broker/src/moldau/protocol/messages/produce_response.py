@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -540,10 +541,14 @@ def _d_ProduceResponse_10(m, p):
 def _e_PartitionProduceResponse_0(o, w):
     if o.current_leader != _C_LeaderIdAndEpoch():
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionProduceResponse')
     w += _S0.pack(o.index, o.error_code, o.base_offset)
 
 
 def _e_TopicProduceResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TopicProduceResponse')
     if o.name is None:
         raise null_in_non_nullable('TopicProduceResponse', 'name')
     write_string(w, o.name)
@@ -555,8 +560,10 @@ def _e_TopicProduceResponse_0(o, w):
 
 
 def _e_ProduceResponse_0(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('ProduceResponse', 'node_endpoints')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ProduceResponse')
     if o.responses is None:
         raise null_in_non_nullable('ProduceResponse', 'responses')
     write_array_length(w, o.responses)
@@ -565,8 +572,10 @@ def _e_ProduceResponse_0(o, w):
 
 
 def _e_ProduceResponse_1(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('ProduceResponse', 'node_endpoints')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ProduceResponse')
     if o.responses is None:
         raise null_in_non_nullable('ProduceResponse', 'responses')
     write_array_length(w, o.responses)
@@ -578,10 +587,14 @@ def _e_ProduceResponse_1(o, w):
 def _e_PartitionProduceResponse_2(o, w):
     if o.current_leader != _C_LeaderIdAndEpoch():
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionProduceResponse')
     w += _S2.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
 
 
 def _e_TopicProduceResponse_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TopicProduceResponse')
     if o.name is None:
         raise null_in_non_nullable('TopicProduceResponse', 'name')
     write_string(w, o.name)
@@ -593,8 +606,10 @@ def _e_TopicProduceResponse_2(o, w):
 
 
 def _e_ProduceResponse_2(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('ProduceResponse', 'node_endpoints')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ProduceResponse')
     if o.responses is None:
         raise null_in_non_nullable('ProduceResponse', 'responses')
     write_array_length(w, o.responses)
@@ -606,10 +621,14 @@ def _e_ProduceResponse_2(o, w):
 def _e_PartitionProduceResponse_5(o, w):
     if o.current_leader != _C_LeaderIdAndEpoch():
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionProduceResponse')
     w += _S3.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
 
 
 def _e_TopicProduceResponse_5(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TopicProduceResponse')
     if o.name is None:
         raise null_in_non_nullable('TopicProduceResponse', 'name')
     write_string(w, o.name)
@@ -621,8 +640,10 @@ def _e_TopicProduceResponse_5(o, w):
 
 
 def _e_ProduceResponse_5(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('ProduceResponse', 'node_endpoints')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ProduceResponse')
     if o.responses is None:
         raise null_in_non_nullable('ProduceResponse', 'responses')
     write_array_length(w, o.responses)
@@ -632,6 +653,8 @@ def _e_ProduceResponse_5(o, w):
 
 
 def _e_BatchIndexAndErrorMessage_8(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('BatchIndexAndErrorMessage')
     w += _S1.pack(o.batch_index)
     write_nullable_string(w, o.batch_index_error_message)
 
@@ -639,6 +662,8 @@ def _e_BatchIndexAndErrorMessage_8(o, w):
 def _e_PartitionProduceResponse_8(o, w):
     if o.current_leader != _C_LeaderIdAndEpoch():
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionProduceResponse')
     w += _S3.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     if o.record_errors is None:
         raise null_in_non_nullable('PartitionProduceResponse', 'record_errors')
@@ -649,6 +674,8 @@ def _e_PartitionProduceResponse_8(o, w):
 
 
 def _e_TopicProduceResponse_8(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TopicProduceResponse')
     if o.name is None:
         raise null_in_non_nullable('TopicProduceResponse', 'name')
     write_string(w, o.name)
@@ -660,8 +687,10 @@ def _e_TopicProduceResponse_8(o, w):
 
 
 def _e_ProduceResponse_8(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('ProduceResponse', 'node_endpoints')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ProduceResponse')
     if o.responses is None:
         raise null_in_non_nullable('ProduceResponse', 'responses')
     write_array_length(w, o.responses)
@@ -711,7 +740,7 @@ def _e_TopicProduceResponse_9(o, w):
 
 
 def _e_ProduceResponse_9(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('ProduceResponse', 'node_endpoints')
     if o.responses is None:
         raise null_in_non_nullable('ProduceResponse', 'responses')
@@ -787,7 +816,7 @@ def _e_ProduceResponse_10(o, w):
         _e_TopicProduceResponse_10(item, w)
     w += _S1.pack(o.throttle_time_ms)
     tags = list(o._unknown_tags or ())
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         t = bytearray()
         if o.node_endpoints is None:
             raise null_in_non_nullable('ProduceResponse', 'node_endpoints')

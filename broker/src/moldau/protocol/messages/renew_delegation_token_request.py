@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -100,6 +101,8 @@ def _d_RenewDelegationTokenRequest_2(m, p):
 
 
 def _e_RenewDelegationTokenRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('RenewDelegationTokenRequest')
     if o.hmac is None:
         raise null_in_non_nullable('RenewDelegationTokenRequest', 'hmac')
     write_bytes(w, o.hmac)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -100,6 +101,8 @@ def _d_RenewDelegationTokenResponse_2(m, p):
 
 
 def _e_RenewDelegationTokenResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('RenewDelegationTokenResponse')
     w += _S0.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
 
 

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -113,10 +114,14 @@ def _d_RequestHeader_2(m, p):
 
 
 def _e_RequestHeader_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('RequestHeader')
     w += _S0.pack(o.request_api_key, o.request_api_version, o.correlation_id)
 
 
 def _e_RequestHeader_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('RequestHeader')
     w += _S0.pack(o.request_api_key, o.request_api_version, o.correlation_id)
     write_nullable_string(w, o.client_id)
 

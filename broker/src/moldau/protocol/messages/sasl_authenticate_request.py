@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -93,6 +94,8 @@ def _d_SaslAuthenticateRequest_2(m, p):
 
 
 def _e_SaslAuthenticateRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('SaslAuthenticateRequest')
     if o.auth_bytes is None:
         raise null_in_non_nullable('SaslAuthenticateRequest', 'auth_bytes')
     write_bytes(w, o.auth_bytes)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -122,6 +123,8 @@ def _d_SaslAuthenticateResponse_2(m, p):
 
 
 def _e_SaslAuthenticateResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('SaslAuthenticateResponse')
     w += _S0.pack(o.error_code)
     write_nullable_string(w, o.error_message)
     if o.auth_bytes is None:
@@ -130,6 +133,8 @@ def _e_SaslAuthenticateResponse_0(o, w):
 
 
 def _e_SaslAuthenticateResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('SaslAuthenticateResponse')
     w += _S0.pack(o.error_code)
     write_nullable_string(w, o.error_message)
     if o.auth_bytes is None:

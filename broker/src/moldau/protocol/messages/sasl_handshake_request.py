@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -82,6 +83,8 @@ def _d_SaslHandshakeRequest_0(m, p):
 
 
 def _e_SaslHandshakeRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('SaslHandshakeRequest')
     if o.mechanism is None:
         raise null_in_non_nullable('SaslHandshakeRequest', 'mechanism')
     write_string(w, o.mechanism)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -92,6 +93,8 @@ def _d_SaslHandshakeResponse_0(m, p):
 
 
 def _e_SaslHandshakeResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('SaslHandshakeResponse')
     w += _S0.pack(o.error_code)
     if o.mechanisms is None:
         raise null_in_non_nullable('SaslHandshakeResponse', 'mechanisms')

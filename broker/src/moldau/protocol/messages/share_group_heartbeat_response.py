@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -195,7 +196,7 @@ def _e_ShareGroupHeartbeatResponse_0(o, w):
     write_compact_nullable_string(w, o.member_id)
     w += _S1.pack(o.member_epoch, o.heartbeat_interval_ms)
     if o.assignment is None:
-        w.append(0xFF)
+        w.append(255)
     else:
         w.append(1)
         _e_Assignment_0(o.assignment, w)

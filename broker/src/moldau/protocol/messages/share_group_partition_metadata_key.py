@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -82,6 +83,8 @@ def _d_ShareGroupPartitionMetadataKey_9(m, p):
 
 
 def _e_ShareGroupPartitionMetadataKey_9(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('ShareGroupPartitionMetadataKey')
     if o.group_id is None:
         raise null_in_non_nullable('ShareGroupPartitionMetadataKey', 'group_id')
     write_string(w, o.group_id)

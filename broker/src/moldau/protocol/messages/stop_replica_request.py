@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -307,6 +308,8 @@ def _d_StopReplicaRequest_4(m, p):
 
 
 def _e_StopReplicaPartitionV0_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('StopReplicaPartitionV0')
     if o.topic_name is None:
         raise null_in_non_nullable('StopReplicaPartitionV0', 'topic_name')
     write_string(w, o.topic_name)
@@ -316,10 +319,12 @@ def _e_StopReplicaPartitionV0_0(o, w):
 def _e_StopReplicaRequest_0(o, w):
     if o.is_k_raft_controller != False:
         raise non_default_absent('StopReplicaRequest', 'is_k_raft_controller')
-    if o.topics:
+    if o.topics is None or o.topics:
         raise non_default_absent('StopReplicaRequest', 'topics')
-    if o.topic_states:
+    if o.topic_states is None or o.topic_states:
         raise non_default_absent('StopReplicaRequest', 'topic_states')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('StopReplicaRequest')
     w += _S0.pack(o.controller_id, o.controller_epoch, o.delete_partitions)
     if o.ungrouped_partitions is None:
         raise null_in_non_nullable('StopReplicaRequest', 'ungrouped_partitions')
@@ -329,6 +334,8 @@ def _e_StopReplicaRequest_0(o, w):
 
 
 def _e_StopReplicaTopicV1_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('StopReplicaTopicV1')
     if o.name is None:
         raise null_in_non_nullable('StopReplicaTopicV1', 'name')
     write_string(w, o.name)
@@ -341,10 +348,12 @@ def _e_StopReplicaTopicV1_1(o, w):
 def _e_StopReplicaRequest_1(o, w):
     if o.is_k_raft_controller != False:
         raise non_default_absent('StopReplicaRequest', 'is_k_raft_controller')
-    if o.ungrouped_partitions:
+    if o.ungrouped_partitions is None or o.ungrouped_partitions:
         raise non_default_absent('StopReplicaRequest', 'ungrouped_partitions')
-    if o.topic_states:
+    if o.topic_states is None or o.topic_states:
         raise non_default_absent('StopReplicaRequest', 'topic_states')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('StopReplicaRequest')
     w += _S2.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
     if o.topics is None:
         raise null_in_non_nullable('StopReplicaRequest', 'topics')
@@ -370,9 +379,9 @@ def _e_StopReplicaTopicV1_2(o, w):
 def _e_StopReplicaRequest_2(o, w):
     if o.is_k_raft_controller != False:
         raise non_default_absent('StopReplicaRequest', 'is_k_raft_controller')
-    if o.ungrouped_partitions:
+    if o.ungrouped_partitions is None or o.ungrouped_partitions:
         raise non_default_absent('StopReplicaRequest', 'ungrouped_partitions')
-    if o.topic_states:
+    if o.topic_states is None or o.topic_states:
         raise non_default_absent('StopReplicaRequest', 'topic_states')
     w += _S2.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
     if o.topics is None:
@@ -414,9 +423,9 @@ def _e_StopReplicaRequest_3(o, w):
         raise non_default_absent('StopReplicaRequest', 'is_k_raft_controller')
     if o.delete_partitions != False:
         raise non_default_absent('StopReplicaRequest', 'delete_partitions')
-    if o.ungrouped_partitions:
+    if o.ungrouped_partitions is None or o.ungrouped_partitions:
         raise non_default_absent('StopReplicaRequest', 'ungrouped_partitions')
-    if o.topics:
+    if o.topics is None or o.topics:
         raise non_default_absent('StopReplicaRequest', 'topics')
     w += _S3.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:
@@ -433,9 +442,9 @@ def _e_StopReplicaRequest_3(o, w):
 def _e_StopReplicaRequest_4(o, w):
     if o.delete_partitions != False:
         raise non_default_absent('StopReplicaRequest', 'delete_partitions')
-    if o.ungrouped_partitions:
+    if o.ungrouped_partitions is None or o.ungrouped_partitions:
         raise non_default_absent('StopReplicaRequest', 'ungrouped_partitions')
-    if o.topics:
+    if o.topics is None or o.topics:
         raise non_default_absent('StopReplicaRequest', 'topics')
     w += _S4.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -148,6 +149,8 @@ def _d_StopReplicaResponse_2(m, p):
 
 
 def _e_StopReplicaPartitionError_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('StopReplicaPartitionError')
     if o.topic_name is None:
         raise null_in_non_nullable('StopReplicaPartitionError', 'topic_name')
     write_string(w, o.topic_name)
@@ -155,6 +158,8 @@ def _e_StopReplicaPartitionError_0(o, w):
 
 
 def _e_StopReplicaResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('StopReplicaResponse')
     w += _S0.pack(o.error_code)
     if o.partition_errors is None:
         raise null_in_non_nullable('StopReplicaResponse', 'partition_errors')

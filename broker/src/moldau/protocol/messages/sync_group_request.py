@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -205,6 +206,8 @@ def _d_SyncGroupRequest_5(m, p):
 
 
 def _e_SyncGroupRequestAssignment_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('SyncGroupRequestAssignment')
     if o.member_id is None:
         raise null_in_non_nullable('SyncGroupRequestAssignment', 'member_id')
     write_string(w, o.member_id)
@@ -216,6 +219,8 @@ def _e_SyncGroupRequestAssignment_0(o, w):
 def _e_SyncGroupRequest_0(o, w):
     if o.group_instance_id is not None:
         raise non_default_absent('SyncGroupRequest', 'group_instance_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('SyncGroupRequest')
     if o.group_id is None:
         raise null_in_non_nullable('SyncGroupRequest', 'group_id')
     write_string(w, o.group_id)
@@ -231,6 +236,8 @@ def _e_SyncGroupRequest_0(o, w):
 
 
 def _e_SyncGroupRequest_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('SyncGroupRequest')
     if o.group_id is None:
         raise null_in_non_nullable('SyncGroupRequest', 'group_id')
     write_string(w, o.group_id)

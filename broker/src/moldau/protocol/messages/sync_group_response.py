@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -138,6 +139,8 @@ def _d_SyncGroupResponse_5(m, p):
 
 
 def _e_SyncGroupResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('SyncGroupResponse')
     w += _S0.pack(o.error_code)
     if o.assignment is None:
         raise null_in_non_nullable('SyncGroupResponse', 'assignment')
@@ -145,6 +148,8 @@ def _e_SyncGroupResponse_0(o, w):
 
 
 def _e_SyncGroupResponse_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('SyncGroupResponse')
     w += _S1.pack(o.throttle_time_ms, o.error_code)
     if o.assignment is None:
         raise null_in_non_nullable('SyncGroupResponse', 'assignment')

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -166,6 +167,8 @@ def _d_TransactionLogValue_1(m, p):
 
 
 def _e_PartitionsSchema_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('PartitionsSchema')
     if o.topic is None:
         raise null_in_non_nullable('PartitionsSchema', 'topic')
     write_string(w, o.topic)
@@ -176,6 +179,8 @@ def _e_PartitionsSchema_0(o, w):
 
 
 def _e_TransactionLogValue_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TransactionLogValue')
     w += _S0.pack(o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status)
     write_array_length(w, o.transaction_partitions)
     if o.transaction_partitions is not None:

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -258,11 +259,15 @@ def _d_TxnOffsetCommitRequest_3(m, p):
 
 
 def _e_TxnOffsetCommitRequestPartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TxnOffsetCommitRequestPartition')
     w += _S1.pack(o.partition_index, o.committed_offset)
     write_nullable_string(w, o.committed_metadata)
 
 
 def _e_TxnOffsetCommitRequestTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TxnOffsetCommitRequestTopic')
     if o.name is None:
         raise null_in_non_nullable('TxnOffsetCommitRequestTopic', 'name')
     write_string(w, o.name)
@@ -280,6 +285,8 @@ def _e_TxnOffsetCommitRequest_0(o, w):
         raise non_default_absent('TxnOffsetCommitRequest', 'member_id')
     if o.group_instance_id is not None:
         raise non_default_absent('TxnOffsetCommitRequest', 'group_instance_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TxnOffsetCommitRequest')
     if o.transactional_id is None:
         raise null_in_non_nullable('TxnOffsetCommitRequest', 'transactional_id')
     write_string(w, o.transactional_id)
@@ -295,11 +302,15 @@ def _e_TxnOffsetCommitRequest_0(o, w):
 
 
 def _e_TxnOffsetCommitRequestPartition_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TxnOffsetCommitRequestPartition')
     w += _S2.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_nullable_string(w, o.committed_metadata)
 
 
 def _e_TxnOffsetCommitRequestTopic_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TxnOffsetCommitRequestTopic')
     if o.name is None:
         raise null_in_non_nullable('TxnOffsetCommitRequestTopic', 'name')
     write_string(w, o.name)
@@ -317,6 +328,8 @@ def _e_TxnOffsetCommitRequest_2(o, w):
         raise non_default_absent('TxnOffsetCommitRequest', 'member_id')
     if o.group_instance_id is not None:
         raise non_default_absent('TxnOffsetCommitRequest', 'group_instance_id')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TxnOffsetCommitRequest')
     if o.transactional_id is None:
         raise null_in_non_nullable('TxnOffsetCommitRequest', 'transactional_id')
     write_string(w, o.transactional_id)

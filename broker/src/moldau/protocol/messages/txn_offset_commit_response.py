@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -187,10 +188,14 @@ def _d_TxnOffsetCommitResponse_3(m, p):
 
 
 def _e_TxnOffsetCommitResponsePartition_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TxnOffsetCommitResponsePartition')
     w += _S1.pack(o.partition_index, o.error_code)
 
 
 def _e_TxnOffsetCommitResponseTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TxnOffsetCommitResponseTopic')
     if o.name is None:
         raise null_in_non_nullable('TxnOffsetCommitResponseTopic', 'name')
     write_string(w, o.name)
@@ -202,6 +207,8 @@ def _e_TxnOffsetCommitResponseTopic_0(o, w):
 
 
 def _e_TxnOffsetCommitResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('TxnOffsetCommitResponse')
     w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('TxnOffsetCommitResponse', 'topics')

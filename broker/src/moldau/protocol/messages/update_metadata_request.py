@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -661,6 +662,8 @@ def _d_UpdateMetadataRequest_8(m, p):
 
 
 def _e_UpdateMetadataPartitionState_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataPartitionState')
     if o.topic_name is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'topic_name')
     write_string(w, o.topic_name)
@@ -677,6 +680,8 @@ def _e_UpdateMetadataPartitionState_0(o, w):
 
 
 def _e_UpdateMetadataBroker_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataBroker')
     w += _S2.pack(o.id)
     if o.v0_host is None:
         raise null_in_non_nullable('UpdateMetadataBroker', 'v0_host')
@@ -689,8 +694,10 @@ def _e_UpdateMetadataRequest_0(o, w):
         raise non_default_absent('UpdateMetadataRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('UpdateMetadataRequest', 'type')
-    if o.topic_states:
+    if o.topic_states is None or o.topic_states:
         raise non_default_absent('UpdateMetadataRequest', 'topic_states')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataRequest')
     w += _S0.pack(o.controller_id, o.controller_epoch)
     if o.ungrouped_partition_states is None:
         raise null_in_non_nullable('UpdateMetadataRequest', 'ungrouped_partition_states')
@@ -705,6 +712,8 @@ def _e_UpdateMetadataRequest_0(o, w):
 
 
 def _e_UpdateMetadataEndpoint_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataEndpoint')
     w += _S2.pack(o.port)
     if o.host is None:
         raise null_in_non_nullable('UpdateMetadataEndpoint', 'host')
@@ -713,6 +722,8 @@ def _e_UpdateMetadataEndpoint_1(o, w):
 
 
 def _e_UpdateMetadataBroker_1(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataBroker')
     w += _S2.pack(o.id)
     if o.endpoints is None:
         raise null_in_non_nullable('UpdateMetadataBroker', 'endpoints')
@@ -726,8 +737,10 @@ def _e_UpdateMetadataRequest_1(o, w):
         raise non_default_absent('UpdateMetadataRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('UpdateMetadataRequest', 'type')
-    if o.topic_states:
+    if o.topic_states is None or o.topic_states:
         raise non_default_absent('UpdateMetadataRequest', 'topic_states')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataRequest')
     w += _S0.pack(o.controller_id, o.controller_epoch)
     if o.ungrouped_partition_states is None:
         raise null_in_non_nullable('UpdateMetadataRequest', 'ungrouped_partition_states')
@@ -742,6 +755,8 @@ def _e_UpdateMetadataRequest_1(o, w):
 
 
 def _e_UpdateMetadataBroker_2(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataBroker')
     w += _S2.pack(o.id)
     if o.endpoints is None:
         raise null_in_non_nullable('UpdateMetadataBroker', 'endpoints')
@@ -756,8 +771,10 @@ def _e_UpdateMetadataRequest_2(o, w):
         raise non_default_absent('UpdateMetadataRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('UpdateMetadataRequest', 'type')
-    if o.topic_states:
+    if o.topic_states is None or o.topic_states:
         raise non_default_absent('UpdateMetadataRequest', 'topic_states')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataRequest')
     w += _S0.pack(o.controller_id, o.controller_epoch)
     if o.ungrouped_partition_states is None:
         raise null_in_non_nullable('UpdateMetadataRequest', 'ungrouped_partition_states')
@@ -772,6 +789,8 @@ def _e_UpdateMetadataRequest_2(o, w):
 
 
 def _e_UpdateMetadataEndpoint_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataEndpoint')
     w += _S2.pack(o.port)
     if o.host is None:
         raise null_in_non_nullable('UpdateMetadataEndpoint', 'host')
@@ -783,6 +802,8 @@ def _e_UpdateMetadataEndpoint_3(o, w):
 
 
 def _e_UpdateMetadataBroker_3(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataBroker')
     w += _S2.pack(o.id)
     if o.endpoints is None:
         raise null_in_non_nullable('UpdateMetadataBroker', 'endpoints')
@@ -797,8 +818,10 @@ def _e_UpdateMetadataRequest_3(o, w):
         raise non_default_absent('UpdateMetadataRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('UpdateMetadataRequest', 'type')
-    if o.topic_states:
+    if o.topic_states is None or o.topic_states:
         raise non_default_absent('UpdateMetadataRequest', 'topic_states')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataRequest')
     w += _S0.pack(o.controller_id, o.controller_epoch)
     if o.ungrouped_partition_states is None:
         raise null_in_non_nullable('UpdateMetadataRequest', 'ungrouped_partition_states')
@@ -813,6 +836,8 @@ def _e_UpdateMetadataRequest_3(o, w):
 
 
 def _e_UpdateMetadataPartitionState_4(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataPartitionState')
     if o.topic_name is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'topic_name')
     write_string(w, o.topic_name)
@@ -837,8 +862,10 @@ def _e_UpdateMetadataRequest_4(o, w):
         raise non_default_absent('UpdateMetadataRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('UpdateMetadataRequest', 'type')
-    if o.topic_states:
+    if o.topic_states is None or o.topic_states:
         raise non_default_absent('UpdateMetadataRequest', 'topic_states')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataRequest')
     w += _S0.pack(o.controller_id, o.controller_epoch)
     if o.ungrouped_partition_states is None:
         raise null_in_non_nullable('UpdateMetadataRequest', 'ungrouped_partition_states')
@@ -853,6 +880,8 @@ def _e_UpdateMetadataRequest_4(o, w):
 
 
 def _e_UpdateMetadataPartitionState_5(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataPartitionState')
     w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'isr')
@@ -870,6 +899,8 @@ def _e_UpdateMetadataPartitionState_5(o, w):
 
 
 def _e_UpdateMetadataTopicState_5(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataTopicState')
     if o.topic_name is None:
         raise null_in_non_nullable('UpdateMetadataTopicState', 'topic_name')
     write_string(w, o.topic_name)
@@ -885,8 +916,10 @@ def _e_UpdateMetadataRequest_5(o, w):
         raise non_default_absent('UpdateMetadataRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('UpdateMetadataRequest', 'type')
-    if o.ungrouped_partition_states:
+    if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('UpdateMetadataRequest', 'ungrouped_partition_states')
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('UpdateMetadataRequest')
     w += _S4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:
         raise null_in_non_nullable('UpdateMetadataRequest', 'topic_states')
@@ -970,7 +1003,7 @@ def _e_UpdateMetadataRequest_6(o, w):
         raise non_default_absent('UpdateMetadataRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('UpdateMetadataRequest', 'type')
-    if o.ungrouped_partition_states:
+    if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('UpdateMetadataRequest', 'ungrouped_partition_states')
     w += _S4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:
@@ -1010,7 +1043,7 @@ def _e_UpdateMetadataRequest_7(o, w):
         raise non_default_absent('UpdateMetadataRequest', 'is_k_raft_controller')
     if o.type != 0:
         raise non_default_absent('UpdateMetadataRequest', 'type')
-    if o.ungrouped_partition_states:
+    if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('UpdateMetadataRequest', 'ungrouped_partition_states')
     w += _S4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:
@@ -1030,7 +1063,7 @@ def _e_UpdateMetadataRequest_7(o, w):
 
 
 def _e_UpdateMetadataRequest_8(o, w):
-    if o.ungrouped_partition_states:
+    if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('UpdateMetadataRequest', 'ungrouped_partition_states')
     w += _S6.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:

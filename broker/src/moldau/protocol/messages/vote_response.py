@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -254,7 +255,7 @@ def _e_TopicData_0(o, w):
 
 
 def _e_VoteResponse_0(o, w):
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('VoteResponse', 'node_endpoints')
     w += _S0.pack(o.error_code)
     if o.topics is None:
@@ -288,7 +289,7 @@ def _e_VoteResponse_1(o, w):
     for item in o.topics:
         _e_TopicData_0(item, w)
     tags = list(o._unknown_tags or ())
-    if o.node_endpoints:
+    if o.node_endpoints is None or o.node_endpoints:
         t = bytearray()
         if o.node_endpoints is None:
             raise null_in_non_nullable('VoteResponse', 'node_endpoints')

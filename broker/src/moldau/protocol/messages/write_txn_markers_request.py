@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -195,6 +196,8 @@ def _d_WriteTxnMarkersRequest_1(m, p):
 
 
 def _e_WritableTxnMarkerTopic_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('WritableTxnMarkerTopic')
     if o.name is None:
         raise null_in_non_nullable('WritableTxnMarkerTopic', 'name')
     write_string(w, o.name)
@@ -205,6 +208,8 @@ def _e_WritableTxnMarkerTopic_0(o, w):
 
 
 def _e_WritableTxnMarker_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('WritableTxnMarker')
     w += _S0.pack(o.producer_id, o.producer_epoch, o.transaction_result)
     if o.topics is None:
         raise null_in_non_nullable('WritableTxnMarker', 'topics')
@@ -215,6 +220,8 @@ def _e_WritableTxnMarker_0(o, w):
 
 
 def _e_WriteTxnMarkersRequest_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('WriteTxnMarkersRequest')
     if o.markers is None:
         raise null_in_non_nullable('WriteTxnMarkersRequest', 'markers')
     write_array_length(w, o.markers)

@@ -33,6 +33,7 @@ from moldau.protocol._runtime import (
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
+    tagged_fields_unsupported,
     write_array_length,
     write_bytes,
     write_compact_array_length,
@@ -226,10 +227,14 @@ def _d_WriteTxnMarkersResponse_1(m, p):
 
 
 def _e_WritableTxnMarkerPartitionResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('WritableTxnMarkerPartitionResult')
     w += _S1.pack(o.partition_index, o.error_code)
 
 
 def _e_WritableTxnMarkerTopicResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('WritableTxnMarkerTopicResult')
     if o.name is None:
         raise null_in_non_nullable('WritableTxnMarkerTopicResult', 'name')
     write_string(w, o.name)
@@ -241,6 +246,8 @@ def _e_WritableTxnMarkerTopicResult_0(o, w):
 
 
 def _e_WritableTxnMarkerResult_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('WritableTxnMarkerResult')
     w += _S0.pack(o.producer_id)
     if o.topics is None:
         raise null_in_non_nullable('WritableTxnMarkerResult', 'topics')
@@ -250,6 +257,8 @@ def _e_WritableTxnMarkerResult_0(o, w):
 
 
 def _e_WriteTxnMarkersResponse_0(o, w):
+    if o._unknown_tags:
+        raise tagged_fields_unsupported('WriteTxnMarkersResponse')
     if o.markers is None:
         raise null_in_non_nullable('WriteTxnMarkersResponse', 'markers')
     write_array_length(w, o.markers)
