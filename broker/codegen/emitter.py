@@ -53,6 +53,8 @@ class ModuleEmitter:
         self.memo: dict[tuple[str, str, int], str] = {}  # (kind, struct, version) -> name
         self.function_text: list[str] = []
         self.min_size_memo: dict[tuple[str, int], int] = {}
+        self.default_structs: set[str] = set()  # structs that need a _default_X factory
+        self.compare_structs: set[str] = set()  # structs that need a _DEFAULT_X instance
 
     # --- naming ---------------------------------------------------------------------
 
@@ -93,9 +95,29 @@ class ModuleEmitter:
             return repr(float(raw) if raw is not None else 0.0)
         return repr(int(raw, 0) if isinstance(raw, str) else int(raw or 0))
 
+    def fresh_default(self, f: FieldDef) -> str:
+        """default_expr for decoders: a struct default comes from a fast factory that sets
+        the slots directly instead of going through __init__."""
+        default = self.default_expr(f)
+        if f.kind == "struct" and default != "None":
+            self.default_structs.add(f.struct.name)
+            return f"_default_{f.struct.name}()"
+        return default
+
+    def default_factory(self, struct: StructDef) -> str:
+        lines = [f"def _default_{struct.name}():", f"    o = _new({self.cls_alias(struct)})",
+                 "    o._unknown_tags = None"]
+        lines += [f"    o.{f.attr} = {self.fresh_default(f)}" for f in struct.fields]
+        lines.append("    return o")
+        return "\n".join(lines) + "\n"
+
     def is_default_test(self, f: FieldDef, value: str) -> str:
         """An expression that is true when value differs from the field's default."""
         default = self.default_expr(f)
+        if f.kind == "struct" and default != "None":
+            # Compared with a module-level instance that is never handed out.
+            self.compare_structs.add(f.struct.name)
+            return f"{value} != _DEFAULT_{f.struct.name}"
         if default == "[]":
             # Like Kafka, a null array differs from the empty default.
             return f"{value} is None or {value}"
@@ -137,7 +159,7 @@ class ModuleEmitter:
         body = [f"    o = _new({self.cls_alias(struct)})", "    o._unknown_tags = None"]
         for fv in fields:
             if not fv.present or fv.tagged:
-                body.append(f"    o.{fv.f.attr} = {self.default_expr(fv.f)}")
+                body.append(f"    o.{fv.f.attr} = {self.fresh_default(fv.f)}")
         run: list[_Field] = []
         for fv in fields:
             if not fv.present or fv.tagged:
@@ -148,12 +170,6 @@ class ModuleEmitter:
             body += self.decode_run(run, "o")
             run = []
             body += self.decode_value(fv, version, f"o.{fv.f.attr}", "    ")
-            if fv.f.kind == "records" and not fv.nullable:
-                # The records readers take -1 as null; Kafka refuses it where not nullable.
-                body += [
-                    f"    if o.{fv.f.attr} is None:",
-                    f"        raise null_in_non_nullable({struct.name!r}, {fv.f.attr!r})",
-                ]
         body += self.decode_run(run, "o")
         if flexible:
             tagged = [fv for fv in fields if fv.tagged]
@@ -207,9 +223,7 @@ class ModuleEmitter:
                 lines.append(f"{ind}{target} = as_uuid({target})")
             return lines
         if f.kind in ("string", "bytes", "records"):
-            prefix = "read_compact_" if fv.compact else "read_"
-            nullable = "nullable_" if fv.nullable and f.kind != "records" else ""
-            return [f"{ind}{target}, p = {prefix}{nullable}{f.kind}(m, p)"]
+            return self.decode_sized(fv, target, ind)
         if f.kind == "struct":
             fn = self.decoder(f.struct, version)
             if not fv.nullable:
@@ -240,32 +254,88 @@ class ModuleEmitter:
             item_size = FIXED_TYPES[f.element][1]
         else:
             item_size = 1 if fv.compact else (2 if f.element == "string" else 4)
-        reader = "read_" + ("compact_" if fv.compact else "") + (
-            "nullable_" if fv.nullable else ""
-        ) + "array_length"
-        lines = [f"{ind}n, p = {reader}(m, p, {item_size})"]
-        inner = ind
-        if fv.nullable:
-            lines += [f"{ind}if n < 0:", f"{ind}    {target} = None", f"{ind}else:"]
-            inner = ind + "    "
+        lines = self.decode_length(fv, ind, ">i")
+        lines += [f"{ind}if n < 0:"]
+        lines += self.null_branch(fv, target, f"{f.attr}", ind + "    ")
+        lines += [
+            f"{ind}elif n * {item_size} > len(m) - p:",
+            f"{ind}    raise bad_count({f.attr!r}, p, n)",
+            f"{ind}else:",
+        ]
+        inner = ind + "    "
         if f.element in FIXED_TYPES and f.element != "uuid":
             code, size = FIXED_TYPES[f.element]
             lines.append(f"{inner}{target}, p = read_fixed_array(m, p, n, {code!r}, {size})")
         elif f.element == "uuid":
             lines.append(f"{inner}{target}, p = read_uuid_array(m, p, n)")
-        else:
-            if f.element == "struct":
-                read = f"{self.decoder(f.struct, version)}(m, p)"
-            else:
-                prefix = "read_compact_" if fv.compact else "read_"
-                read = f"{prefix}{f.element}(m, p)"
+        elif f.element == "struct":
             lines += [
                 f"{inner}items = []",
                 f"{inner}for _ in range(n):",
-                f"{inner}    item, p = {read}",
+                f"{inner}    item, p = {self.decoder(f.struct, version)}(m, p)",
                 f"{inner}    items.append(item)",
                 f"{inner}{target} = items",
             ]
+        else:  # strings or bytes: read inline (range(n) is fixed before n is reused)
+            lines += [f"{inner}items = []", f"{inner}for _ in range(n):"]
+            lines += self.decode_sized(
+                fv, "item", inner + "    ", kind=f.element, nullable=False
+            )
+            lines += [f"{inner}    items.append(item)", f"{inner}{target} = items"]
+        return lines
+
+    def decode_length(self, fv: _Field, ind: str, fmt: str) -> list[str]:
+        """Lines leaving the length in n (-1 for null) and p after it."""
+        if fv.compact:
+            # The one-byte case inline: most lengths are below 127.
+            return [
+                f"{ind}n = m[p]",
+                f"{ind}if n > 0x7F:",
+                f"{ind}    n, p = read_uvarint(m, p)",
+                f"{ind}else:",
+                f"{ind}    p += 1",
+                f"{ind}n -= 1",
+            ]
+        size = 2 if fmt == ">h" else 4
+        return [f"{ind}(n,) = {self.struct_const(fmt)}.unpack_from(m, p)", f"{ind}p += {size}"]
+
+    def null_branch(
+        self, fv: _Field, target: str, what: str, ind: str, nullable: bool | None = None
+    ) -> list[str]:
+        """The body of `if n < 0:`: null where allowed (only -1 for non-compact lengths)."""
+        if not (fv.nullable if nullable is None else nullable):
+            return [f"{ind}raise bad_length({what!r}, p, n, len(m))"]
+        lines = []
+        if not fv.compact:
+            lines += [f"{ind}if n != -1:", f"{ind}    raise bad_length({what!r}, p, n, len(m))"]
+        return [*lines, f"{ind}{target} = None"]
+
+    def decode_sized(
+        self, fv: _Field, target: str, ind: str, kind: str | None = None,
+        nullable: bool | None = None,
+    ) -> list[str]:
+        """Inline read of a string, bytes or records value (or array element of one of those
+        kinds), with its bounds checks."""
+        kind = kind or fv.f.kind
+        what = fv.f.attr
+        lines = self.decode_length(fv, ind, ">h" if kind == "string" else ">i")
+        lines += [f"{ind}if n < 0:"]
+        lines += self.null_branch(fv, target, what, ind + "    ", nullable)
+        limit = " or n > 0x7FFF" if kind == "string" and fv.compact else ""
+        value = {
+            "string": "str(m[p:e], 'utf-8')",
+            "bytes": "bytes(m[p:e])",
+            # Records stay a zero-copy view of the request.
+            "records": "m[p:e]",
+        }[kind]
+        lines += [
+            f"{ind}else:",
+            f"{ind}    e = p + n",
+            f"{ind}    if e > len(m){limit}:",
+            f"{ind}        raise bad_length({what!r}, p, n, len(m))",
+            f"{ind}    {target} = {value}",
+            f"{ind}    p = e",
+        ]
         return lines
 
     def tag_decoder(self, struct: StructDef, version: int, tagged: list[_Field]) -> str:
@@ -479,8 +549,16 @@ class ModuleEmitter:
             out.append(f"{self.cls_alias(struct)}.FIELDS = (")
             out += [self.field_spec(f) for f in struct.fields]
             out.append(")")
+        # Factories may call each other: close the set over nested struct defaults.
+        by_name = {st.name: st for st in m.structs}
+        factories: dict[str, str] = {}
+        while len(factories) < len(self.default_structs):
+            for name in sorted(self.default_structs - set(factories)):
+                factories[name] = self.default_factory(by_name[name])
+        for name in sorted(self.compare_structs):
+            out.append(f"_DEFAULT_{name} = {self.cls_alias(by_name[name])}()")
         out += ["", ""]
-        out.append("\n\n".join(self.function_text).rstrip())
+        out.append("\n\n".join([*self.function_text, *factories.values()]).rstrip())
         out += ["", ""]
         out.append(f"{m.name}._DECODERS = ({', '.join(decoders)},)")
         out.append(f"{m.name}._ENCODERS = ({', '.join(encoders)},)")
@@ -498,25 +576,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,

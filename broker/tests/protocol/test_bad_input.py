@@ -84,7 +84,7 @@ def test_trailing_bytes():
 
 
 def test_string_longer_than_the_buffer():
-    with pytest.raises(ProtocolError, match="string of 200 bytes at byte 16 runs past the end"):
+    with pytest.raises(ProtocolError, match="name of 200 bytes at byte 16 runs past the end"):
         ProduceRequest.decode(patched(PRODUCE, 14, b"\x00\xc8"), 3)
 
 
@@ -109,15 +109,15 @@ def test_array_count_that_cannot_fit():
 
 
 def test_negative_sizes():
-    with pytest.raises(ProtocolError, match="non-nullable array has length -1"):
+    with pytest.raises(ProtocolError, match="topic_data is null at byte 14, but it is not null"):
         ProduceRequest.decode(patched(PRODUCE, 10, b"\xff\xff\xff\xff"), 3)
-    with pytest.raises(ProtocolError, match="non-nullable string has length -1"):
+    with pytest.raises(ProtocolError, match="name is null at byte 16, but it is not nullable"):
         ProduceRequest.decode(patched(PRODUCE, 14, b"\xff\xff"), 3)
-    with pytest.raises(ProtocolError, match="string has invalid length -2"):
+    with pytest.raises(ProtocolError, match="transactional_id has invalid length -2 at byte 2"):
         ProduceRequest.decode(patched(PRODUCE, 0, b"\xff\xfe"), 3)
-    with pytest.raises(ProtocolError, match="records have invalid length -5"):
+    with pytest.raises(ProtocolError, match="records has invalid length -5"):
         ProduceRequest.decode(patched(PRODUCE, 29, b"\xff\xff\xff\xfb"), 3)
-    with pytest.raises(ProtocolError, match="array has invalid length -2"):
+    with pytest.raises(ProtocolError, match="topics has invalid length -2"):
         MetadataRequest.decode(b"\xff\xff\xff\xfe", 1)
     # -1 is null where the field is nullable
     assert ProduceRequest.decode(b"\xff\xff" + PRODUCE[4:], 3).transactional_id is None
@@ -127,10 +127,10 @@ def test_negative_sizes():
 def test_null_in_compact_non_nullable_fields():
     data = ApiVersionsRequest(client_software_name="a", client_software_version="b").encode(3)
     assert data == b"\x02a\x02b\x00"
-    with pytest.raises(ProtocolError, match="non-nullable compact string is null"):
+    with pytest.raises(ProtocolError, match="client_software_name is null at byte 1"):
         ApiVersionsRequest.decode(b"\x00\x02b\x00", 3)
     # Produce v9: a null (0) compact topic array
-    with pytest.raises(ProtocolError, match="non-nullable compact array is null"):
+    with pytest.raises(ProtocolError, match="topic_data is null at byte 8, but it is not nullable"):
         ProduceRequest.decode(b"\x00\x00\x01\x00\x00\x00\x00\x00\x00", 9)
 
 

@@ -138,160 +138,48 @@ def _take(buf: memoryview, pos: int, size: int, what: str) -> int:
     return end
 
 
-def _length(buf: memoryview, pos: int, what: str) -> tuple[int, int]:
-    """A compact length: an unsigned varint holding length + 1 (0 means null)."""
-    raw, pos = read_uvarint(buf, pos)
-    return raw - 1, pos
+def bad_length(what: str, pos: int, n: int, size: int) -> ProtocolError:
+    """The error of a generated decoder that read an impossible length for field `what`."""
+    if n == -1:
+        return ProtocolError(f"{what} is null at byte {pos}, but it is not nullable")
+    if n < 0 or pos + n <= size:  # negative, or over a type's limit (32767 for strings)
+        return ProtocolError(f"{what} has invalid length {n} at byte {pos}")
+    return ProtocolError(
+        f"{what} of {n} bytes at byte {pos} runs past the end of the {size}-byte buffer"
+    )
 
 
-def read_string(buf: memoryview, pos: int) -> tuple[str, int]:
-    (n,) = INT16.unpack_from(buf, pos)
-    pos += 2
-    if n < 0:
-        raise ProtocolError(f"non-nullable string has length {n} at byte {pos - 2}")
-    end = _take(buf, pos, n, "string")
-    return str(buf[pos:end], "utf-8"), end
-
-
-def read_nullable_string(buf: memoryview, pos: int) -> tuple[str | None, int]:
-    (n,) = INT16.unpack_from(buf, pos)
-    pos += 2
-    if n < 0:
-        if n == -1:
-            return None, pos
-        raise ProtocolError(f"string has invalid length {n} at byte {pos - 2}")
-    end = _take(buf, pos, n, "string")
-    return str(buf[pos:end], "utf-8"), end
-
-
-def read_compact_string(buf: memoryview, pos: int) -> tuple[str, int]:
-    n, pos = _length(buf, pos, "string")
-    if n < 0:
-        raise ProtocolError(f"non-nullable compact string is null at byte {pos}")
-    if n > 0x7FFF:
-        raise ProtocolError(f"string at byte {pos} has invalid length {n}")
-    end = _take(buf, pos, n, "string")
-    return str(buf[pos:end], "utf-8"), end
-
-
-def read_compact_nullable_string(buf: memoryview, pos: int) -> tuple[str | None, int]:
-    n, pos = _length(buf, pos, "string")
-    if n < 0:
-        return None, pos
-    if n > 0x7FFF:
-        raise ProtocolError(f"string at byte {pos} has invalid length {n}")
-    end = _take(buf, pos, n, "string")
-    return str(buf[pos:end], "utf-8"), end
-
-
-def read_bytes(buf: memoryview, pos: int) -> tuple[bytes, int]:
-    (n,) = INT32.unpack_from(buf, pos)
-    pos += 4
-    if n < 0:
-        raise ProtocolError(f"non-nullable bytes have length {n} at byte {pos - 4}")
-    end = _take(buf, pos, n, "bytes")
-    return bytes(buf[pos:end]), end
-
-
-def read_nullable_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
-    (n,) = INT32.unpack_from(buf, pos)
-    pos += 4
-    if n < 0:
-        if n == -1:
-            return None, pos
-        raise ProtocolError(f"bytes have invalid length {n} at byte {pos - 4}")
-    end = _take(buf, pos, n, "bytes")
-    return bytes(buf[pos:end]), end
-
-
-def read_compact_bytes(buf: memoryview, pos: int) -> tuple[bytes, int]:
-    n, pos = _length(buf, pos, "bytes")
-    if n < 0:
-        raise ProtocolError(f"non-nullable compact bytes are null at byte {pos}")
-    end = _take(buf, pos, n, "bytes")
-    return bytes(buf[pos:end]), end
-
-
-def read_compact_nullable_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
-    n, pos = _length(buf, pos, "bytes")
-    if n < 0:
-        return None, pos
-    end = _take(buf, pos, n, "bytes")
-    return bytes(buf[pos:end]), end
-
-
-# Records stay a zero-copy memoryview of the request: the broker's produce path reads only
-# batch headers, so decoding a request never walks or copies the records.
-def read_records(buf: memoryview, pos: int) -> tuple[memoryview | None, int]:
-    (n,) = INT32.unpack_from(buf, pos)
-    pos += 4
-    if n < 0:
-        if n == -1:
-            return None, pos
-        raise ProtocolError(f"records have invalid length {n} at byte {pos - 4}")
-    end = _take(buf, pos, n, "records")
-    return buf[pos:end], end
-
-
-def read_compact_records(buf: memoryview, pos: int) -> tuple[memoryview | None, int]:
-    n, pos = _length(buf, pos, "records")
-    if n < 0:
-        return None, pos
-    end = _take(buf, pos, n, "records")
-    return buf[pos:end], end
-
-
-def _check_count(buf: memoryview, pos: int, n: int, min_item_size: int) -> None:
-    # Bound the count by the bytes left, so a forged length cannot make us allocate.
-    if n * min_item_size > len(buf) - pos:
-        raise ProtocolError(f"array of {n} items at byte {pos} cannot fit in the remaining bytes")
-
-
-def read_array_length(buf: memoryview, pos: int, min_item_size: int) -> tuple[int, int]:
-    (n,) = INT32.unpack_from(buf, pos)
-    pos += 4
-    if n < 0:
-        raise ProtocolError(f"non-nullable array has length {n} at byte {pos - 4}")
-    _check_count(buf, pos, n, min_item_size)
-    return n, pos
-
-
-def read_nullable_array_length(buf: memoryview, pos: int, min_item_size: int) -> tuple[int, int]:
-    """Returns -1 for a null array."""
-    (n,) = INT32.unpack_from(buf, pos)
-    pos += 4
-    if n < -1:
-        raise ProtocolError(f"array has invalid length {n} at byte {pos - 4}")
-    _check_count(buf, pos, n, min_item_size)
-    return n, pos
-
-
-def read_compact_array_length(buf: memoryview, pos: int, min_item_size: int) -> tuple[int, int]:
-    n, pos = _length(buf, pos, "array")
-    if n < 0:
-        raise ProtocolError(f"non-nullable compact array is null at byte {pos}")
-    _check_count(buf, pos, n, min_item_size)
-    return n, pos
-
-
-def read_compact_nullable_array_length(
-    buf: memoryview, pos: int, min_item_size: int
-) -> tuple[int, int]:
-    n, pos = _length(buf, pos, "array")
-    _check_count(buf, pos, n, min_item_size)
-    return n, pos
+def bad_count(what: str, pos: int, n: int) -> ProtocolError:
+    return ProtocolError(
+        f"{what}: array of {n} items at byte {pos} cannot fit in the remaining bytes"
+    )
 
 
 def as_uuid(raw: bytes) -> UUID:
     return ZERO_UUID if raw == _ZERO_UUID_BYTES else UUID(bytes=raw)
 
 
+_ARRAY_STRUCTS: dict[tuple[str, int], struct.Struct] = {}
+_CACHED_ARRAY_MAX = 64  # replica lists and the like; longer arrays are rare
+
+
+def _array_struct(code: str, n: int) -> struct.Struct:
+    packer = _ARRAY_STRUCTS.get((code, n))
+    if packer is None:
+        packer = struct.Struct(f">{n}{code}")
+        if n <= _CACHED_ARRAY_MAX:
+            _ARRAY_STRUCTS[(code, n)] = packer
+    return packer
+
+
 def read_fixed_array(
     buf: memoryview, pos: int, n: int, code: str, size: int
 ) -> tuple[list, int]:
     """An array of n fixed-size numbers in one unpack call."""
-    end = _take(buf, pos, n * size, "array")
-    return list(struct.unpack_from(f">{n}{code}", buf, pos)), end
+    end = pos + n * size
+    if end > len(buf):
+        raise ProtocolError(f"array of {n} items at byte {pos} runs past the end ({len(buf)})")
+    return list(_array_struct(code, n).unpack_from(buf, pos)), end
 
 
 def read_uuid_array(buf: memoryview, pos: int, n: int) -> tuple[list, int]:
@@ -405,7 +293,7 @@ def write_compact_array_length(out: bytearray, value: list | None) -> None:
 
 
 def write_fixed_array(out: bytearray, value: list, code: str) -> None:
-    out += struct.pack(f">{len(value)}{code}", *value)
+    out += _array_struct(code, len(value)).pack(*value)
 
 
 def write_uuid(out: bytearray, value: UUID) -> None:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,7 +43,8 @@ _new = object.__new__
 
 __all__ = ['AddOffsetsToTxnRequest']
 
-_S0 = _Packer('>qh')
+_S0 = _Packer('>h')
+_S1 = _Packer('>qh')
 
 
 class AddOffsetsToTxnRequest(Message):
@@ -85,20 +74,64 @@ _C_AddOffsetsToTxnRequest.FIELDS = (
 def _d_AddOffsetsToTxnRequest_0(m, p):
     o = _new(_C_AddOffsetsToTxnRequest)
     o._unknown_tags = None
-    o.transactional_id, p = read_string(m, p)
-    o.producer_id, o.producer_epoch = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('transactional_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    o.producer_id, o.producer_epoch = _S1.unpack_from(m, p)
     p += 10
-    o.group_id, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_AddOffsetsToTxnRequest_3(m, p):
     o = _new(_C_AddOffsetsToTxnRequest)
     o._unknown_tags = None
-    o.transactional_id, p = read_compact_string(m, p)
-    o.producer_id, o.producer_epoch = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('transactional_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    o.producer_id, o.producer_epoch = _S1.unpack_from(m, p)
     p += 10
-    o.group_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -112,7 +145,7 @@ def _e_AddOffsetsToTxnRequest_0(o, w):
     if o.transactional_id is None:
         raise null_in_non_nullable('AddOffsetsToTxnRequest', 'transactional_id')
     write_string(w, o.transactional_id)
-    w += _S0.pack(o.producer_id, o.producer_epoch)
+    w += _S1.pack(o.producer_id, o.producer_epoch)
     if o.group_id is None:
         raise null_in_non_nullable('AddOffsetsToTxnRequest', 'group_id')
     write_string(w, o.group_id)
@@ -122,7 +155,7 @@ def _e_AddOffsetsToTxnRequest_3(o, w):
     if o.transactional_id is None:
         raise null_in_non_nullable('AddOffsetsToTxnRequest', 'transactional_id')
     write_compact_string(w, o.transactional_id)
-    w += _S0.pack(o.producer_id, o.producer_epoch)
+    w += _S1.pack(o.producer_id, o.producer_epoch)
     if o.group_id is None:
         raise null_in_non_nullable('AddOffsetsToTxnRequest', 'group_id')
     write_compact_string(w, o.group_id)

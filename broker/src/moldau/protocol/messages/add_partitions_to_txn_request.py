@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,10 @@ _new = object.__new__
 
 __all__ = ['AddPartitionsToTxnRequest']
 
-_S0 = _Packer('>qh')
-_S1 = _Packer('>qh?')
+_S0 = _Packer('>h')
+_S1 = _Packer('>qh')
+_S2 = _Packer('>i')
+_S3 = _Packer('>qh?')
 
 
 class AddPartitionsToTxnRequest(Message):
@@ -120,9 +110,24 @@ _C_AddPartitionsToTxnTopic.FIELDS = (
 def _d_AddPartitionsToTxnTopic_0(m, p):
     o = _new(_C_AddPartitionsToTxnTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
@@ -130,24 +135,62 @@ def _d_AddPartitionsToTxnRequest_0(m, p):
     o = _new(_C_AddPartitionsToTxnRequest)
     o._unknown_tags = None
     o.transactions = []
-    o.v3_and_below_transactional_id, p = read_string(m, p)
-    o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('v3_and_below_transactional_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('v3_and_below_transactional_id', p, n, len(m))
+        o.v3_and_below_transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S1.unpack_from(m, p)
     p += 10
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_AddPartitionsToTxnTopic_0(m, p)
-        items.append(item)
-    o.v3_and_below_topics = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('v3_and_below_topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('v3_and_below_topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AddPartitionsToTxnTopic_0(m, p)
+            items.append(item)
+        o.v3_and_below_topics = items
     return o, p
 
 
 def _d_AddPartitionsToTxnTopic_3(m, p):
     o = _new(_C_AddPartitionsToTxnTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -159,15 +202,38 @@ def _d_AddPartitionsToTxnRequest_3(m, p):
     o = _new(_C_AddPartitionsToTxnRequest)
     o._unknown_tags = None
     o.transactions = []
-    o.v3_and_below_transactional_id, p = read_compact_string(m, p)
-    o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('v3_and_below_transactional_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('v3_and_below_transactional_id', p, n, len(m))
+        o.v3_and_below_transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S1.unpack_from(m, p)
     p += 10
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_AddPartitionsToTxnTopic_3(m, p)
-        items.append(item)
-    o.v3_and_below_topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('v3_and_below_topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('v3_and_below_topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AddPartitionsToTxnTopic_3(m, p)
+            items.append(item)
+        o.v3_and_below_topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -178,15 +244,38 @@ def _d_AddPartitionsToTxnRequest_3(m, p):
 def _d_AddPartitionsToTxnTransaction_4(m, p):
     o = _new(_C_AddPartitionsToTxnTransaction)
     o._unknown_tags = None
-    o.transactional_id, p = read_compact_string(m, p)
-    o.producer_id, o.producer_epoch, o.verify_only = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('transactional_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    o.producer_id, o.producer_epoch, o.verify_only = _S3.unpack_from(m, p)
     p += 11
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_AddPartitionsToTxnTopic_3(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AddPartitionsToTxnTopic_3(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -201,12 +290,22 @@ def _d_AddPartitionsToTxnRequest_4(m, p):
     o.v3_and_below_producer_id = 0
     o.v3_and_below_producer_epoch = 0
     o.v3_and_below_topics = []
-    n, p = read_compact_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_AddPartitionsToTxnTransaction_4(m, p)
-        items.append(item)
-    o.transactions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('transactions', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('transactions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AddPartitionsToTxnTransaction_4(m, p)
+            items.append(item)
+        o.transactions = items
     if m[p] == 0:
         p += 1
     else:
@@ -234,7 +333,7 @@ def _e_AddPartitionsToTxnRequest_0(o, w):
     if o.v3_and_below_transactional_id is None:
         raise null_in_non_nullable('AddPartitionsToTxnRequest', 'v3_and_below_transactional_id')
     write_string(w, o.v3_and_below_transactional_id)
-    w += _S0.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
+    w += _S1.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
     if o.v3_and_below_topics is None:
         raise null_in_non_nullable('AddPartitionsToTxnRequest', 'v3_and_below_topics')
     write_array_length(w, o.v3_and_below_topics)
@@ -262,7 +361,7 @@ def _e_AddPartitionsToTxnRequest_3(o, w):
     if o.v3_and_below_transactional_id is None:
         raise null_in_non_nullable('AddPartitionsToTxnRequest', 'v3_and_below_transactional_id')
     write_compact_string(w, o.v3_and_below_transactional_id)
-    w += _S0.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
+    w += _S1.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
     if o.v3_and_below_topics is None:
         raise null_in_non_nullable('AddPartitionsToTxnRequest', 'v3_and_below_topics')
     write_compact_array_length(w, o.v3_and_below_topics)
@@ -278,7 +377,7 @@ def _e_AddPartitionsToTxnTransaction_4(o, w):
     if o.transactional_id is None:
         raise null_in_non_nullable('AddPartitionsToTxnTransaction', 'transactional_id')
     write_compact_string(w, o.transactional_id)
-    w += _S1.pack(o.producer_id, o.producer_epoch, o.verify_only)
+    w += _S3.pack(o.producer_id, o.producer_epoch, o.verify_only)
     if o.topics is None:
         raise null_in_non_nullable('AddPartitionsToTxnTransaction', 'topics')
     write_compact_array_length(w, o.topics)

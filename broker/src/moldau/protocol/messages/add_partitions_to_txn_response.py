@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,8 @@ _new = object.__new__
 __all__ = ['AddPartitionsToTxnResponse']
 
 _S0 = _Packer('>i')
-_S1 = _Packer('>ih')
+_S1 = _Packer('>h')
+_S2 = _Packer('>ih')
 
 
 class AddPartitionsToTxnResponse(Message):
@@ -125,7 +114,7 @@ _C_AddPartitionsToTxnPartitionResult.FIELDS = (
 def _d_AddPartitionsToTxnPartitionResult_0(m, p):
     o = _new(_C_AddPartitionsToTxnPartitionResult)
     o._unknown_tags = None
-    o.partition_index, o.partition_error_code = _S1.unpack_from(m, p)
+    o.partition_index, o.partition_error_code = _S2.unpack_from(m, p)
     p += 6
     return o, p
 
@@ -133,13 +122,28 @@ def _d_AddPartitionsToTxnPartitionResult_0(m, p):
 def _d_AddPartitionsToTxnTopicResult_0(m, p):
     o = _new(_C_AddPartitionsToTxnTopicResult)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_AddPartitionsToTxnPartitionResult_0(m, p)
-        items.append(item)
-    o.results_by_partition = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('results_by_partition', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('results_by_partition', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AddPartitionsToTxnPartitionResult_0(m, p)
+            items.append(item)
+        o.results_by_partition = items
     return o, p
 
 
@@ -150,19 +154,25 @@ def _d_AddPartitionsToTxnResponse_0(m, p):
     o.results_by_transaction = []
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_AddPartitionsToTxnTopicResult_0(m, p)
-        items.append(item)
-    o.results_by_topic_v3_and_below = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('results_by_topic_v3_and_below', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('results_by_topic_v3_and_below', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AddPartitionsToTxnTopicResult_0(m, p)
+            items.append(item)
+        o.results_by_topic_v3_and_below = items
     return o, p
 
 
 def _d_AddPartitionsToTxnPartitionResult_3(m, p):
     o = _new(_C_AddPartitionsToTxnPartitionResult)
     o._unknown_tags = None
-    o.partition_index, o.partition_error_code = _S1.unpack_from(m, p)
+    o.partition_index, o.partition_error_code = _S2.unpack_from(m, p)
     p += 6
     if m[p] == 0:
         p += 1
@@ -174,13 +184,36 @@ def _d_AddPartitionsToTxnPartitionResult_3(m, p):
 def _d_AddPartitionsToTxnTopicResult_3(m, p):
     o = _new(_C_AddPartitionsToTxnTopicResult)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_AddPartitionsToTxnPartitionResult_3(m, p)
-        items.append(item)
-    o.results_by_partition = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('results_by_partition', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('results_by_partition', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AddPartitionsToTxnPartitionResult_3(m, p)
+            items.append(item)
+        o.results_by_partition = items
     if m[p] == 0:
         p += 1
     else:
@@ -195,12 +228,22 @@ def _d_AddPartitionsToTxnResponse_3(m, p):
     o.results_by_transaction = []
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_AddPartitionsToTxnTopicResult_3(m, p)
-        items.append(item)
-    o.results_by_topic_v3_and_below = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('results_by_topic_v3_and_below', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('results_by_topic_v3_and_below', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AddPartitionsToTxnTopicResult_3(m, p)
+            items.append(item)
+        o.results_by_topic_v3_and_below = items
     if m[p] == 0:
         p += 1
     else:
@@ -211,13 +254,36 @@ def _d_AddPartitionsToTxnResponse_3(m, p):
 def _d_AddPartitionsToTxnResult_4(m, p):
     o = _new(_C_AddPartitionsToTxnResult)
     o._unknown_tags = None
-    o.transactional_id, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_AddPartitionsToTxnTopicResult_3(m, p)
-        items.append(item)
-    o.topic_results = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('transactional_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_results', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topic_results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AddPartitionsToTxnTopicResult_3(m, p)
+            items.append(item)
+        o.topic_results = items
     if m[p] == 0:
         p += 1
     else:
@@ -229,14 +295,24 @@ def _d_AddPartitionsToTxnResponse_4(m, p):
     o = _new(_C_AddPartitionsToTxnResponse)
     o._unknown_tags = None
     o.results_by_topic_v3_and_below = []
-    o.throttle_time_ms, o.error_code = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_AddPartitionsToTxnResult_4(m, p)
-        items.append(item)
-    o.results_by_transaction = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('results_by_transaction', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('results_by_transaction', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AddPartitionsToTxnResult_4(m, p)
+            items.append(item)
+        o.results_by_transaction = items
     if m[p] == 0:
         p += 1
     else:
@@ -247,7 +323,7 @@ def _d_AddPartitionsToTxnResponse_4(m, p):
 def _e_AddPartitionsToTxnPartitionResult_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('AddPartitionsToTxnPartitionResult')
-    w += _S1.pack(o.partition_index, o.partition_error_code)
+    w += _S2.pack(o.partition_index, o.partition_error_code)
 
 
 def _e_AddPartitionsToTxnTopicResult_0(o, w):
@@ -277,7 +353,7 @@ def _e_AddPartitionsToTxnResponse_0(o, w):
 
 
 def _e_AddPartitionsToTxnPartitionResult_3(o, w):
-    w += _S1.pack(o.partition_index, o.partition_error_code)
+    w += _S2.pack(o.partition_index, o.partition_error_code)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -332,7 +408,7 @@ def _e_AddPartitionsToTxnResult_4(o, w):
 def _e_AddPartitionsToTxnResponse_4(o, w):
     if o.results_by_topic_v3_and_below is None or o.results_by_topic_v3_and_below:
         raise non_default_absent('AddPartitionsToTxnResponse', 'results_by_topic_v3_and_below')
-    w += _S1.pack(o.throttle_time_ms, o.error_code)
+    w += _S2.pack(o.throttle_time_ms, o.error_code)
     if o.results_by_transaction is None:
         raise null_in_non_nullable('AddPartitionsToTxnResponse', 'results_by_transaction')
     write_compact_array_length(w, o.results_by_transaction)

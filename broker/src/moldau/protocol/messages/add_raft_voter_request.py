@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -103,8 +91,34 @@ _C_Listener.FIELDS = (
 def _d_Listener_0(m, p):
     o = _new(_C_Listener)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    o.host, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     (o.port,) = _S1.unpack_from(m, p)
     p += 2
     if m[p] == 0:
@@ -117,16 +131,39 @@ def _d_Listener_0(m, p):
 def _d_AddRaftVoterRequest_0(m, p):
     o = _new(_C_AddRaftVoterRequest)
     o._unknown_tags = None
-    o.cluster_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     o.timeout_ms, o.voter_id, o.voter_directory_id = _S0.unpack_from(m, p)
     p += 24
     o.voter_directory_id = as_uuid(o.voter_directory_id)
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_Listener_0(m, p)
-        items.append(item)
-    o.listeners = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('listeners', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('listeners', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Listener_0(m, p)
+            items.append(item)
+        o.listeners = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -85,7 +73,20 @@ def _d_AddRaftVoterResponse_0(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:

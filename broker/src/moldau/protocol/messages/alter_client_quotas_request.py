@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,10 @@ _new = object.__new__
 
 __all__ = ['AlterClientQuotasRequest']
 
-_S0 = _Packer('>d?')
-_S1 = _Packer('>?')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>d?')
+_S3 = _Packer('>?')
 
 
 class AlterClientQuotasRequest(Message):
@@ -123,16 +113,45 @@ _C_OpData.FIELDS = (
 def _d_EntityData_0(m, p):
     o = _new(_C_EntityData)
     o._unknown_tags = None
-    o.entity_type, p = read_string(m, p)
-    o.entity_name, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('entity_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('entity_type', p, n, len(m))
+        o.entity_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('entity_name', p, n, len(m))
+        o.entity_name = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('entity_name', p, n, len(m))
+        o.entity_name = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_OpData_0(m, p):
     o = _new(_C_OpData)
     o._unknown_tags = None
-    o.key, p = read_string(m, p)
-    o.value, o.remove = _S0.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('key', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('key', p, n, len(m))
+        o.key = str(m[p:e], 'utf-8')
+        p = e
+    o.value, o.remove = _S2.unpack_from(m, p)
     p += 9
     return o, p
 
@@ -140,31 +159,49 @@ def _d_OpData_0(m, p):
 def _d_EntryData_0(m, p):
     o = _new(_C_EntryData)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_EntityData_0(m, p)
-        items.append(item)
-    o.entity = items
-    n, p = read_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_OpData_0(m, p)
-        items.append(item)
-    o.ops = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('entity', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('entity', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EntityData_0(m, p)
+            items.append(item)
+        o.entity = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('ops', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('ops', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OpData_0(m, p)
+            items.append(item)
+        o.ops = items
     return o, p
 
 
 def _d_AlterClientQuotasRequest_0(m, p):
     o = _new(_C_AlterClientQuotasRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_EntryData_0(m, p)
-        items.append(item)
-    o.entries = items
-    (o.validate_only,) = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('entries', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('entries', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EntryData_0(m, p)
+            items.append(item)
+        o.entries = items
+    (o.validate_only,) = _S3.unpack_from(m, p)
     p += 1
     return o, p
 
@@ -172,8 +209,34 @@ def _d_AlterClientQuotasRequest_0(m, p):
 def _d_EntityData_1(m, p):
     o = _new(_C_EntityData)
     o._unknown_tags = None
-    o.entity_type, p = read_compact_string(m, p)
-    o.entity_name, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('entity_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('entity_type', p, n, len(m))
+        o.entity_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.entity_name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('entity_name', p, n, len(m))
+        o.entity_name = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -184,8 +247,21 @@ def _d_EntityData_1(m, p):
 def _d_OpData_1(m, p):
     o = _new(_C_OpData)
     o._unknown_tags = None
-    o.key, p = read_compact_string(m, p)
-    o.value, o.remove = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('key', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('key', p, n, len(m))
+        o.key = str(m[p:e], 'utf-8')
+        p = e
+    o.value, o.remove = _S2.unpack_from(m, p)
     p += 9
     if m[p] == 0:
         p += 1
@@ -197,18 +273,38 @@ def _d_OpData_1(m, p):
 def _d_EntryData_1(m, p):
     o = _new(_C_EntryData)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_EntityData_1(m, p)
-        items.append(item)
-    o.entity = items
-    n, p = read_compact_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_OpData_1(m, p)
-        items.append(item)
-    o.ops = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('entity', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('entity', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EntityData_1(m, p)
+            items.append(item)
+        o.entity = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('ops', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('ops', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OpData_1(m, p)
+            items.append(item)
+        o.ops = items
     if m[p] == 0:
         p += 1
     else:
@@ -219,13 +315,23 @@ def _d_EntryData_1(m, p):
 def _d_AlterClientQuotasRequest_1(m, p):
     o = _new(_C_AlterClientQuotasRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_EntryData_1(m, p)
-        items.append(item)
-    o.entries = items
-    (o.validate_only,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('entries', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('entries', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EntryData_1(m, p)
+            items.append(item)
+        o.entries = items
+    (o.validate_only,) = _S3.unpack_from(m, p)
     p += 1
     if m[p] == 0:
         p += 1
@@ -249,7 +355,7 @@ def _e_OpData_0(o, w):
     if o.key is None:
         raise null_in_non_nullable('OpData', 'key')
     write_string(w, o.key)
-    w += _S0.pack(o.value, o.remove)
+    w += _S2.pack(o.value, o.remove)
 
 
 def _e_EntryData_0(o, w):
@@ -275,7 +381,7 @@ def _e_AlterClientQuotasRequest_0(o, w):
     write_array_length(w, o.entries)
     for item in o.entries:
         _e_EntryData_0(item, w)
-    w += _S1.pack(o.validate_only)
+    w += _S3.pack(o.validate_only)
 
 
 def _e_EntityData_1(o, w):
@@ -293,7 +399,7 @@ def _e_OpData_1(o, w):
     if o.key is None:
         raise null_in_non_nullable('OpData', 'key')
     write_compact_string(w, o.key)
-    w += _S0.pack(o.value, o.remove)
+    w += _S2.pack(o.value, o.remove)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -323,7 +429,7 @@ def _e_AlterClientQuotasRequest_1(o, w):
     write_compact_array_length(w, o.entries)
     for item in o.entries:
         _e_EntryData_1(item, w)
-    w += _S1.pack(o.validate_only)
+    w += _S3.pack(o.validate_only)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -110,8 +98,28 @@ _C_EntityData.FIELDS = (
 def _d_EntityData_0(m, p):
     o = _new(_C_EntityData)
     o._unknown_tags = None
-    o.entity_type, p = read_string(m, p)
-    o.entity_name, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('entity_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('entity_type', p, n, len(m))
+        o.entity_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('entity_name', p, n, len(m))
+        o.entity_name = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('entity_name', p, n, len(m))
+        o.entity_name = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -120,13 +128,30 @@ def _d_EntryData_0(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_EntityData_0(m, p)
-        items.append(item)
-    o.entity = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('entity', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('entity', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EntityData_0(m, p)
+            items.append(item)
+        o.entity = items
     return o, p
 
 
@@ -135,20 +160,52 @@ def _d_AlterClientQuotasResponse_0(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_EntryData_0(m, p)
-        items.append(item)
-    o.entries = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('entries', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('entries', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EntryData_0(m, p)
+            items.append(item)
+        o.entries = items
     return o, p
 
 
 def _d_EntityData_1(m, p):
     o = _new(_C_EntityData)
     o._unknown_tags = None
-    o.entity_type, p = read_compact_string(m, p)
-    o.entity_name, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('entity_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('entity_type', p, n, len(m))
+        o.entity_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.entity_name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('entity_name', p, n, len(m))
+        o.entity_name = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -161,13 +218,36 @@ def _d_EntryData_1(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_compact_nullable_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_EntityData_1(m, p)
-        items.append(item)
-    o.entity = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('entity', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('entity', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EntityData_1(m, p)
+            items.append(item)
+        o.entity = items
     if m[p] == 0:
         p += 1
     else:
@@ -180,12 +260,22 @@ def _d_AlterClientQuotasResponse_1(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_EntryData_1(m, p)
-        items.append(item)
-    o.entries = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('entries', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('entries', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EntryData_1(m, p)
+            items.append(item)
+        o.entries = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,10 @@ _new = object.__new__
 
 __all__ = ['AlterConfigsRequest']
 
-_S0 = _Packer('>b')
-_S1 = _Packer('>?')
+_S0 = _Packer('>i')
+_S1 = _Packer('>b')
+_S2 = _Packer('>h')
+_S3 = _Packer('>?')
 
 
 class AlterConfigsRequest(Message):
@@ -110,36 +100,77 @@ _C_AlterableConfig.FIELDS = (
 def _d_AlterableConfig_0(m, p):
     o = _new(_C_AlterableConfig)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    o.value, p = read_nullable_string(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('value', p, n, len(m))
+        o.value = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('value', p, n, len(m))
+        o.value = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_AlterConfigsResource_0(m, p):
     o = _new(_C_AlterConfigsResource)
     o._unknown_tags = None
-    (o.resource_type,) = _S0.unpack_from(m, p)
+    (o.resource_type,) = _S1.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterableConfig_0(m, p)
-        items.append(item)
-    o.configs = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('configs', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('configs', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterableConfig_0(m, p)
+            items.append(item)
+        o.configs = items
     return o, p
 
 
 def _d_AlterConfigsRequest_0(m, p):
     o = _new(_C_AlterConfigsRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterConfigsResource_0(m, p)
-        items.append(item)
-    o.resources = items
-    (o.validate_only,) = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('resources', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('resources', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterConfigsResource_0(m, p)
+            items.append(item)
+        o.resources = items
+    (o.validate_only,) = _S3.unpack_from(m, p)
     p += 1
     return o, p
 
@@ -147,8 +178,34 @@ def _d_AlterConfigsRequest_0(m, p):
 def _d_AlterableConfig_2(m, p):
     o = _new(_C_AlterableConfig)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    o.value, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.value = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('value', p, n, len(m))
+        o.value = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -159,15 +216,38 @@ def _d_AlterableConfig_2(m, p):
 def _d_AlterConfigsResource_2(m, p):
     o = _new(_C_AlterConfigsResource)
     o._unknown_tags = None
-    (o.resource_type,) = _S0.unpack_from(m, p)
+    (o.resource_type,) = _S1.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterableConfig_2(m, p)
-        items.append(item)
-    o.configs = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('configs', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('configs', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterableConfig_2(m, p)
+            items.append(item)
+        o.configs = items
     if m[p] == 0:
         p += 1
     else:
@@ -178,13 +258,23 @@ def _d_AlterConfigsResource_2(m, p):
 def _d_AlterConfigsRequest_2(m, p):
     o = _new(_C_AlterConfigsRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterConfigsResource_2(m, p)
-        items.append(item)
-    o.resources = items
-    (o.validate_only,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('resources', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('resources', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterConfigsResource_2(m, p)
+            items.append(item)
+        o.resources = items
+    (o.validate_only,) = _S3.unpack_from(m, p)
     p += 1
     if m[p] == 0:
         p += 1
@@ -205,7 +295,7 @@ def _e_AlterableConfig_0(o, w):
 def _e_AlterConfigsResource_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('AlterConfigsResource')
-    w += _S0.pack(o.resource_type)
+    w += _S1.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('AlterConfigsResource', 'resource_name')
     write_string(w, o.resource_name)
@@ -224,7 +314,7 @@ def _e_AlterConfigsRequest_0(o, w):
     write_array_length(w, o.resources)
     for item in o.resources:
         _e_AlterConfigsResource_0(item, w)
-    w += _S1.pack(o.validate_only)
+    w += _S3.pack(o.validate_only)
 
 
 def _e_AlterableConfig_2(o, w):
@@ -239,7 +329,7 @@ def _e_AlterableConfig_2(o, w):
 
 
 def _e_AlterConfigsResource_2(o, w):
-    w += _S0.pack(o.resource_type)
+    w += _S1.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('AlterConfigsResource', 'resource_name')
     write_compact_string(w, o.resource_name)
@@ -260,7 +350,7 @@ def _e_AlterConfigsRequest_2(o, w):
     write_compact_array_length(w, o.resources)
     for item in o.resources:
         _e_AlterConfigsResource_2(item, w)
-    w += _S1.pack(o.validate_only)
+    w += _S3.pack(o.validate_only)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

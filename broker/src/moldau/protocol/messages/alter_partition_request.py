@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -140,8 +128,18 @@ def _d_PartitionData_0(m, p):
     o.leader_recovery_state = 0
     o.partition_index, o.leader_epoch = _S1.unpack_from(m, p)
     p += 8
-    n, p = read_compact_array_length(m, p, 4)
-    o.new_isr, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('new_isr', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('new_isr', p, n)
+    else:
+        o.new_isr, p = read_fixed_array(m, p, n, 'i', 4)
     (o.partition_epoch,) = _S2.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -155,13 +153,36 @@ def _d_TopicData_0(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_0(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_0(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -174,12 +195,22 @@ def _d_AlterPartitionRequest_0(m, p):
     o._unknown_tags = None
     o.broker_id, o.broker_epoch = _S0.unpack_from(m, p)
     p += 12
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_0(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_0(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -193,8 +224,18 @@ def _d_PartitionData_1(m, p):
     o.new_isr_with_epochs = []
     o.partition_index, o.leader_epoch = _S1.unpack_from(m, p)
     p += 8
-    n, p = read_compact_array_length(m, p, 4)
-    o.new_isr, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('new_isr', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('new_isr', p, n)
+    else:
+        o.new_isr, p = read_fixed_array(m, p, n, 'i', 4)
     o.leader_recovery_state, o.partition_epoch = _S3.unpack_from(m, p)
     p += 5
     if m[p] == 0:
@@ -208,13 +249,36 @@ def _d_TopicData_1(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 15)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_1(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 15 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_1(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -227,12 +291,22 @@ def _d_AlterPartitionRequest_1(m, p):
     o._unknown_tags = None
     o.broker_id, o.broker_epoch = _S0.unpack_from(m, p)
     p += 12
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_1(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_1(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -247,12 +321,22 @@ def _d_TopicData_2(m, p):
     (o.topic_id,) = _S4.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 15)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_1(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 15 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_1(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -265,12 +349,22 @@ def _d_AlterPartitionRequest_2(m, p):
     o._unknown_tags = None
     o.broker_id, o.broker_epoch = _S0.unpack_from(m, p)
     p += 12
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_2(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_2(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -296,12 +390,22 @@ def _d_PartitionData_3(m, p):
     o.new_isr = []
     o.partition_index, o.leader_epoch = _S1.unpack_from(m, p)
     p += 8
-    n, p = read_compact_array_length(m, p, 13)
-    items = []
-    for _ in range(n):
-        item, p = _d_BrokerState_3(m, p)
-        items.append(item)
-    o.new_isr_with_epochs = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('new_isr_with_epochs', p, n, len(m))
+    elif n * 13 > len(m) - p:
+        raise bad_count('new_isr_with_epochs', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_BrokerState_3(m, p)
+            items.append(item)
+        o.new_isr_with_epochs = items
     o.leader_recovery_state, o.partition_epoch = _S3.unpack_from(m, p)
     p += 5
     if m[p] == 0:
@@ -318,12 +422,22 @@ def _d_TopicData_3(m, p):
     (o.topic_id,) = _S4.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 15)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_3(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 15 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_3(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -336,12 +450,22 @@ def _d_AlterPartitionRequest_3(m, p):
     o._unknown_tags = None
     o.broker_id, o.broker_epoch = _S0.unpack_from(m, p)
     p += 12
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_3(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_3(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,6 +43,8 @@ _new = object.__new__
 
 __all__ = ['AlterReplicaLogDirsRequest']
 
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
 
 
 class AlterReplicaLogDirsRequest(Message):
@@ -104,43 +94,102 @@ _C_AlterReplicaLogDirTopic.FIELDS = (
 def _d_AlterReplicaLogDirTopic_0(m, p):
     o = _new(_C_AlterReplicaLogDirTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
 def _d_AlterReplicaLogDir_0(m, p):
     o = _new(_C_AlterReplicaLogDir)
     o._unknown_tags = None
-    o.path, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterReplicaLogDirTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('path', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('path', p, n, len(m))
+        o.path = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterReplicaLogDirTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_AlterReplicaLogDirsRequest_0(m, p):
     o = _new(_C_AlterReplicaLogDirsRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterReplicaLogDir_0(m, p)
-        items.append(item)
-    o.dirs = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('dirs', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('dirs', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterReplicaLogDir_0(m, p)
+            items.append(item)
+        o.dirs = items
     return o, p
 
 
 def _d_AlterReplicaLogDirTopic_2(m, p):
     o = _new(_C_AlterReplicaLogDirTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -151,13 +200,36 @@ def _d_AlterReplicaLogDirTopic_2(m, p):
 def _d_AlterReplicaLogDir_2(m, p):
     o = _new(_C_AlterReplicaLogDir)
     o._unknown_tags = None
-    o.path, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterReplicaLogDirTopic_2(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('path', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('path', p, n, len(m))
+        o.path = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterReplicaLogDirTopic_2(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -168,12 +240,22 @@ def _d_AlterReplicaLogDir_2(m, p):
 def _d_AlterReplicaLogDirsRequest_2(m, p):
     o = _new(_C_AlterReplicaLogDirsRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterReplicaLogDir_2(m, p)
-        items.append(item)
-    o.dirs = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('dirs', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('dirs', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterReplicaLogDir_2(m, p)
+            items.append(item)
+        o.dirs = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,8 @@ _new = object.__new__
 __all__ = ['AlterReplicaLogDirsResponse']
 
 _S0 = _Packer('>i')
-_S1 = _Packer('>ih')
+_S1 = _Packer('>h')
+_S2 = _Packer('>ih')
 
 
 class AlterReplicaLogDirsResponse(Message):
@@ -108,7 +97,7 @@ _C_AlterReplicaLogDirPartitionResult.FIELDS = (
 def _d_AlterReplicaLogDirPartitionResult_0(m, p):
     o = _new(_C_AlterReplicaLogDirPartitionResult)
     o._unknown_tags = None
-    o.partition_index, o.error_code = _S1.unpack_from(m, p)
+    o.partition_index, o.error_code = _S2.unpack_from(m, p)
     p += 6
     return o, p
 
@@ -116,13 +105,28 @@ def _d_AlterReplicaLogDirPartitionResult_0(m, p):
 def _d_AlterReplicaLogDirTopicResult_0(m, p):
     o = _new(_C_AlterReplicaLogDirTopicResult)
     o._unknown_tags = None
-    o.topic_name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterReplicaLogDirPartitionResult_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterReplicaLogDirPartitionResult_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -131,19 +135,25 @@ def _d_AlterReplicaLogDirsResponse_0(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterReplicaLogDirTopicResult_0(m, p)
-        items.append(item)
-    o.results = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('results', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterReplicaLogDirTopicResult_0(m, p)
+            items.append(item)
+        o.results = items
     return o, p
 
 
 def _d_AlterReplicaLogDirPartitionResult_2(m, p):
     o = _new(_C_AlterReplicaLogDirPartitionResult)
     o._unknown_tags = None
-    o.partition_index, o.error_code = _S1.unpack_from(m, p)
+    o.partition_index, o.error_code = _S2.unpack_from(m, p)
     p += 6
     if m[p] == 0:
         p += 1
@@ -155,13 +165,36 @@ def _d_AlterReplicaLogDirPartitionResult_2(m, p):
 def _d_AlterReplicaLogDirTopicResult_2(m, p):
     o = _new(_C_AlterReplicaLogDirTopicResult)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterReplicaLogDirPartitionResult_2(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterReplicaLogDirPartitionResult_2(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -174,12 +207,22 @@ def _d_AlterReplicaLogDirsResponse_2(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterReplicaLogDirTopicResult_2(m, p)
-        items.append(item)
-    o.results = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('results', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterReplicaLogDirTopicResult_2(m, p)
+            items.append(item)
+        o.results = items
     if m[p] == 0:
         p += 1
     else:
@@ -190,7 +233,7 @@ def _d_AlterReplicaLogDirsResponse_2(m, p):
 def _e_AlterReplicaLogDirPartitionResult_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('AlterReplicaLogDirPartitionResult')
-    w += _S1.pack(o.partition_index, o.error_code)
+    w += _S2.pack(o.partition_index, o.error_code)
 
 
 def _e_AlterReplicaLogDirTopicResult_0(o, w):
@@ -218,7 +261,7 @@ def _e_AlterReplicaLogDirsResponse_0(o, w):
 
 
 def _e_AlterReplicaLogDirPartitionResult_2(o, w):
-    w += _S1.pack(o.partition_index, o.error_code)
+    w += _S2.pack(o.partition_index, o.error_code)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -114,7 +102,20 @@ _C_ScramCredentialUpsertion.FIELDS = (
 def _d_ScramCredentialDeletion_0(m, p):
     o = _new(_C_ScramCredentialDeletion)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     (o.mechanism,) = _S0.unpack_from(m, p)
     p += 1
     if m[p] == 0:
@@ -127,11 +128,50 @@ def _d_ScramCredentialDeletion_0(m, p):
 def _d_ScramCredentialUpsertion_0(m, p):
     o = _new(_C_ScramCredentialUpsertion)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     o.mechanism, o.iterations = _S1.unpack_from(m, p)
     p += 5
-    o.salt, p = read_compact_bytes(m, p)
-    o.salted_password, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('salt', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('salt', p, n, len(m))
+        o.salt = bytes(m[p:e])
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('salted_password', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('salted_password', p, n, len(m))
+        o.salted_password = bytes(m[p:e])
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -142,18 +182,38 @@ def _d_ScramCredentialUpsertion_0(m, p):
 def _d_AlterUserScramCredentialsRequest_0(m, p):
     o = _new(_C_AlterUserScramCredentialsRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_ScramCredentialDeletion_0(m, p)
-        items.append(item)
-    o.deletions = items
-    n, p = read_compact_array_length(m, p, 9)
-    items = []
-    for _ in range(n):
-        item, p = _d_ScramCredentialUpsertion_0(m, p)
-        items.append(item)
-    o.upsertions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('deletions', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('deletions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ScramCredentialDeletion_0(m, p)
+            items.append(item)
+        o.deletions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('upsertions', p, n, len(m))
+    elif n * 9 > len(m) - p:
+        raise bad_count('upsertions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ScramCredentialUpsertion_0(m, p)
+            items.append(item)
+        o.upsertions = items
     if m[p] == 0:
         p += 1
     else:

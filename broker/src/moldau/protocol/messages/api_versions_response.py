@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,8 +44,8 @@ _new = object.__new__
 __all__ = ['ApiVersionsResponse']
 
 _S0 = _Packer('>h')
-_S1 = _Packer('>hhh')
-_S2 = _Packer('>i')
+_S1 = _Packer('>i')
+_S2 = _Packer('>hhh')
 _S3 = _Packer('>hh')
 _S4 = _Packer('>q')
 _S5 = _Packer('>?')
@@ -141,7 +129,7 @@ _C_FinalizedFeatureKey.FIELDS = (
 def _d_ApiVersion_0(m, p):
     o = _new(_C_ApiVersion)
     o._unknown_tags = None
-    o.api_key, o.min_version, o.max_version = _S1.unpack_from(m, p)
+    o.api_key, o.min_version, o.max_version = _S2.unpack_from(m, p)
     p += 6
     return o, p
 
@@ -156,12 +144,18 @@ def _d_ApiVersionsResponse_0(m, p):
     o.zk_migration_ready = False
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ApiVersion_0(m, p)
-        items.append(item)
-    o.api_keys = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('api_keys', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('api_keys', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ApiVersion_0(m, p)
+            items.append(item)
+        o.api_keys = items
     return o, p
 
 
@@ -174,13 +168,19 @@ def _d_ApiVersionsResponse_1(m, p):
     o.zk_migration_ready = False
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ApiVersion_0(m, p)
-        items.append(item)
-    o.api_keys = items
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('api_keys', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('api_keys', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ApiVersion_0(m, p)
+            items.append(item)
+        o.api_keys = items
+    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -188,7 +188,7 @@ def _d_ApiVersionsResponse_1(m, p):
 def _d_ApiVersion_3(m, p):
     o = _new(_C_ApiVersion)
     o._unknown_tags = None
-    o.api_key, o.min_version, o.max_version = _S1.unpack_from(m, p)
+    o.api_key, o.min_version, o.max_version = _S2.unpack_from(m, p)
     p += 6
     if m[p] == 0:
         p += 1
@@ -200,7 +200,20 @@ def _d_ApiVersion_3(m, p):
 def _d_SupportedFeatureKey_3(m, p):
     o = _new(_C_SupportedFeatureKey)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     o.min_version, o.max_version = _S3.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -213,7 +226,20 @@ def _d_SupportedFeatureKey_3(m, p):
 def _d_FinalizedFeatureKey_3(m, p):
     o = _new(_C_FinalizedFeatureKey)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     o.max_version_level, o.min_version_level = _S3.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -229,24 +255,44 @@ def _t_ApiVersionsResponse_3(o, m, p):
         tag, size, p = read_tag_header(m, p)
         end = p + size
         if tag == 0:
-            n, p = read_compact_array_length(m, p, 6)
-            items = []
-            for _ in range(n):
-                item, p = _d_SupportedFeatureKey_3(m, p)
-                items.append(item)
-            o.supported_features = items
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('supported_features', p, n, len(m))
+            elif n * 6 > len(m) - p:
+                raise bad_count('supported_features', p, n)
+            else:
+                items = []
+                for _ in range(n):
+                    item, p = _d_SupportedFeatureKey_3(m, p)
+                    items.append(item)
+                o.supported_features = items
             check_tag_end(tag, end, p)
         elif tag == 1:
             (o.finalized_features_epoch,) = _S4.unpack_from(m, p)
             p += 8
             check_tag_end(tag, end, p)
         elif tag == 2:
-            n, p = read_compact_array_length(m, p, 6)
-            items = []
-            for _ in range(n):
-                item, p = _d_FinalizedFeatureKey_3(m, p)
-                items.append(item)
-            o.finalized_features = items
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('finalized_features', p, n, len(m))
+            elif n * 6 > len(m) - p:
+                raise bad_count('finalized_features', p, n)
+            else:
+                items = []
+                for _ in range(n):
+                    item, p = _d_FinalizedFeatureKey_3(m, p)
+                    items.append(item)
+                o.finalized_features = items
             check_tag_end(tag, end, p)
         elif tag == 3:
             (o.zk_migration_ready,) = _S5.unpack_from(m, p)
@@ -267,13 +313,23 @@ def _d_ApiVersionsResponse_3(m, p):
     o.zk_migration_ready = False
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_ApiVersion_3(m, p)
-        items.append(item)
-    o.api_keys = items
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('api_keys', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('api_keys', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ApiVersion_3(m, p)
+            items.append(item)
+        o.api_keys = items
+    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
     p += 4
     if m[p] == 0:
         p += 1
@@ -285,7 +341,7 @@ def _d_ApiVersionsResponse_3(m, p):
 def _e_ApiVersion_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('ApiVersion')
-    w += _S1.pack(o.api_key, o.min_version, o.max_version)
+    w += _S2.pack(o.api_key, o.min_version, o.max_version)
 
 
 def _e_ApiVersionsResponse_0(o, w):
@@ -308,11 +364,11 @@ def _e_ApiVersionsResponse_1(o, w):
     write_array_length(w, o.api_keys)
     for item in o.api_keys:
         _e_ApiVersion_0(item, w)
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S1.pack(o.throttle_time_ms)
 
 
 def _e_ApiVersion_3(o, w):
-    w += _S1.pack(o.api_key, o.min_version, o.max_version)
+    w += _S2.pack(o.api_key, o.min_version, o.max_version)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -348,7 +404,7 @@ def _e_ApiVersionsResponse_3(o, w):
     write_compact_array_length(w, o.api_keys)
     for item in o.api_keys:
         _e_ApiVersion_3(item, w)
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S1.pack(o.throttle_time_ms)
     tags = list(o._unknown_tags or ())
     if o.supported_features is None or o.supported_features:
         t = bytearray()

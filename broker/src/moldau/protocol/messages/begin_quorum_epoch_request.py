@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,10 +43,11 @@ _new = object.__new__
 
 __all__ = ['BeginQuorumEpochRequest']
 
-_S0 = _Packer('>iii')
+_S0 = _Packer('>h')
 _S1 = _Packer('>i')
-_S2 = _Packer('>i16sii')
-_S3 = _Packer('>H')
+_S2 = _Packer('>iii')
+_S3 = _Packer('>i16sii')
+_S4 = _Packer('>H')
 
 
 class BeginQuorumEpochRequest(Message):
@@ -134,7 +123,7 @@ def _d_PartitionData_0(m, p):
     o = _new(_C_PartitionData)
     o._unknown_tags = None
     o.voter_directory_id = ZERO_UUID
-    o.partition_index, o.leader_id, o.leader_epoch = _S0.unpack_from(m, p)
+    o.partition_index, o.leader_id, o.leader_epoch = _S2.unpack_from(m, p)
     p += 12
     return o, p
 
@@ -142,13 +131,28 @@ def _d_PartitionData_0(m, p):
 def _d_TopicData_0(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
-    o.topic_name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -157,20 +161,37 @@ def _d_BeginQuorumEpochRequest_0(m, p):
     o._unknown_tags = None
     o.voter_id = -1
     o.leader_endpoints = []
-    o.cluster_id, p = read_nullable_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_PartitionData_1(m, p):
     o = _new(_C_PartitionData)
     o._unknown_tags = None
-    o.partition_index, o.voter_directory_id, o.leader_id, o.leader_epoch = _S2.unpack_from(m, p)
+    o.partition_index, o.voter_directory_id, o.leader_id, o.leader_epoch = _S3.unpack_from(m, p)
     p += 28
     o.voter_directory_id = as_uuid(o.voter_directory_id)
     if m[p] == 0:
@@ -183,13 +204,36 @@ def _d_PartitionData_1(m, p):
 def _d_TopicData_1(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 29)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_1(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 29 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_1(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -200,9 +244,35 @@ def _d_TopicData_1(m, p):
 def _d_LeaderEndpoint_1(m, p):
     o = _new(_C_LeaderEndpoint)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    o.host, p = read_compact_string(m, p)
-    (o.port,) = _S3.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    (o.port,) = _S4.unpack_from(m, p)
     p += 2
     if m[p] == 0:
         p += 1
@@ -214,21 +284,54 @@ def _d_LeaderEndpoint_1(m, p):
 def _d_BeginQuorumEpochRequest_1(m, p):
     o = _new(_C_BeginQuorumEpochRequest)
     o._unknown_tags = None
-    o.cluster_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.voter_id,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_1(m, p)
-        items.append(item)
-    o.topics = items
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderEndpoint_1(m, p)
-        items.append(item)
-    o.leader_endpoints = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_1(m, p)
+            items.append(item)
+        o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('leader_endpoints', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('leader_endpoints', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderEndpoint_1(m, p)
+            items.append(item)
+        o.leader_endpoints = items
     if m[p] == 0:
         p += 1
     else:
@@ -239,7 +342,7 @@ def _d_BeginQuorumEpochRequest_1(m, p):
 def _e_PartitionData_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionData')
-    w += _S0.pack(o.partition_index, o.leader_id, o.leader_epoch)
+    w += _S2.pack(o.partition_index, o.leader_id, o.leader_epoch)
 
 
 def _e_TopicData_0(o, w):
@@ -267,7 +370,7 @@ def _e_BeginQuorumEpochRequest_0(o, w):
 
 
 def _e_PartitionData_1(o, w):
-    w += _S2.pack(o.partition_index, o.voter_directory_id.bytes, o.leader_id, o.leader_epoch)
+    w += _S3.pack(o.partition_index, o.voter_directory_id.bytes, o.leader_id, o.leader_epoch)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -296,7 +399,7 @@ def _e_LeaderEndpoint_1(o, w):
     if o.host is None:
         raise null_in_non_nullable('LeaderEndpoint', 'host')
     write_compact_string(w, o.host)
-    w += _S3.pack(o.port)
+    w += _S4.pack(o.port)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -105,8 +93,18 @@ def _t_BrokerHeartbeatRequest_1(o, m, p):
         tag, size, p = read_tag_header(m, p)
         end = p + size
         if tag == 0:
-            n, p = read_compact_array_length(m, p, 16)
-            o.offline_log_dirs, p = read_uuid_array(m, p, n)
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('offline_log_dirs', p, n, len(m))
+            elif n * 16 > len(m) - p:
+                raise bad_count('offline_log_dirs', p, n)
+            else:
+                o.offline_log_dirs, p = read_uuid_array(m, p, n)
             check_tag_end(tag, end, p)
         else:
             keep_unknown_tag(o, tag, m[p:end])

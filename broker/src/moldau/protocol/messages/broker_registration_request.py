@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -132,8 +120,34 @@ _C_Feature.FIELDS = (
 def _d_Listener_0(m, p):
     o = _new(_C_Listener)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    o.host, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     o.port, o.security_protocol = _S2.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -146,7 +160,20 @@ def _d_Listener_0(m, p):
 def _d_Feature_0(m, p):
     o = _new(_C_Feature)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     o.min_supported_version, o.max_supported_version = _S3.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -164,23 +191,69 @@ def _d_BrokerRegistrationRequest_0(m, p):
     o.previous_broker_epoch = -1
     (o.broker_id,) = _S0.unpack_from(m, p)
     p += 4
-    o.cluster_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('cluster_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.incarnation_id,) = _S1.unpack_from(m, p)
     p += 16
     o.incarnation_id = as_uuid(o.incarnation_id)
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_Listener_0(m, p)
-        items.append(item)
-    o.listeners = items
-    n, p = read_compact_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_Feature_0(m, p)
-        items.append(item)
-    o.features = items
-    o.rack, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('listeners', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('listeners', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Listener_0(m, p)
+            items.append(item)
+        o.listeners = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('features', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('features', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Feature_0(m, p)
+            items.append(item)
+        o.features = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack', p, n, len(m))
+        o.rack = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -195,23 +268,69 @@ def _d_BrokerRegistrationRequest_1(m, p):
     o.previous_broker_epoch = -1
     (o.broker_id,) = _S0.unpack_from(m, p)
     p += 4
-    o.cluster_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('cluster_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.incarnation_id,) = _S1.unpack_from(m, p)
     p += 16
     o.incarnation_id = as_uuid(o.incarnation_id)
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_Listener_0(m, p)
-        items.append(item)
-    o.listeners = items
-    n, p = read_compact_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_Feature_0(m, p)
-        items.append(item)
-    o.features = items
-    o.rack, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('listeners', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('listeners', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Listener_0(m, p)
+            items.append(item)
+        o.listeners = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('features', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('features', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Feature_0(m, p)
+            items.append(item)
+        o.features = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack', p, n, len(m))
+        o.rack = str(m[p:e], 'utf-8')
+        p = e
     (o.is_migrating_zk_broker,) = _S4.unpack_from(m, p)
     p += 1
     if m[p] == 0:
@@ -227,27 +346,83 @@ def _d_BrokerRegistrationRequest_2(m, p):
     o.previous_broker_epoch = -1
     (o.broker_id,) = _S0.unpack_from(m, p)
     p += 4
-    o.cluster_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('cluster_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.incarnation_id,) = _S1.unpack_from(m, p)
     p += 16
     o.incarnation_id = as_uuid(o.incarnation_id)
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_Listener_0(m, p)
-        items.append(item)
-    o.listeners = items
-    n, p = read_compact_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_Feature_0(m, p)
-        items.append(item)
-    o.features = items
-    o.rack, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('listeners', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('listeners', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Listener_0(m, p)
+            items.append(item)
+        o.listeners = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('features', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('features', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Feature_0(m, p)
+            items.append(item)
+        o.features = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack', p, n, len(m))
+        o.rack = str(m[p:e], 'utf-8')
+        p = e
     (o.is_migrating_zk_broker,) = _S4.unpack_from(m, p)
     p += 1
-    n, p = read_compact_array_length(m, p, 16)
-    o.log_dirs, p = read_uuid_array(m, p, n)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('log_dirs', p, n, len(m))
+    elif n * 16 > len(m) - p:
+        raise bad_count('log_dirs', p, n)
+    else:
+        o.log_dirs, p = read_uuid_array(m, p, n)
     if m[p] == 0:
         p += 1
     else:
@@ -260,27 +435,83 @@ def _d_BrokerRegistrationRequest_3(m, p):
     o._unknown_tags = None
     (o.broker_id,) = _S0.unpack_from(m, p)
     p += 4
-    o.cluster_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('cluster_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.incarnation_id,) = _S1.unpack_from(m, p)
     p += 16
     o.incarnation_id = as_uuid(o.incarnation_id)
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_Listener_0(m, p)
-        items.append(item)
-    o.listeners = items
-    n, p = read_compact_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_Feature_0(m, p)
-        items.append(item)
-    o.features = items
-    o.rack, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('listeners', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('listeners', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Listener_0(m, p)
+            items.append(item)
+        o.listeners = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('features', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('features', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Feature_0(m, p)
+            items.append(item)
+        o.features = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack', p, n, len(m))
+        o.rack = str(m[p:e], 'utf-8')
+        p = e
     (o.is_migrating_zk_broker,) = _S4.unpack_from(m, p)
     p += 1
-    n, p = read_compact_array_length(m, p, 16)
-    o.log_dirs, p = read_uuid_array(m, p, n)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('log_dirs', p, n, len(m))
+    elif n * 16 > len(m) - p:
+        raise bad_count('log_dirs', p, n)
+    else:
+        o.log_dirs, p = read_uuid_array(m, p, n)
     (o.previous_broker_epoch,) = _S5.unpack_from(m, p)
     p += 8
     if m[p] == 0:

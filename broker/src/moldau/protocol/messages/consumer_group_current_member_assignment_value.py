@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -104,8 +92,18 @@ def _d_TopicPartitions_0(m, p):
     (o.topic_id,) = _S1.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -118,18 +116,38 @@ def _d_ConsumerGroupCurrentMemberAssignmentValue_0(m, p):
     o._unknown_tags = None
     o.member_epoch, o.previous_member_epoch, o.state = _S0.unpack_from(m, p)
     p += 9
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicPartitions_0(m, p)
-        items.append(item)
-    o.assigned_partitions = items
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicPartitions_0(m, p)
-        items.append(item)
-    o.partitions_pending_revocation = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('assigned_partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('assigned_partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicPartitions_0(m, p)
+            items.append(item)
+        o.assigned_partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions_pending_revocation', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('partitions_pending_revocation', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicPartitions_0(m, p)
+            items.append(item)
+        o.partitions_pending_revocation = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -112,8 +100,18 @@ def _d_TopicPartitions_0(m, p):
     (o.topic_id,) = _S1.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -124,27 +122,119 @@ def _d_TopicPartitions_0(m, p):
 def _d_ConsumerGroupHeartbeatRequest_0(m, p):
     o = _new(_C_ConsumerGroupHeartbeatRequest)
     o._unknown_tags = None
-    o.group_id, p = read_compact_string(m, p)
-    o.member_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
     (o.member_epoch,) = _S0.unpack_from(m, p)
     p += 4
-    o.instance_id, p = read_compact_nullable_string(m, p)
-    o.rack_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('instance_id', p, n, len(m))
+        o.instance_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack_id', p, n, len(m))
+        o.rack_id = str(m[p:e], 'utf-8')
+        p = e
     (o.rebalance_timeout_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_nullable_array_length(m, p, 1)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.subscribed_topic_names = None
+    elif n * 1 > len(m) - p:
+        raise bad_count('subscribed_topic_names', p, n)
     else:
         items = []
         for _ in range(n):
-            item, p = read_compact_string(m, p)
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('subscribed_topic_names', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m) or n > 0x7FFF:
+                    raise bad_length('subscribed_topic_names', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
             items.append(item)
         o.subscribed_topic_names = items
-    o.server_assignor, p = read_compact_nullable_string(m, p)
-    n, p = read_compact_nullable_array_length(m, p, 18)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.server_assignor = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('server_assignor', p, n, len(m))
+        o.server_assignor = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.topic_partitions = None
+    elif n * 18 > len(m) - p:
+        raise bad_count('topic_partitions', p, n)
     else:
         items = []
         for _ in range(n):

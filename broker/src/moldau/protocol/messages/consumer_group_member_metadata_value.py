@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -116,13 +104,40 @@ _C_ClassicProtocol.FIELDS = (
     FieldSpec('name', 'Name', 'string', None, None, (0, 32767), None, None, None, False, ''),
     FieldSpec('metadata', 'Metadata', 'bytes', None, None, (0, 32767), None, None, None, False, b''),
 )
+_DEFAULT_ClassicMemberMetadata = _C_ClassicMemberMetadata()
 
 
 def _d_ClassicProtocol_0(m, p):
     o = _new(_C_ClassicProtocol)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    o.metadata, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = bytes(m[p:e])
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -135,12 +150,22 @@ def _d_ClassicMemberMetadata_0(m, p):
     o._unknown_tags = None
     (o.session_timeout_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_ClassicProtocol_0(m, p)
-        items.append(item)
-    o.supported_protocols = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('supported_protocols', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('supported_protocols', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ClassicProtocol_0(m, p)
+            items.append(item)
+        o.supported_protocols = items
     if m[p] == 0:
         p += 1
     else:
@@ -169,21 +194,122 @@ def _t_ConsumerGroupMemberMetadataValue_0(o, m, p):
 def _d_ConsumerGroupMemberMetadataValue_0(m, p):
     o = _new(_C_ConsumerGroupMemberMetadataValue)
     o._unknown_tags = None
-    o.classic_member_metadata = _C_ClassicMemberMetadata()
-    o.instance_id, p = read_compact_nullable_string(m, p)
-    o.rack_id, p = read_compact_nullable_string(m, p)
-    o.client_id, p = read_compact_string(m, p)
-    o.client_host, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 1)
-    items = []
-    for _ in range(n):
-        item, p = read_compact_string(m, p)
-        items.append(item)
-    o.subscribed_topic_names = items
-    o.subscribed_topic_regex, p = read_compact_nullable_string(m, p)
+    o.classic_member_metadata = _default_ClassicMemberMetadata()
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('instance_id', p, n, len(m))
+        o.instance_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack_id', p, n, len(m))
+        o.rack_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('client_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('client_host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('client_host', p, n, len(m))
+        o.client_host = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('subscribed_topic_names', p, n, len(m))
+    elif n * 1 > len(m) - p:
+        raise bad_count('subscribed_topic_names', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('subscribed_topic_names', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m) or n > 0x7FFF:
+                    raise bad_length('subscribed_topic_names', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.subscribed_topic_names = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.subscribed_topic_regex = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('subscribed_topic_regex', p, n, len(m))
+        o.subscribed_topic_regex = str(m[p:e], 'utf-8')
+        p = e
     (o.rebalance_timeout_ms,) = _S0.unpack_from(m, p)
     p += 4
-    o.server_assignor, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.server_assignor = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('server_assignor', p, n, len(m))
+        o.server_assignor = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -235,7 +361,7 @@ def _e_ConsumerGroupMemberMetadataValue_0(o, w):
     w += _S0.pack(o.rebalance_timeout_ms)
     write_compact_nullable_string(w, o.server_assignor)
     tags = list(o._unknown_tags or ())
-    if o.classic_member_metadata != _C_ClassicMemberMetadata():
+    if o.classic_member_metadata != _DEFAULT_ClassicMemberMetadata:
         t = bytearray()
         if o.classic_member_metadata is None:
             t.append(0)
@@ -244,6 +370,14 @@ def _e_ConsumerGroupMemberMetadataValue_0(o, w):
             _e_ClassicMemberMetadata_0(o.classic_member_metadata, t)
         tags.append((0, t))
     write_tagged(w, tags)
+
+
+def _default_ClassicMemberMetadata():
+    o = _new(_C_ClassicMemberMetadata)
+    o._unknown_tags = None
+    o.session_timeout_ms = 0
+    o.supported_protocols = []
+    return o
 
 
 ConsumerGroupMemberMetadataValue._DECODERS = (_d_ConsumerGroupMemberMetadataValue_0,)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -112,12 +100,35 @@ def _d_PartitionMetadata_0(m, p):
     o._unknown_tags = None
     (o.partition,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 1)
-    items = []
-    for _ in range(n):
-        item, p = read_compact_string(m, p)
-        items.append(item)
-    o.racks = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('racks', p, n, len(m))
+    elif n * 1 > len(m) - p:
+        raise bad_count('racks', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('racks', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m) or n > 0x7FFF:
+                    raise bad_length('racks', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.racks = items
     if m[p] == 0:
         p += 1
     else:
@@ -131,15 +142,38 @@ def _d_TopicMetadata_0(m, p):
     (o.topic_id,) = _S0.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    o.topic_name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
     (o.num_partitions,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionMetadata_0(m, p)
-        items.append(item)
-    o.partition_metadata = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_metadata', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('partition_metadata', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionMetadata_0(m, p)
+            items.append(item)
+        o.partition_metadata = items
     if m[p] == 0:
         p += 1
     else:
@@ -150,12 +184,22 @@ def _d_TopicMetadata_0(m, p):
 def _d_ConsumerGroupPartitionMetadataValue_0(m, p):
     o = _new(_C_ConsumerGroupPartitionMetadataValue)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 23)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicMetadata_0(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 23 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicMetadata_0(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:

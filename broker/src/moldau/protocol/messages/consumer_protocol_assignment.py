@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,6 +43,8 @@ _new = object.__new__
 
 __all__ = ['ConsumerProtocolAssignment']
 
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
 
 
 class ConsumerProtocolAssignment(Message):
@@ -93,22 +83,54 @@ _C_TopicPartition.FIELDS = (
 def _d_TopicPartition_0(m, p):
     o = _new(_C_TopicPartition)
     o._unknown_tags = None
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
 def _d_ConsumerProtocolAssignment_0(m, p):
     o = _new(_C_ConsumerProtocolAssignment)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicPartition_0(m, p)
-        items.append(item)
-    o.assigned_partitions = items
-    o.user_data, p = read_nullable_bytes(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('assigned_partitions', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('assigned_partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicPartition_0(m, p)
+            items.append(item)
+        o.assigned_partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('user_data', p, n, len(m))
+        o.user_data = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('user_data', p, n, len(m))
+        o.user_data = bytes(m[p:e])
+        p = e
     return o, p
 
 

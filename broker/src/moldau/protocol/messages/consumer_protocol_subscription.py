@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,6 +44,7 @@ _new = object.__new__
 __all__ = ['ConsumerProtocolSubscription']
 
 _S0 = _Packer('>i')
+_S1 = _Packer('>h')
 
 
 class ConsumerProtocolSubscription(Message):
@@ -103,22 +92,63 @@ def _d_ConsumerProtocolSubscription_0(m, p):
     o.owned_partitions = []
     o.generation_id = -1
     o.rack_id = None
-    n, p = read_array_length(m, p, 2)
-    items = []
-    for _ in range(n):
-        item, p = read_string(m, p)
-        items.append(item)
-    o.topics = items
-    o.user_data, p = read_nullable_bytes(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 2 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            (n,) = _S1.unpack_from(m, p)
+            p += 2
+            if n < 0:
+                raise bad_length('topics', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m):
+                    raise bad_length('topics', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('user_data', p, n, len(m))
+        o.user_data = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('user_data', p, n, len(m))
+        o.user_data = bytes(m[p:e])
+        p = e
     return o, p
 
 
 def _d_TopicPartition_1(m, p):
     o = _new(_C_TopicPartition)
     o._unknown_tags = None
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
@@ -127,19 +157,51 @@ def _d_ConsumerProtocolSubscription_1(m, p):
     o._unknown_tags = None
     o.generation_id = -1
     o.rack_id = None
-    n, p = read_array_length(m, p, 2)
-    items = []
-    for _ in range(n):
-        item, p = read_string(m, p)
-        items.append(item)
-    o.topics = items
-    o.user_data, p = read_nullable_bytes(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicPartition_1(m, p)
-        items.append(item)
-    o.owned_partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 2 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            (n,) = _S1.unpack_from(m, p)
+            p += 2
+            if n < 0:
+                raise bad_length('topics', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m):
+                    raise bad_length('topics', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('user_data', p, n, len(m))
+        o.user_data = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('user_data', p, n, len(m))
+        o.user_data = bytes(m[p:e])
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('owned_partitions', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('owned_partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicPartition_1(m, p)
+            items.append(item)
+        o.owned_partitions = items
     return o, p
 
 
@@ -147,19 +209,51 @@ def _d_ConsumerProtocolSubscription_2(m, p):
     o = _new(_C_ConsumerProtocolSubscription)
     o._unknown_tags = None
     o.rack_id = None
-    n, p = read_array_length(m, p, 2)
-    items = []
-    for _ in range(n):
-        item, p = read_string(m, p)
-        items.append(item)
-    o.topics = items
-    o.user_data, p = read_nullable_bytes(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicPartition_1(m, p)
-        items.append(item)
-    o.owned_partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 2 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            (n,) = _S1.unpack_from(m, p)
+            p += 2
+            if n < 0:
+                raise bad_length('topics', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m):
+                    raise bad_length('topics', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('user_data', p, n, len(m))
+        o.user_data = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('user_data', p, n, len(m))
+        o.user_data = bytes(m[p:e])
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('owned_partitions', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('owned_partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicPartition_1(m, p)
+            items.append(item)
+        o.owned_partitions = items
     (o.generation_id,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
@@ -168,22 +262,65 @@ def _d_ConsumerProtocolSubscription_2(m, p):
 def _d_ConsumerProtocolSubscription_3(m, p):
     o = _new(_C_ConsumerProtocolSubscription)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 2)
-    items = []
-    for _ in range(n):
-        item, p = read_string(m, p)
-        items.append(item)
-    o.topics = items
-    o.user_data, p = read_nullable_bytes(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicPartition_1(m, p)
-        items.append(item)
-    o.owned_partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 2 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            (n,) = _S1.unpack_from(m, p)
+            p += 2
+            if n < 0:
+                raise bad_length('topics', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m):
+                    raise bad_length('topics', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('user_data', p, n, len(m))
+        o.user_data = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('user_data', p, n, len(m))
+        o.user_data = bytes(m[p:e])
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('owned_partitions', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('owned_partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicPartition_1(m, p)
+            items.append(item)
+        o.owned_partitions = items
     (o.generation_id,) = _S0.unpack_from(m, p)
     p += 4
-    o.rack_id, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('rack_id', p, n, len(m))
+        o.rack_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('rack_id', p, n, len(m))
+        o.rack_id = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 

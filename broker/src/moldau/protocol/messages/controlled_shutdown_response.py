@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -95,7 +83,16 @@ _C_RemainingPartition.FIELDS = (
 def _d_RemainingPartition_0(m, p):
     o = _new(_C_RemainingPartition)
     o._unknown_tags = None
-    o.topic_name, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
     (o.partition_index,) = _S1.unpack_from(m, p)
     p += 4
     return o, p
@@ -106,19 +103,38 @@ def _d_ControlledShutdownResponse_0(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_RemainingPartition_0(m, p)
-        items.append(item)
-    o.remaining_partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('remaining_partitions', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('remaining_partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_RemainingPartition_0(m, p)
+            items.append(item)
+        o.remaining_partitions = items
     return o, p
 
 
 def _d_RemainingPartition_3(m, p):
     o = _new(_C_RemainingPartition)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
     (o.partition_index,) = _S1.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -133,12 +149,22 @@ def _d_ControlledShutdownResponse_3(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_compact_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_RemainingPartition_3(m, p)
-        items.append(item)
-    o.remaining_partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('remaining_partitions', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('remaining_partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_RemainingPartition_3(m, p)
+            items.append(item)
+        o.remaining_partitions = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,10 @@ _new = object.__new__
 
 __all__ = ['CreateAclsRequest']
 
-_S0 = _Packer('>b')
-_S1 = _Packer('>bb')
+_S0 = _Packer('>i')
+_S1 = _Packer('>b')
+_S2 = _Packer('>h')
+_S3 = _Packer('>bb')
 
 
 class CreateAclsRequest(Message):
@@ -104,12 +94,39 @@ def _d_AclCreation_0(m, p):
     o = _new(_C_AclCreation)
     o._unknown_tags = None
     o.resource_pattern_type = 3
-    (o.resource_type,) = _S0.unpack_from(m, p)
+    (o.resource_type,) = _S1.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_string(m, p)
-    o.principal, p = read_string(m, p)
-    o.host, p = read_string(m, p)
-    o.operation, o.permission_type = _S1.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal', p, n, len(m))
+        o.principal = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    o.operation, o.permission_type = _S3.unpack_from(m, p)
     p += 2
     return o, p
 
@@ -117,26 +134,59 @@ def _d_AclCreation_0(m, p):
 def _d_CreateAclsRequest_0(m, p):
     o = _new(_C_CreateAclsRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 9)
-    items = []
-    for _ in range(n):
-        item, p = _d_AclCreation_0(m, p)
-        items.append(item)
-    o.creations = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('creations', p, n, len(m))
+    elif n * 9 > len(m) - p:
+        raise bad_count('creations', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AclCreation_0(m, p)
+            items.append(item)
+        o.creations = items
     return o, p
 
 
 def _d_AclCreation_1(m, p):
     o = _new(_C_AclCreation)
     o._unknown_tags = None
-    (o.resource_type,) = _S0.unpack_from(m, p)
+    (o.resource_type,) = _S1.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_string(m, p)
-    (o.resource_pattern_type,) = _S0.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    (o.resource_pattern_type,) = _S1.unpack_from(m, p)
     p += 1
-    o.principal, p = read_string(m, p)
-    o.host, p = read_string(m, p)
-    o.operation, o.permission_type = _S1.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal', p, n, len(m))
+        o.principal = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    o.operation, o.permission_type = _S3.unpack_from(m, p)
     p += 2
     return o, p
 
@@ -144,26 +194,71 @@ def _d_AclCreation_1(m, p):
 def _d_CreateAclsRequest_1(m, p):
     o = _new(_C_CreateAclsRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_AclCreation_1(m, p)
-        items.append(item)
-    o.creations = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('creations', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('creations', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AclCreation_1(m, p)
+            items.append(item)
+        o.creations = items
     return o, p
 
 
 def _d_AclCreation_2(m, p):
     o = _new(_C_AclCreation)
     o._unknown_tags = None
-    (o.resource_type,) = _S0.unpack_from(m, p)
+    (o.resource_type,) = _S1.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_compact_string(m, p)
-    (o.resource_pattern_type,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    (o.resource_pattern_type,) = _S1.unpack_from(m, p)
     p += 1
-    o.principal, p = read_compact_string(m, p)
-    o.host, p = read_compact_string(m, p)
-    o.operation, o.permission_type = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal', p, n, len(m))
+        o.principal = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    o.operation, o.permission_type = _S3.unpack_from(m, p)
     p += 2
     if m[p] == 0:
         p += 1
@@ -175,12 +270,22 @@ def _d_AclCreation_2(m, p):
 def _d_CreateAclsRequest_2(m, p):
     o = _new(_C_CreateAclsRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_AclCreation_2(m, p)
-        items.append(item)
-    o.creations = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('creations', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('creations', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AclCreation_2(m, p)
+            items.append(item)
+        o.creations = items
     if m[p] == 0:
         p += 1
     else:
@@ -193,7 +298,7 @@ def _e_AclCreation_0(o, w):
         raise non_default_absent('AclCreation', 'resource_pattern_type')
     if o._unknown_tags:
         raise tagged_fields_unsupported('AclCreation')
-    w += _S0.pack(o.resource_type)
+    w += _S1.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('AclCreation', 'resource_name')
     write_string(w, o.resource_name)
@@ -203,7 +308,7 @@ def _e_AclCreation_0(o, w):
     if o.host is None:
         raise null_in_non_nullable('AclCreation', 'host')
     write_string(w, o.host)
-    w += _S1.pack(o.operation, o.permission_type)
+    w += _S3.pack(o.operation, o.permission_type)
 
 
 def _e_CreateAclsRequest_0(o, w):
@@ -219,18 +324,18 @@ def _e_CreateAclsRequest_0(o, w):
 def _e_AclCreation_1(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('AclCreation')
-    w += _S0.pack(o.resource_type)
+    w += _S1.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('AclCreation', 'resource_name')
     write_string(w, o.resource_name)
-    w += _S0.pack(o.resource_pattern_type)
+    w += _S1.pack(o.resource_pattern_type)
     if o.principal is None:
         raise null_in_non_nullable('AclCreation', 'principal')
     write_string(w, o.principal)
     if o.host is None:
         raise null_in_non_nullable('AclCreation', 'host')
     write_string(w, o.host)
-    w += _S1.pack(o.operation, o.permission_type)
+    w += _S3.pack(o.operation, o.permission_type)
 
 
 def _e_CreateAclsRequest_1(o, w):
@@ -244,18 +349,18 @@ def _e_CreateAclsRequest_1(o, w):
 
 
 def _e_AclCreation_2(o, w):
-    w += _S0.pack(o.resource_type)
+    w += _S1.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('AclCreation', 'resource_name')
     write_compact_string(w, o.resource_name)
-    w += _S0.pack(o.resource_pattern_type)
+    w += _S1.pack(o.resource_pattern_type)
     if o.principal is None:
         raise null_in_non_nullable('AclCreation', 'principal')
     write_compact_string(w, o.principal)
     if o.host is None:
         raise null_in_non_nullable('AclCreation', 'host')
     write_compact_string(w, o.host)
-    w += _S1.pack(o.operation, o.permission_type)
+    w += _S3.pack(o.operation, o.permission_type)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

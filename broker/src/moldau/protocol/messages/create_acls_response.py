@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -97,7 +85,18 @@ def _d_AclCreationResult_0(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -106,12 +105,18 @@ def _d_CreateAclsResponse_0(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_AclCreationResult_0(m, p)
-        items.append(item)
-    o.results = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('results', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AclCreationResult_0(m, p)
+            items.append(item)
+        o.results = items
     return o, p
 
 
@@ -120,7 +125,20 @@ def _d_AclCreationResult_2(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -133,12 +151,22 @@ def _d_CreateAclsResponse_2(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_AclCreationResult_2(m, p)
-        items.append(item)
-    o.results = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('results', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AclCreationResult_2(m, p)
+            items.append(item)
+        o.results = items
     if m[p] == 0:
         p += 1
     else:

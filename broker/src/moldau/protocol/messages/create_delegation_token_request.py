@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,7 +43,9 @@ _new = object.__new__
 
 __all__ = ['CreateDelegationTokenRequest']
 
-_S0 = _Packer('>q')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>q')
 
 
 class CreateDelegationTokenRequest(Message):
@@ -98,8 +88,26 @@ _C_CreatableRenewers.FIELDS = (
 def _d_CreatableRenewers_0(m, p):
     o = _new(_C_CreatableRenewers)
     o._unknown_tags = None
-    o.principal_type, p = read_string(m, p)
-    o.principal_name, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_type', p, n, len(m))
+        o.principal_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_name', p, n, len(m))
+        o.principal_name = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -108,13 +116,19 @@ def _d_CreateDelegationTokenRequest_0(m, p):
     o._unknown_tags = None
     o.owner_principal_type = ''
     o.owner_principal_name = ''
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableRenewers_0(m, p)
-        items.append(item)
-    o.renewers = items
-    (o.max_lifetime_ms,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('renewers', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('renewers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableRenewers_0(m, p)
+            items.append(item)
+        o.renewers = items
+    (o.max_lifetime_ms,) = _S2.unpack_from(m, p)
     p += 8
     return o, p
 
@@ -122,8 +136,34 @@ def _d_CreateDelegationTokenRequest_0(m, p):
 def _d_CreatableRenewers_2(m, p):
     o = _new(_C_CreatableRenewers)
     o._unknown_tags = None
-    o.principal_type, p = read_compact_string(m, p)
-    o.principal_name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_type', p, n, len(m))
+        o.principal_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_name', p, n, len(m))
+        o.principal_name = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -136,13 +176,23 @@ def _d_CreateDelegationTokenRequest_2(m, p):
     o._unknown_tags = None
     o.owner_principal_type = ''
     o.owner_principal_name = ''
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableRenewers_2(m, p)
-        items.append(item)
-    o.renewers = items
-    (o.max_lifetime_ms,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('renewers', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('renewers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableRenewers_2(m, p)
+            items.append(item)
+        o.renewers = items
+    (o.max_lifetime_ms,) = _S2.unpack_from(m, p)
     p += 8
     if m[p] == 0:
         p += 1
@@ -154,15 +204,51 @@ def _d_CreateDelegationTokenRequest_2(m, p):
 def _d_CreateDelegationTokenRequest_3(m, p):
     o = _new(_C_CreateDelegationTokenRequest)
     o._unknown_tags = None
-    o.owner_principal_type, p = read_compact_nullable_string(m, p)
-    o.owner_principal_name, p = read_compact_nullable_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableRenewers_2(m, p)
-        items.append(item)
-    o.renewers = items
-    (o.max_lifetime_ms,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.owner_principal_type = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('owner_principal_type', p, n, len(m))
+        o.owner_principal_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.owner_principal_name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('owner_principal_name', p, n, len(m))
+        o.owner_principal_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('renewers', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('renewers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableRenewers_2(m, p)
+            items.append(item)
+        o.renewers = items
+    (o.max_lifetime_ms,) = _S2.unpack_from(m, p)
     p += 8
     if m[p] == 0:
         p += 1
@@ -194,7 +280,7 @@ def _e_CreateDelegationTokenRequest_0(o, w):
     write_array_length(w, o.renewers)
     for item in o.renewers:
         _e_CreatableRenewers_0(item, w)
-    w += _S0.pack(o.max_lifetime_ms)
+    w += _S2.pack(o.max_lifetime_ms)
 
 
 def _e_CreatableRenewers_2(o, w):
@@ -220,7 +306,7 @@ def _e_CreateDelegationTokenRequest_2(o, w):
     write_compact_array_length(w, o.renewers)
     for item in o.renewers:
         _e_CreatableRenewers_2(item, w)
-    w += _S0.pack(o.max_lifetime_ms)
+    w += _S2.pack(o.max_lifetime_ms)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -235,7 +321,7 @@ def _e_CreateDelegationTokenRequest_3(o, w):
     write_compact_array_length(w, o.renewers)
     for item in o.renewers:
         _e_CreatableRenewers_2(item, w)
-    w += _S0.pack(o.max_lifetime_ms)
+    w += _S2.pack(o.max_lifetime_ms)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -105,12 +93,48 @@ def _d_CreateDelegationTokenResponse_0(m, p):
     o.token_requester_principal_name = ''
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    o.principal_type, p = read_string(m, p)
-    o.principal_name, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_type', p, n, len(m))
+        o.principal_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_name', p, n, len(m))
+        o.principal_name = str(m[p:e], 'utf-8')
+        p = e
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S1.unpack_from(m, p)
     p += 24
-    o.token_id, p = read_string(m, p)
-    o.hmac, p = read_bytes(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('token_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('token_id', p, n, len(m))
+        o.token_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('hmac', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('hmac', p, n, len(m))
+        o.hmac = bytes(m[p:e])
+        p = e
     (o.throttle_time_ms,) = _S2.unpack_from(m, p)
     p += 4
     return o, p
@@ -123,12 +147,64 @@ def _d_CreateDelegationTokenResponse_2(m, p):
     o.token_requester_principal_name = ''
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    o.principal_type, p = read_compact_string(m, p)
-    o.principal_name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_type', p, n, len(m))
+        o.principal_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_name', p, n, len(m))
+        o.principal_name = str(m[p:e], 'utf-8')
+        p = e
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S1.unpack_from(m, p)
     p += 24
-    o.token_id, p = read_compact_string(m, p)
-    o.hmac, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('token_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('token_id', p, n, len(m))
+        o.token_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('hmac', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('hmac', p, n, len(m))
+        o.hmac = bytes(m[p:e])
+        p = e
     (o.throttle_time_ms,) = _S2.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -143,14 +219,92 @@ def _d_CreateDelegationTokenResponse_3(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    o.principal_type, p = read_compact_string(m, p)
-    o.principal_name, p = read_compact_string(m, p)
-    o.token_requester_principal_type, p = read_compact_string(m, p)
-    o.token_requester_principal_name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_type', p, n, len(m))
+        o.principal_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_name', p, n, len(m))
+        o.principal_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('token_requester_principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('token_requester_principal_type', p, n, len(m))
+        o.token_requester_principal_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('token_requester_principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('token_requester_principal_name', p, n, len(m))
+        o.token_requester_principal_name = str(m[p:e], 'utf-8')
+        p = e
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S1.unpack_from(m, p)
     p += 24
-    o.token_id, p = read_compact_string(m, p)
-    o.hmac, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('token_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('token_id', p, n, len(m))
+        o.token_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('hmac', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('hmac', p, n, len(m))
+        o.hmac = bytes(m[p:e])
+        p = e
     (o.throttle_time_ms,) = _S2.unpack_from(m, p)
     p += 4
     if m[p] == 0:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,8 @@ _new = object.__new__
 __all__ = ['CreatePartitionsRequest']
 
 _S0 = _Packer('>i')
-_S1 = _Packer('>i?')
+_S1 = _Packer('>h')
+_S2 = _Packer('>i?')
 
 
 class CreatePartitionsRequest(Message):
@@ -110,20 +99,40 @@ _C_CreatePartitionsAssignment.FIELDS = (
 def _d_CreatePartitionsAssignment_0(m, p):
     o = _new(_C_CreatePartitionsAssignment)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 4)
-    o.broker_ids, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('broker_ids', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('broker_ids', p, n)
+    else:
+        o.broker_ids, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
 def _d_CreatePartitionsTopic_0(m, p):
     o = _new(_C_CreatePartitionsTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     (o.count,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_nullable_array_length(m, p, 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
     if n < 0:
+        if n != -1:
+            raise bad_length('assignments', p, n, len(m))
         o.assignments = None
+    elif n * 4 > len(m) - p:
+        raise bad_count('assignments', p, n)
     else:
         items = []
         for _ in range(n):
@@ -136,13 +145,19 @@ def _d_CreatePartitionsTopic_0(m, p):
 def _d_CreatePartitionsRequest_0(m, p):
     o = _new(_C_CreatePartitionsRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatePartitionsTopic_0(m, p)
-        items.append(item)
-    o.topics = items
-    o.timeout_ms, o.validate_only = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatePartitionsTopic_0(m, p)
+            items.append(item)
+        o.topics = items
+    o.timeout_ms, o.validate_only = _S2.unpack_from(m, p)
     p += 5
     return o, p
 
@@ -150,8 +165,18 @@ def _d_CreatePartitionsRequest_0(m, p):
 def _d_CreatePartitionsAssignment_2(m, p):
     o = _new(_C_CreatePartitionsAssignment)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 4)
-    o.broker_ids, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('broker_ids', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('broker_ids', p, n)
+    else:
+        o.broker_ids, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -162,12 +187,32 @@ def _d_CreatePartitionsAssignment_2(m, p):
 def _d_CreatePartitionsTopic_2(m, p):
     o = _new(_C_CreatePartitionsTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     (o.count,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_nullable_array_length(m, p, 2)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.assignments = None
+    elif n * 2 > len(m) - p:
+        raise bad_count('assignments', p, n)
     else:
         items = []
         for _ in range(n):
@@ -184,13 +229,23 @@ def _d_CreatePartitionsTopic_2(m, p):
 def _d_CreatePartitionsRequest_2(m, p):
     o = _new(_C_CreatePartitionsRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatePartitionsTopic_2(m, p)
-        items.append(item)
-    o.topics = items
-    o.timeout_ms, o.validate_only = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatePartitionsTopic_2(m, p)
+            items.append(item)
+        o.topics = items
+    o.timeout_ms, o.validate_only = _S2.unpack_from(m, p)
     p += 5
     if m[p] == 0:
         p += 1
@@ -229,7 +284,7 @@ def _e_CreatePartitionsRequest_0(o, w):
     write_array_length(w, o.topics)
     for item in o.topics:
         _e_CreatePartitionsTopic_0(item, w)
-    w += _S1.pack(o.timeout_ms, o.validate_only)
+    w += _S2.pack(o.timeout_ms, o.validate_only)
 
 
 def _e_CreatePartitionsAssignment_2(o, w):
@@ -264,7 +319,7 @@ def _e_CreatePartitionsRequest_2(o, w):
     write_compact_array_length(w, o.topics)
     for item in o.topics:
         _e_CreatePartitionsTopic_2(item, w)
-    w += _S1.pack(o.timeout_ms, o.validate_only)
+    w += _S2.pack(o.timeout_ms, o.validate_only)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,9 +43,10 @@ _new = object.__new__
 
 __all__ = ['CreateTopicsRequest']
 
-_S0 = _Packer('>ih')
-_S1 = _Packer('>i')
-_S2 = _Packer('>i?')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>ih')
+_S3 = _Packer('>i?')
 
 
 class CreateTopicsRequest(Message):
@@ -130,39 +119,86 @@ _C_CreatableTopicConfig.FIELDS = (
 def _d_CreatableReplicaAssignment_0(m, p):
     o = _new(_C_CreatableReplicaAssignment)
     o._unknown_tags = None
-    (o.partition_index,) = _S1.unpack_from(m, p)
+    (o.partition_index,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 4)
-    o.broker_ids, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('broker_ids', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('broker_ids', p, n)
+    else:
+        o.broker_ids, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
 def _d_CreatableTopicConfig_0(m, p):
     o = _new(_C_CreatableTopicConfig)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    o.value, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('value', p, n, len(m))
+        o.value = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('value', p, n, len(m))
+        o.value = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_CreatableTopic_0(m, p):
     o = _new(_C_CreatableTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    o.num_partitions, o.replication_factor = _S0.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    o.num_partitions, o.replication_factor = _S2.unpack_from(m, p)
     p += 6
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableReplicaAssignment_0(m, p)
-        items.append(item)
-    o.assignments = items
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableTopicConfig_0(m, p)
-        items.append(item)
-    o.configs = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('assignments', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('assignments', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableReplicaAssignment_0(m, p)
+            items.append(item)
+        o.assignments = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('configs', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('configs', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableTopicConfig_0(m, p)
+            items.append(item)
+        o.configs = items
     return o, p
 
 
@@ -170,13 +206,19 @@ def _d_CreateTopicsRequest_0(m, p):
     o = _new(_C_CreateTopicsRequest)
     o._unknown_tags = None
     o.validate_only = False
-    n, p = read_array_length(m, p, 16)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableTopic_0(m, p)
-        items.append(item)
-    o.topics = items
-    (o.timeout_ms,) = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 16 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableTopic_0(m, p)
+            items.append(item)
+        o.topics = items
+    (o.timeout_ms,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -184,13 +226,19 @@ def _d_CreateTopicsRequest_0(m, p):
 def _d_CreateTopicsRequest_1(m, p):
     o = _new(_C_CreateTopicsRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 16)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableTopic_0(m, p)
-        items.append(item)
-    o.topics = items
-    o.timeout_ms, o.validate_only = _S2.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 16 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableTopic_0(m, p)
+            items.append(item)
+        o.topics = items
+    o.timeout_ms, o.validate_only = _S3.unpack_from(m, p)
     p += 5
     return o, p
 
@@ -198,10 +246,20 @@ def _d_CreateTopicsRequest_1(m, p):
 def _d_CreatableReplicaAssignment_5(m, p):
     o = _new(_C_CreatableReplicaAssignment)
     o._unknown_tags = None
-    (o.partition_index,) = _S1.unpack_from(m, p)
+    (o.partition_index,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 4)
-    o.broker_ids, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('broker_ids', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('broker_ids', p, n)
+    else:
+        o.broker_ids, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -212,8 +270,34 @@ def _d_CreatableReplicaAssignment_5(m, p):
 def _d_CreatableTopicConfig_5(m, p):
     o = _new(_C_CreatableTopicConfig)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    o.value, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.value = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('value', p, n, len(m))
+        o.value = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -224,21 +308,54 @@ def _d_CreatableTopicConfig_5(m, p):
 def _d_CreatableTopic_5(m, p):
     o = _new(_C_CreatableTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    o.num_partitions, o.replication_factor = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    o.num_partitions, o.replication_factor = _S2.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableReplicaAssignment_5(m, p)
-        items.append(item)
-    o.assignments = items
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableTopicConfig_5(m, p)
-        items.append(item)
-    o.configs = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('assignments', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('assignments', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableReplicaAssignment_5(m, p)
+            items.append(item)
+        o.assignments = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('configs', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('configs', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableTopicConfig_5(m, p)
+            items.append(item)
+        o.configs = items
     if m[p] == 0:
         p += 1
     else:
@@ -249,13 +366,23 @@ def _d_CreatableTopic_5(m, p):
 def _d_CreateTopicsRequest_5(m, p):
     o = _new(_C_CreateTopicsRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableTopic_5(m, p)
-        items.append(item)
-    o.topics = items
-    o.timeout_ms, o.validate_only = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableTopic_5(m, p)
+            items.append(item)
+        o.topics = items
+    o.timeout_ms, o.validate_only = _S3.unpack_from(m, p)
     p += 5
     if m[p] == 0:
         p += 1
@@ -267,7 +394,7 @@ def _d_CreateTopicsRequest_5(m, p):
 def _e_CreatableReplicaAssignment_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('CreatableReplicaAssignment')
-    w += _S1.pack(o.partition_index)
+    w += _S0.pack(o.partition_index)
     if o.broker_ids is None:
         raise null_in_non_nullable('CreatableReplicaAssignment', 'broker_ids')
     write_array_length(w, o.broker_ids)
@@ -289,7 +416,7 @@ def _e_CreatableTopic_0(o, w):
     if o.name is None:
         raise null_in_non_nullable('CreatableTopic', 'name')
     write_string(w, o.name)
-    w += _S0.pack(o.num_partitions, o.replication_factor)
+    w += _S2.pack(o.num_partitions, o.replication_factor)
     if o.assignments is None:
         raise null_in_non_nullable('CreatableTopic', 'assignments')
     write_array_length(w, o.assignments)
@@ -312,7 +439,7 @@ def _e_CreateTopicsRequest_0(o, w):
     write_array_length(w, o.topics)
     for item in o.topics:
         _e_CreatableTopic_0(item, w)
-    w += _S1.pack(o.timeout_ms)
+    w += _S0.pack(o.timeout_ms)
 
 
 def _e_CreateTopicsRequest_1(o, w):
@@ -323,11 +450,11 @@ def _e_CreateTopicsRequest_1(o, w):
     write_array_length(w, o.topics)
     for item in o.topics:
         _e_CreatableTopic_0(item, w)
-    w += _S2.pack(o.timeout_ms, o.validate_only)
+    w += _S3.pack(o.timeout_ms, o.validate_only)
 
 
 def _e_CreatableReplicaAssignment_5(o, w):
-    w += _S1.pack(o.partition_index)
+    w += _S0.pack(o.partition_index)
     if o.broker_ids is None:
         raise null_in_non_nullable('CreatableReplicaAssignment', 'broker_ids')
     write_compact_array_length(w, o.broker_ids)
@@ -353,7 +480,7 @@ def _e_CreatableTopic_5(o, w):
     if o.name is None:
         raise null_in_non_nullable('CreatableTopic', 'name')
     write_compact_string(w, o.name)
-    w += _S0.pack(o.num_partitions, o.replication_factor)
+    w += _S2.pack(o.num_partitions, o.replication_factor)
     if o.assignments is None:
         raise null_in_non_nullable('CreatableTopic', 'assignments')
     write_compact_array_length(w, o.assignments)
@@ -376,7 +503,7 @@ def _e_CreateTopicsRequest_5(o, w):
     write_compact_array_length(w, o.topics)
     for item in o.topics:
         _e_CreatableTopic_5(item, w)
-    w += _S2.pack(o.timeout_ms, o.validate_only)
+    w += _S3.pack(o.timeout_ms, o.validate_only)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,8 @@ _new = object.__new__
 
 __all__ = ['CreateTopicsResponse']
 
-_S0 = _Packer('>h')
-_S1 = _Packer('>i')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
 _S2 = _Packer('>ih')
 _S3 = _Packer('>?b?')
 _S4 = _Packer('>16sh')
@@ -135,8 +123,17 @@ def _d_CreatableTopicResult_0(m, p):
     o.num_partitions = -1
     o.replication_factor = -1
     o.configs = []
-    o.name, p = read_string(m, p)
-    (o.error_code,) = _S0.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
     return o, p
 
@@ -145,12 +142,18 @@ def _d_CreateTopicsResponse_0(m, p):
     o = _new(_C_CreateTopicsResponse)
     o._unknown_tags = None
     o.throttle_time_ms = 0
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableTopicResult_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableTopicResult_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -162,10 +165,30 @@ def _d_CreatableTopicResult_1(m, p):
     o.num_partitions = -1
     o.replication_factor = -1
     o.configs = []
-    o.name, p = read_string(m, p)
-    (o.error_code,) = _S0.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (o.error_code,) = _S1.unpack_from(m, p)
+    p += 2
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -173,34 +196,72 @@ def _d_CreateTopicsResponse_1(m, p):
     o = _new(_C_CreateTopicsResponse)
     o._unknown_tags = None
     o.throttle_time_ms = 0
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableTopicResult_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableTopicResult_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_CreateTopicsResponse_2(m, p):
     o = _new(_C_CreateTopicsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableTopicResult_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableTopicResult_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_CreatableTopicConfigs_5(m, p):
     o = _new(_C_CreatableTopicConfigs)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    o.value, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.value = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('value', p, n, len(m))
+        o.value = str(m[p:e], 'utf-8')
+        p = e
     o.read_only, o.config_source, o.is_sensitive = _S3.unpack_from(m, p)
     p += 3
     if m[p] == 0:
@@ -216,7 +277,7 @@ def _t_CreatableTopicResult_5(o, m, p):
         tag, size, p = read_tag_header(m, p)
         end = p + size
         if tag == 0:
-            (o.topic_config_error_code,) = _S0.unpack_from(m, p)
+            (o.topic_config_error_code,) = _S1.unpack_from(m, p)
             p += 2
             check_tag_end(tag, end, p)
         else:
@@ -230,15 +291,48 @@ def _d_CreatableTopicResult_5(m, p):
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
     o.topic_config_error_code = 0
-    o.name, p = read_compact_string(m, p)
-    (o.error_code,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     o.num_partitions, o.replication_factor = _S2.unpack_from(m, p)
     p += 6
-    n, p = read_compact_nullable_array_length(m, p, 6)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.configs = None
+    elif n * 6 > len(m) - p:
+        raise bad_count('configs', p, n)
     else:
         items = []
         for _ in range(n):
@@ -255,14 +349,24 @@ def _d_CreatableTopicResult_5(m, p):
 def _d_CreateTopicsResponse_5(m, p):
     o = _new(_C_CreateTopicsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableTopicResult_5(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableTopicResult_5(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -274,16 +378,49 @@ def _d_CreatableTopicResult_7(m, p):
     o = _new(_C_CreatableTopicResult)
     o._unknown_tags = None
     o.topic_config_error_code = 0
-    o.name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     o.topic_id, o.error_code = _S4.unpack_from(m, p)
     p += 18
     o.topic_id = as_uuid(o.topic_id)
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     o.num_partitions, o.replication_factor = _S2.unpack_from(m, p)
     p += 6
-    n, p = read_compact_nullable_array_length(m, p, 6)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.configs = None
+    elif n * 6 > len(m) - p:
+        raise bad_count('configs', p, n)
     else:
         items = []
         for _ in range(n):
@@ -300,14 +437,24 @@ def _d_CreatableTopicResult_7(m, p):
 def _d_CreateTopicsResponse_7(m, p):
     o = _new(_C_CreateTopicsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 28)
-    items = []
-    for _ in range(n):
-        item, p = _d_CreatableTopicResult_7(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 28 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_CreatableTopicResult_7(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -321,7 +468,7 @@ def _e_CreatableTopicResult_0(o, w):
     if o.name is None:
         raise null_in_non_nullable('CreatableTopicResult', 'name')
     write_string(w, o.name)
-    w += _S0.pack(o.error_code)
+    w += _S1.pack(o.error_code)
 
 
 def _e_CreateTopicsResponse_0(o, w):
@@ -340,7 +487,7 @@ def _e_CreatableTopicResult_1(o, w):
     if o.name is None:
         raise null_in_non_nullable('CreatableTopicResult', 'name')
     write_string(w, o.name)
-    w += _S0.pack(o.error_code)
+    w += _S1.pack(o.error_code)
     write_nullable_string(w, o.error_message)
 
 
@@ -357,7 +504,7 @@ def _e_CreateTopicsResponse_1(o, w):
 def _e_CreateTopicsResponse_2(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('CreateTopicsResponse')
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('CreateTopicsResponse', 'topics')
     write_array_length(w, o.topics)
@@ -381,7 +528,7 @@ def _e_CreatableTopicResult_5(o, w):
     if o.name is None:
         raise null_in_non_nullable('CreatableTopicResult', 'name')
     write_compact_string(w, o.name)
-    w += _S0.pack(o.error_code)
+    w += _S1.pack(o.error_code)
     write_compact_nullable_string(w, o.error_message)
     w += _S2.pack(o.num_partitions, o.replication_factor)
     write_compact_array_length(w, o.configs)
@@ -391,13 +538,13 @@ def _e_CreatableTopicResult_5(o, w):
     tags = list(o._unknown_tags or ())
     if o.topic_config_error_code != 0:
         t = bytearray()
-        t += _S0.pack(o.topic_config_error_code)
+        t += _S1.pack(o.topic_config_error_code)
         tags.append((0, t))
     write_tagged(w, tags)
 
 
 def _e_CreateTopicsResponse_5(o, w):
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('CreateTopicsResponse', 'topics')
     write_compact_array_length(w, o.topics)
@@ -423,13 +570,13 @@ def _e_CreatableTopicResult_7(o, w):
     tags = list(o._unknown_tags or ())
     if o.topic_config_error_code != 0:
         t = bytearray()
-        t += _S0.pack(o.topic_config_error_code)
+        t += _S1.pack(o.topic_config_error_code)
         tags.append((0, t))
     write_tagged(w, tags)
 
 
 def _e_CreateTopicsResponse_7(o, w):
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('CreateTopicsResponse', 'topics')
     write_compact_array_length(w, o.topics)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,10 @@ _new = object.__new__
 
 __all__ = ['DeleteAclsRequest']
 
-_S0 = _Packer('>b')
-_S1 = _Packer('>bb')
+_S0 = _Packer('>i')
+_S1 = _Packer('>b')
+_S2 = _Packer('>h')
+_S3 = _Packer('>bb')
 
 
 class DeleteAclsRequest(Message):
@@ -104,12 +94,45 @@ def _d_DeleteAclsFilter_0(m, p):
     o = _new(_C_DeleteAclsFilter)
     o._unknown_tags = None
     o.pattern_type_filter = 3
-    (o.resource_type_filter,) = _S0.unpack_from(m, p)
+    (o.resource_type_filter,) = _S1.unpack_from(m, p)
     p += 1
-    o.resource_name_filter, p = read_nullable_string(m, p)
-    o.principal_filter, p = read_nullable_string(m, p)
-    o.host_filter, p = read_nullable_string(m, p)
-    o.operation, o.permission_type = _S1.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('resource_name_filter', p, n, len(m))
+        o.resource_name_filter = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name_filter', p, n, len(m))
+        o.resource_name_filter = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('principal_filter', p, n, len(m))
+        o.principal_filter = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_filter', p, n, len(m))
+        o.principal_filter = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('host_filter', p, n, len(m))
+        o.host_filter = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host_filter', p, n, len(m))
+        o.host_filter = str(m[p:e], 'utf-8')
+        p = e
+    o.operation, o.permission_type = _S3.unpack_from(m, p)
     p += 2
     return o, p
 
@@ -117,26 +140,65 @@ def _d_DeleteAclsFilter_0(m, p):
 def _d_DeleteAclsRequest_0(m, p):
     o = _new(_C_DeleteAclsRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 9)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteAclsFilter_0(m, p)
-        items.append(item)
-    o.filters = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('filters', p, n, len(m))
+    elif n * 9 > len(m) - p:
+        raise bad_count('filters', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteAclsFilter_0(m, p)
+            items.append(item)
+        o.filters = items
     return o, p
 
 
 def _d_DeleteAclsFilter_1(m, p):
     o = _new(_C_DeleteAclsFilter)
     o._unknown_tags = None
-    (o.resource_type_filter,) = _S0.unpack_from(m, p)
+    (o.resource_type_filter,) = _S1.unpack_from(m, p)
     p += 1
-    o.resource_name_filter, p = read_nullable_string(m, p)
-    (o.pattern_type_filter,) = _S0.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('resource_name_filter', p, n, len(m))
+        o.resource_name_filter = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name_filter', p, n, len(m))
+        o.resource_name_filter = str(m[p:e], 'utf-8')
+        p = e
+    (o.pattern_type_filter,) = _S1.unpack_from(m, p)
     p += 1
-    o.principal_filter, p = read_nullable_string(m, p)
-    o.host_filter, p = read_nullable_string(m, p)
-    o.operation, o.permission_type = _S1.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('principal_filter', p, n, len(m))
+        o.principal_filter = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_filter', p, n, len(m))
+        o.principal_filter = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('host_filter', p, n, len(m))
+        o.host_filter = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host_filter', p, n, len(m))
+        o.host_filter = str(m[p:e], 'utf-8')
+        p = e
+    o.operation, o.permission_type = _S3.unpack_from(m, p)
     p += 2
     return o, p
 
@@ -144,26 +206,71 @@ def _d_DeleteAclsFilter_1(m, p):
 def _d_DeleteAclsRequest_1(m, p):
     o = _new(_C_DeleteAclsRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteAclsFilter_1(m, p)
-        items.append(item)
-    o.filters = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('filters', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('filters', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteAclsFilter_1(m, p)
+            items.append(item)
+        o.filters = items
     return o, p
 
 
 def _d_DeleteAclsFilter_2(m, p):
     o = _new(_C_DeleteAclsFilter)
     o._unknown_tags = None
-    (o.resource_type_filter,) = _S0.unpack_from(m, p)
+    (o.resource_type_filter,) = _S1.unpack_from(m, p)
     p += 1
-    o.resource_name_filter, p = read_compact_nullable_string(m, p)
-    (o.pattern_type_filter,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.resource_name_filter = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('resource_name_filter', p, n, len(m))
+        o.resource_name_filter = str(m[p:e], 'utf-8')
+        p = e
+    (o.pattern_type_filter,) = _S1.unpack_from(m, p)
     p += 1
-    o.principal_filter, p = read_compact_nullable_string(m, p)
-    o.host_filter, p = read_compact_nullable_string(m, p)
-    o.operation, o.permission_type = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.principal_filter = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_filter', p, n, len(m))
+        o.principal_filter = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.host_filter = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host_filter', p, n, len(m))
+        o.host_filter = str(m[p:e], 'utf-8')
+        p = e
+    o.operation, o.permission_type = _S3.unpack_from(m, p)
     p += 2
     if m[p] == 0:
         p += 1
@@ -175,12 +282,22 @@ def _d_DeleteAclsFilter_2(m, p):
 def _d_DeleteAclsRequest_2(m, p):
     o = _new(_C_DeleteAclsRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteAclsFilter_2(m, p)
-        items.append(item)
-    o.filters = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('filters', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('filters', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteAclsFilter_2(m, p)
+            items.append(item)
+        o.filters = items
     if m[p] == 0:
         p += 1
     else:
@@ -193,11 +310,11 @@ def _e_DeleteAclsFilter_0(o, w):
         raise non_default_absent('DeleteAclsFilter', 'pattern_type_filter')
     if o._unknown_tags:
         raise tagged_fields_unsupported('DeleteAclsFilter')
-    w += _S0.pack(o.resource_type_filter)
+    w += _S1.pack(o.resource_type_filter)
     write_nullable_string(w, o.resource_name_filter)
     write_nullable_string(w, o.principal_filter)
     write_nullable_string(w, o.host_filter)
-    w += _S1.pack(o.operation, o.permission_type)
+    w += _S3.pack(o.operation, o.permission_type)
 
 
 def _e_DeleteAclsRequest_0(o, w):
@@ -213,12 +330,12 @@ def _e_DeleteAclsRequest_0(o, w):
 def _e_DeleteAclsFilter_1(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('DeleteAclsFilter')
-    w += _S0.pack(o.resource_type_filter)
+    w += _S1.pack(o.resource_type_filter)
     write_nullable_string(w, o.resource_name_filter)
-    w += _S0.pack(o.pattern_type_filter)
+    w += _S1.pack(o.pattern_type_filter)
     write_nullable_string(w, o.principal_filter)
     write_nullable_string(w, o.host_filter)
-    w += _S1.pack(o.operation, o.permission_type)
+    w += _S3.pack(o.operation, o.permission_type)
 
 
 def _e_DeleteAclsRequest_1(o, w):
@@ -232,12 +349,12 @@ def _e_DeleteAclsRequest_1(o, w):
 
 
 def _e_DeleteAclsFilter_2(o, w):
-    w += _S0.pack(o.resource_type_filter)
+    w += _S1.pack(o.resource_type_filter)
     write_compact_nullable_string(w, o.resource_name_filter)
-    w += _S0.pack(o.pattern_type_filter)
+    w += _S1.pack(o.pattern_type_filter)
     write_compact_nullable_string(w, o.principal_filter)
     write_compact_nullable_string(w, o.host_filter)
-    w += _S1.pack(o.operation, o.permission_type)
+    w += _S3.pack(o.operation, o.permission_type)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -129,12 +117,50 @@ def _d_DeleteAclsMatchingAcl_0(m, p):
     o.pattern_type = 3
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     (o.resource_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_string(m, p)
-    o.principal, p = read_string(m, p)
-    o.host, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal', p, n, len(m))
+        o.principal = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     o.operation, o.permission_type = _S3.unpack_from(m, p)
     p += 2
     return o, p
@@ -145,13 +171,30 @@ def _d_DeleteAclsFilterResult_0(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
-    n, p = read_array_length(m, p, 13)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteAclsMatchingAcl_0(m, p)
-        items.append(item)
-    o.matching_acls = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('matching_acls', p, n, len(m))
+    elif n * 13 > len(m) - p:
+        raise bad_count('matching_acls', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteAclsMatchingAcl_0(m, p)
+            items.append(item)
+        o.matching_acls = items
     return o, p
 
 
@@ -160,12 +203,18 @@ def _d_DeleteAclsResponse_0(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteAclsFilterResult_0(m, p)
-        items.append(item)
-    o.filter_results = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('filter_results', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('filter_results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteAclsFilterResult_0(m, p)
+            items.append(item)
+        o.filter_results = items
     return o, p
 
 
@@ -174,14 +223,52 @@ def _d_DeleteAclsMatchingAcl_1(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     (o.resource_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
     (o.pattern_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.principal, p = read_string(m, p)
-    o.host, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal', p, n, len(m))
+        o.principal = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     o.operation, o.permission_type = _S3.unpack_from(m, p)
     p += 2
     return o, p
@@ -192,13 +279,30 @@ def _d_DeleteAclsFilterResult_1(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
-    n, p = read_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteAclsMatchingAcl_1(m, p)
-        items.append(item)
-    o.matching_acls = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('matching_acls', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('matching_acls', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteAclsMatchingAcl_1(m, p)
+            items.append(item)
+        o.matching_acls = items
     return o, p
 
 
@@ -207,12 +311,18 @@ def _d_DeleteAclsResponse_1(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteAclsFilterResult_1(m, p)
-        items.append(item)
-    o.filter_results = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('filter_results', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('filter_results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteAclsFilterResult_1(m, p)
+            items.append(item)
+        o.filter_results = items
     return o, p
 
 
@@ -221,14 +331,66 @@ def _d_DeleteAclsMatchingAcl_2(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     (o.resource_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
     (o.pattern_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.principal, p = read_compact_string(m, p)
-    o.host, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal', p, n, len(m))
+        o.principal = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     o.operation, o.permission_type = _S3.unpack_from(m, p)
     p += 2
     if m[p] == 0:
@@ -243,13 +405,36 @@ def _d_DeleteAclsFilterResult_2(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_compact_nullable_string(m, p)
-    n, p = read_compact_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteAclsMatchingAcl_2(m, p)
-        items.append(item)
-    o.matching_acls = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('matching_acls', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('matching_acls', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteAclsMatchingAcl_2(m, p)
+            items.append(item)
+        o.matching_acls = items
     if m[p] == 0:
         p += 1
     else:
@@ -262,12 +447,22 @@ def _d_DeleteAclsResponse_2(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteAclsFilterResult_2(m, p)
-        items.append(item)
-    o.filter_results = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('filter_results', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('filter_results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteAclsFilterResult_2(m, p)
+            items.append(item)
+        o.filter_results = items
     if m[p] == 0:
         p += 1
     else:

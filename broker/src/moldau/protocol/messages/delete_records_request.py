@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,9 @@ _new = object.__new__
 
 __all__ = ['DeleteRecordsRequest']
 
-_S0 = _Packer('>iq')
-_S1 = _Packer('>i')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>iq')
 
 
 class DeleteRecordsRequest(Message):
@@ -108,7 +97,7 @@ _C_DeleteRecordsPartition.FIELDS = (
 def _d_DeleteRecordsPartition_0(m, p):
     o = _new(_C_DeleteRecordsPartition)
     o._unknown_tags = None
-    o.partition_index, o.offset = _S0.unpack_from(m, p)
+    o.partition_index, o.offset = _S2.unpack_from(m, p)
     p += 12
     return o, p
 
@@ -116,26 +105,47 @@ def _d_DeleteRecordsPartition_0(m, p):
 def _d_DeleteRecordsTopic_0(m, p):
     o = _new(_C_DeleteRecordsTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteRecordsPartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteRecordsPartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
 def _d_DeleteRecordsRequest_0(m, p):
     o = _new(_C_DeleteRecordsRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteRecordsTopic_0(m, p)
-        items.append(item)
-    o.topics = items
-    (o.timeout_ms,) = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteRecordsTopic_0(m, p)
+            items.append(item)
+        o.topics = items
+    (o.timeout_ms,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -143,7 +153,7 @@ def _d_DeleteRecordsRequest_0(m, p):
 def _d_DeleteRecordsPartition_2(m, p):
     o = _new(_C_DeleteRecordsPartition)
     o._unknown_tags = None
-    o.partition_index, o.offset = _S0.unpack_from(m, p)
+    o.partition_index, o.offset = _S2.unpack_from(m, p)
     p += 12
     if m[p] == 0:
         p += 1
@@ -155,13 +165,36 @@ def _d_DeleteRecordsPartition_2(m, p):
 def _d_DeleteRecordsTopic_2(m, p):
     o = _new(_C_DeleteRecordsTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 13)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteRecordsPartition_2(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 13 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteRecordsPartition_2(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -172,13 +205,23 @@ def _d_DeleteRecordsTopic_2(m, p):
 def _d_DeleteRecordsRequest_2(m, p):
     o = _new(_C_DeleteRecordsRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteRecordsTopic_2(m, p)
-        items.append(item)
-    o.topics = items
-    (o.timeout_ms,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteRecordsTopic_2(m, p)
+            items.append(item)
+        o.topics = items
+    (o.timeout_ms,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
         p += 1
@@ -190,7 +233,7 @@ def _d_DeleteRecordsRequest_2(m, p):
 def _e_DeleteRecordsPartition_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('DeleteRecordsPartition')
-    w += _S0.pack(o.partition_index, o.offset)
+    w += _S2.pack(o.partition_index, o.offset)
 
 
 def _e_DeleteRecordsTopic_0(o, w):
@@ -214,11 +257,11 @@ def _e_DeleteRecordsRequest_0(o, w):
     write_array_length(w, o.topics)
     for item in o.topics:
         _e_DeleteRecordsTopic_0(item, w)
-    w += _S1.pack(o.timeout_ms)
+    w += _S0.pack(o.timeout_ms)
 
 
 def _e_DeleteRecordsPartition_2(o, w):
-    w += _S0.pack(o.partition_index, o.offset)
+    w += _S2.pack(o.partition_index, o.offset)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -246,7 +289,7 @@ def _e_DeleteRecordsRequest_2(o, w):
     write_compact_array_length(w, o.topics)
     for item in o.topics:
         _e_DeleteRecordsTopic_2(item, w)
-    w += _S1.pack(o.timeout_ms)
+    w += _S0.pack(o.timeout_ms)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,8 @@ _new = object.__new__
 __all__ = ['DeleteRecordsResponse']
 
 _S0 = _Packer('>i')
-_S1 = _Packer('>iqh')
+_S1 = _Packer('>h')
+_S2 = _Packer('>iqh')
 
 
 class DeleteRecordsResponse(Message):
@@ -110,7 +99,7 @@ _C_DeleteRecordsPartitionResult.FIELDS = (
 def _d_DeleteRecordsPartitionResult_0(m, p):
     o = _new(_C_DeleteRecordsPartitionResult)
     o._unknown_tags = None
-    o.partition_index, o.low_watermark, o.error_code = _S1.unpack_from(m, p)
+    o.partition_index, o.low_watermark, o.error_code = _S2.unpack_from(m, p)
     p += 14
     return o, p
 
@@ -118,13 +107,28 @@ def _d_DeleteRecordsPartitionResult_0(m, p):
 def _d_DeleteRecordsTopicResult_0(m, p):
     o = _new(_C_DeleteRecordsTopicResult)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteRecordsPartitionResult_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteRecordsPartitionResult_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -133,19 +137,25 @@ def _d_DeleteRecordsResponse_0(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteRecordsTopicResult_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteRecordsTopicResult_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_DeleteRecordsPartitionResult_2(m, p):
     o = _new(_C_DeleteRecordsPartitionResult)
     o._unknown_tags = None
-    o.partition_index, o.low_watermark, o.error_code = _S1.unpack_from(m, p)
+    o.partition_index, o.low_watermark, o.error_code = _S2.unpack_from(m, p)
     p += 14
     if m[p] == 0:
         p += 1
@@ -157,13 +167,36 @@ def _d_DeleteRecordsPartitionResult_2(m, p):
 def _d_DeleteRecordsTopicResult_2(m, p):
     o = _new(_C_DeleteRecordsTopicResult)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 15)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteRecordsPartitionResult_2(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 15 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteRecordsPartitionResult_2(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -176,12 +209,22 @@ def _d_DeleteRecordsResponse_2(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteRecordsTopicResult_2(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteRecordsTopicResult_2(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -192,7 +235,7 @@ def _d_DeleteRecordsResponse_2(m, p):
 def _e_DeleteRecordsPartitionResult_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('DeleteRecordsPartitionResult')
-    w += _S1.pack(o.partition_index, o.low_watermark, o.error_code)
+    w += _S2.pack(o.partition_index, o.low_watermark, o.error_code)
 
 
 def _e_DeleteRecordsTopicResult_0(o, w):
@@ -220,7 +263,7 @@ def _e_DeleteRecordsResponse_0(o, w):
 
 
 def _e_DeleteRecordsPartitionResult_2(o, w):
-    w += _S1.pack(o.partition_index, o.low_watermark, o.error_code)
+    w += _S2.pack(o.partition_index, o.low_watermark, o.error_code)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

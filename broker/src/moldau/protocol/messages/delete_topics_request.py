@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,8 @@ _new = object.__new__
 __all__ = ['DeleteTopicsRequest']
 
 _S0 = _Packer('>i')
-_S1 = _Packer('>16s')
+_S1 = _Packer('>h')
+_S2 = _Packer('>16s')
 
 
 class DeleteTopicsRequest(Message):
@@ -98,12 +87,27 @@ def _d_DeleteTopicsRequest_0(m, p):
     o = _new(_C_DeleteTopicsRequest)
     o._unknown_tags = None
     o.topics = []
-    n, p = read_array_length(m, p, 2)
-    items = []
-    for _ in range(n):
-        item, p = read_string(m, p)
-        items.append(item)
-    o.topic_names = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topic_names', p, n, len(m))
+    elif n * 2 > len(m) - p:
+        raise bad_count('topic_names', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            (n,) = _S1.unpack_from(m, p)
+            p += 2
+            if n < 0:
+                raise bad_length('topic_names', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m):
+                    raise bad_length('topic_names', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.topic_names = items
     (o.timeout_ms,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
@@ -113,12 +117,35 @@ def _d_DeleteTopicsRequest_4(m, p):
     o = _new(_C_DeleteTopicsRequest)
     o._unknown_tags = None
     o.topics = []
-    n, p = read_compact_array_length(m, p, 1)
-    items = []
-    for _ in range(n):
-        item, p = read_compact_string(m, p)
-        items.append(item)
-    o.topic_names = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_names', p, n, len(m))
+    elif n * 1 > len(m) - p:
+        raise bad_count('topic_names', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('topic_names', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m) or n > 0x7FFF:
+                    raise bad_length('topic_names', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.topic_names = items
     (o.timeout_ms,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -131,8 +158,21 @@ def _d_DeleteTopicsRequest_4(m, p):
 def _d_DeleteTopicState_6(m, p):
     o = _new(_C_DeleteTopicState)
     o._unknown_tags = None
-    o.name, p = read_compact_nullable_string(m, p)
-    (o.topic_id,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (o.topic_id,) = _S2.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
     if m[p] == 0:
@@ -146,12 +186,22 @@ def _d_DeleteTopicsRequest_6(m, p):
     o = _new(_C_DeleteTopicsRequest)
     o._unknown_tags = None
     o.topic_names = []
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeleteTopicState_6(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeleteTopicState_6(m, p)
+            items.append(item)
+        o.topics = items
     (o.timeout_ms,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -191,7 +241,7 @@ def _e_DeleteTopicsRequest_4(o, w):
 
 def _e_DeleteTopicState_6(o, w):
     write_compact_nullable_string(w, o.name)
-    w += _S1.pack(o.topic_id.bytes)
+    w += _S2.pack(o.topic_id.bytes)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

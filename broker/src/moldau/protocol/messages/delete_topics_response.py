@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,8 @@ _new = object.__new__
 
 __all__ = ['DeleteTopicsResponse']
 
-_S0 = _Packer('>h')
-_S1 = _Packer('>i')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
 _S2 = _Packer('>16sh')
 
 
@@ -102,8 +90,17 @@ def _d_DeletableTopicResult_0(m, p):
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
     o.error_message = None
-    o.name, p = read_string(m, p)
-    (o.error_code,) = _S0.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
     return o, p
 
@@ -112,26 +109,38 @@ def _d_DeleteTopicsResponse_0(m, p):
     o = _new(_C_DeleteTopicsResponse)
     o._unknown_tags = None
     o.throttle_time_ms = 0
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeletableTopicResult_0(m, p)
-        items.append(item)
-    o.responses = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeletableTopicResult_0(m, p)
+            items.append(item)
+        o.responses = items
     return o, p
 
 
 def _d_DeleteTopicsResponse_1(m, p):
     o = _new(_C_DeleteTopicsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeletableTopicResult_0(m, p)
-        items.append(item)
-    o.responses = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeletableTopicResult_0(m, p)
+            items.append(item)
+        o.responses = items
     return o, p
 
 
@@ -140,8 +149,21 @@ def _d_DeletableTopicResult_4(m, p):
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
     o.error_message = None
-    o.name, p = read_compact_string(m, p)
-    (o.error_code,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
     if m[p] == 0:
         p += 1
@@ -153,14 +175,24 @@ def _d_DeletableTopicResult_4(m, p):
 def _d_DeleteTopicsResponse_4(m, p):
     o = _new(_C_DeleteTopicsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeletableTopicResult_4(m, p)
-        items.append(item)
-    o.responses = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeletableTopicResult_4(m, p)
+            items.append(item)
+        o.responses = items
     if m[p] == 0:
         p += 1
     else:
@@ -172,10 +204,36 @@ def _d_DeletableTopicResult_5(m, p):
     o = _new(_C_DeletableTopicResult)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.name, p = read_compact_string(m, p)
-    (o.error_code,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -186,14 +244,24 @@ def _d_DeletableTopicResult_5(m, p):
 def _d_DeleteTopicsResponse_5(m, p):
     o = _new(_C_DeleteTopicsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeletableTopicResult_5(m, p)
-        items.append(item)
-    o.responses = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeletableTopicResult_5(m, p)
+            items.append(item)
+        o.responses = items
     if m[p] == 0:
         p += 1
     else:
@@ -204,11 +272,37 @@ def _d_DeleteTopicsResponse_5(m, p):
 def _d_DeletableTopicResult_6(m, p):
     o = _new(_C_DeletableTopicResult)
     o._unknown_tags = None
-    o.name, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     o.topic_id, o.error_code = _S2.unpack_from(m, p)
     p += 18
     o.topic_id = as_uuid(o.topic_id)
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -219,14 +313,24 @@ def _d_DeletableTopicResult_6(m, p):
 def _d_DeleteTopicsResponse_6(m, p):
     o = _new(_C_DeleteTopicsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 21)
-    items = []
-    for _ in range(n):
-        item, p = _d_DeletableTopicResult_6(m, p)
-        items.append(item)
-    o.responses = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 21 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DeletableTopicResult_6(m, p)
+            items.append(item)
+        o.responses = items
     if m[p] == 0:
         p += 1
     else:
@@ -240,7 +344,7 @@ def _e_DeletableTopicResult_0(o, w):
     if o.name is None:
         raise null_in_non_nullable('DeletableTopicResult', 'name')
     write_string(w, o.name)
-    w += _S0.pack(o.error_code)
+    w += _S1.pack(o.error_code)
 
 
 def _e_DeleteTopicsResponse_0(o, w):
@@ -256,7 +360,7 @@ def _e_DeleteTopicsResponse_0(o, w):
 def _e_DeleteTopicsResponse_1(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('DeleteTopicsResponse')
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.responses is None:
         raise null_in_non_nullable('DeleteTopicsResponse', 'responses')
     write_array_length(w, o.responses)
@@ -268,7 +372,7 @@ def _e_DeletableTopicResult_4(o, w):
     if o.name is None:
         raise null_in_non_nullable('DeletableTopicResult', 'name')
     write_compact_string(w, o.name)
-    w += _S0.pack(o.error_code)
+    w += _S1.pack(o.error_code)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -276,7 +380,7 @@ def _e_DeletableTopicResult_4(o, w):
 
 
 def _e_DeleteTopicsResponse_4(o, w):
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.responses is None:
         raise null_in_non_nullable('DeleteTopicsResponse', 'responses')
     write_compact_array_length(w, o.responses)
@@ -292,7 +396,7 @@ def _e_DeletableTopicResult_5(o, w):
     if o.name is None:
         raise null_in_non_nullable('DeletableTopicResult', 'name')
     write_compact_string(w, o.name)
-    w += _S0.pack(o.error_code)
+    w += _S1.pack(o.error_code)
     write_compact_nullable_string(w, o.error_message)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
@@ -301,7 +405,7 @@ def _e_DeletableTopicResult_5(o, w):
 
 
 def _e_DeleteTopicsResponse_5(o, w):
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.responses is None:
         raise null_in_non_nullable('DeleteTopicsResponse', 'responses')
     write_compact_array_length(w, o.responses)
@@ -324,7 +428,7 @@ def _e_DeletableTopicResult_6(o, w):
 
 
 def _e_DeleteTopicsResponse_6(o, w):
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.responses is None:
         raise null_in_non_nullable('DeleteTopicsResponse', 'responses')
     write_compact_array_length(w, o.responses)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,8 @@ _new = object.__new__
 __all__ = ['DescribeAclsRequest']
 
 _S0 = _Packer('>b')
-_S1 = _Packer('>bb')
+_S1 = _Packer('>h')
+_S2 = _Packer('>bb')
 
 
 class DescribeAclsRequest(Message):
@@ -95,10 +84,43 @@ def _d_DescribeAclsRequest_0(m, p):
     o.pattern_type_filter = 3
     (o.resource_type_filter,) = _S0.unpack_from(m, p)
     p += 1
-    o.resource_name_filter, p = read_nullable_string(m, p)
-    o.principal_filter, p = read_nullable_string(m, p)
-    o.host_filter, p = read_nullable_string(m, p)
-    o.operation, o.permission_type = _S1.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('resource_name_filter', p, n, len(m))
+        o.resource_name_filter = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name_filter', p, n, len(m))
+        o.resource_name_filter = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('principal_filter', p, n, len(m))
+        o.principal_filter = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_filter', p, n, len(m))
+        o.principal_filter = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('host_filter', p, n, len(m))
+        o.host_filter = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host_filter', p, n, len(m))
+        o.host_filter = str(m[p:e], 'utf-8')
+        p = e
+    o.operation, o.permission_type = _S2.unpack_from(m, p)
     p += 2
     return o, p
 
@@ -108,12 +130,45 @@ def _d_DescribeAclsRequest_1(m, p):
     o._unknown_tags = None
     (o.resource_type_filter,) = _S0.unpack_from(m, p)
     p += 1
-    o.resource_name_filter, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('resource_name_filter', p, n, len(m))
+        o.resource_name_filter = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name_filter', p, n, len(m))
+        o.resource_name_filter = str(m[p:e], 'utf-8')
+        p = e
     (o.pattern_type_filter,) = _S0.unpack_from(m, p)
     p += 1
-    o.principal_filter, p = read_nullable_string(m, p)
-    o.host_filter, p = read_nullable_string(m, p)
-    o.operation, o.permission_type = _S1.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('principal_filter', p, n, len(m))
+        o.principal_filter = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_filter', p, n, len(m))
+        o.principal_filter = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('host_filter', p, n, len(m))
+        o.host_filter = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host_filter', p, n, len(m))
+        o.host_filter = str(m[p:e], 'utf-8')
+        p = e
+    o.operation, o.permission_type = _S2.unpack_from(m, p)
     p += 2
     return o, p
 
@@ -123,12 +178,51 @@ def _d_DescribeAclsRequest_2(m, p):
     o._unknown_tags = None
     (o.resource_type_filter,) = _S0.unpack_from(m, p)
     p += 1
-    o.resource_name_filter, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.resource_name_filter = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('resource_name_filter', p, n, len(m))
+        o.resource_name_filter = str(m[p:e], 'utf-8')
+        p = e
     (o.pattern_type_filter,) = _S0.unpack_from(m, p)
     p += 1
-    o.principal_filter, p = read_compact_nullable_string(m, p)
-    o.host_filter, p = read_compact_nullable_string(m, p)
-    o.operation, o.permission_type = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.principal_filter = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_filter', p, n, len(m))
+        o.principal_filter = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.host_filter = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host_filter', p, n, len(m))
+        o.host_filter = str(m[p:e], 'utf-8')
+        p = e
+    o.operation, o.permission_type = _S2.unpack_from(m, p)
     p += 2
     if m[p] == 0:
         p += 1
@@ -146,7 +240,7 @@ def _e_DescribeAclsRequest_0(o, w):
     write_nullable_string(w, o.resource_name_filter)
     write_nullable_string(w, o.principal_filter)
     write_nullable_string(w, o.host_filter)
-    w += _S1.pack(o.operation, o.permission_type)
+    w += _S2.pack(o.operation, o.permission_type)
 
 
 def _e_DescribeAclsRequest_1(o, w):
@@ -157,7 +251,7 @@ def _e_DescribeAclsRequest_1(o, w):
     w += _S0.pack(o.pattern_type_filter)
     write_nullable_string(w, o.principal_filter)
     write_nullable_string(w, o.host_filter)
-    w += _S1.pack(o.operation, o.permission_type)
+    w += _S2.pack(o.operation, o.permission_type)
 
 
 def _e_DescribeAclsRequest_2(o, w):
@@ -166,7 +260,7 @@ def _e_DescribeAclsRequest_2(o, w):
     w += _S0.pack(o.pattern_type_filter)
     write_compact_nullable_string(w, o.principal_filter)
     write_compact_nullable_string(w, o.host_filter)
-    w += _S1.pack(o.operation, o.permission_type)
+    w += _S2.pack(o.operation, o.permission_type)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,8 +44,10 @@ _new = object.__new__
 __all__ = ['DescribeAclsResponse']
 
 _S0 = _Packer('>ih')
-_S1 = _Packer('>b')
-_S2 = _Packer('>bb')
+_S1 = _Packer('>h')
+_S2 = _Packer('>i')
+_S3 = _Packer('>b')
+_S4 = _Packer('>bb')
 
 
 class DescribeAclsResponse(Message):
@@ -121,9 +111,27 @@ _C_AclDescription.FIELDS = (
 def _d_AclDescription_0(m, p):
     o = _new(_C_AclDescription)
     o._unknown_tags = None
-    o.principal, p = read_string(m, p)
-    o.host, p = read_string(m, p)
-    o.operation, o.permission_type = _S2.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal', p, n, len(m))
+        o.principal = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    o.operation, o.permission_type = _S4.unpack_from(m, p)
     p += 2
     return o, p
 
@@ -132,15 +140,30 @@ def _d_DescribeAclsResource_0(m, p):
     o = _new(_C_DescribeAclsResource)
     o._unknown_tags = None
     o.pattern_type = 3
-    (o.resource_type,) = _S1.unpack_from(m, p)
+    (o.resource_type,) = _S3.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_AclDescription_0(m, p)
-        items.append(item)
-    o.acls = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('acls', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('acls', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AclDescription_0(m, p)
+            items.append(item)
+        o.acls = items
     return o, p
 
 
@@ -149,30 +172,62 @@ def _d_DescribeAclsResponse_0(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_nullable_string(m, p)
-    n, p = read_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeAclsResource_0(m, p)
-        items.append(item)
-    o.resources = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('resources', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('resources', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeAclsResource_0(m, p)
+            items.append(item)
+        o.resources = items
     return o, p
 
 
 def _d_DescribeAclsResource_1(m, p):
     o = _new(_C_DescribeAclsResource)
     o._unknown_tags = None
-    (o.resource_type,) = _S1.unpack_from(m, p)
+    (o.resource_type,) = _S3.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_string(m, p)
-    (o.pattern_type,) = _S1.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    (o.pattern_type,) = _S3.unpack_from(m, p)
     p += 1
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_AclDescription_0(m, p)
-        items.append(item)
-    o.acls = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('acls', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('acls', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AclDescription_0(m, p)
+            items.append(item)
+        o.acls = items
     return o, p
 
 
@@ -181,22 +236,65 @@ def _d_DescribeAclsResponse_1(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_nullable_string(m, p)
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeAclsResource_1(m, p)
-        items.append(item)
-    o.resources = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('resources', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('resources', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeAclsResource_1(m, p)
+            items.append(item)
+        o.resources = items
     return o, p
 
 
 def _d_AclDescription_2(m, p):
     o = _new(_C_AclDescription)
     o._unknown_tags = None
-    o.principal, p = read_compact_string(m, p)
-    o.host, p = read_compact_string(m, p)
-    o.operation, o.permission_type = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal', p, n, len(m))
+        o.principal = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    o.operation, o.permission_type = _S4.unpack_from(m, p)
     p += 2
     if m[p] == 0:
         p += 1
@@ -208,17 +306,40 @@ def _d_AclDescription_2(m, p):
 def _d_DescribeAclsResource_2(m, p):
     o = _new(_C_DescribeAclsResource)
     o._unknown_tags = None
-    (o.resource_type,) = _S1.unpack_from(m, p)
+    (o.resource_type,) = _S3.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_compact_string(m, p)
-    (o.pattern_type,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    (o.pattern_type,) = _S3.unpack_from(m, p)
     p += 1
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_AclDescription_2(m, p)
-        items.append(item)
-    o.acls = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('acls', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('acls', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AclDescription_2(m, p)
+            items.append(item)
+        o.acls = items
     if m[p] == 0:
         p += 1
     else:
@@ -231,13 +352,36 @@ def _d_DescribeAclsResponse_2(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_compact_nullable_string(m, p)
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeAclsResource_2(m, p)
-        items.append(item)
-    o.resources = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('resources', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('resources', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeAclsResource_2(m, p)
+            items.append(item)
+        o.resources = items
     if m[p] == 0:
         p += 1
     else:
@@ -254,7 +398,7 @@ def _e_AclDescription_0(o, w):
     if o.host is None:
         raise null_in_non_nullable('AclDescription', 'host')
     write_string(w, o.host)
-    w += _S2.pack(o.operation, o.permission_type)
+    w += _S4.pack(o.operation, o.permission_type)
 
 
 def _e_DescribeAclsResource_0(o, w):
@@ -262,7 +406,7 @@ def _e_DescribeAclsResource_0(o, w):
         raise non_default_absent('DescribeAclsResource', 'pattern_type')
     if o._unknown_tags:
         raise tagged_fields_unsupported('DescribeAclsResource')
-    w += _S1.pack(o.resource_type)
+    w += _S3.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('DescribeAclsResource', 'resource_name')
     write_string(w, o.resource_name)
@@ -288,11 +432,11 @@ def _e_DescribeAclsResponse_0(o, w):
 def _e_DescribeAclsResource_1(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('DescribeAclsResource')
-    w += _S1.pack(o.resource_type)
+    w += _S3.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('DescribeAclsResource', 'resource_name')
     write_string(w, o.resource_name)
-    w += _S1.pack(o.pattern_type)
+    w += _S3.pack(o.pattern_type)
     if o.acls is None:
         raise null_in_non_nullable('DescribeAclsResource', 'acls')
     write_array_length(w, o.acls)
@@ -319,7 +463,7 @@ def _e_AclDescription_2(o, w):
     if o.host is None:
         raise null_in_non_nullable('AclDescription', 'host')
     write_compact_string(w, o.host)
-    w += _S2.pack(o.operation, o.permission_type)
+    w += _S4.pack(o.operation, o.permission_type)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -327,11 +471,11 @@ def _e_AclDescription_2(o, w):
 
 
 def _e_DescribeAclsResource_2(o, w):
-    w += _S1.pack(o.resource_type)
+    w += _S3.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('DescribeAclsResource', 'resource_name')
     write_compact_string(w, o.resource_name)
-    w += _S1.pack(o.pattern_type)
+    w += _S3.pack(o.pattern_type)
     if o.acls is None:
         raise null_in_non_nullable('DescribeAclsResource', 'acls')
     write_compact_array_length(w, o.acls)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,10 @@ _new = object.__new__
 
 __all__ = ['DescribeClientQuotasRequest']
 
-_S0 = _Packer('>b')
-_S1 = _Packer('>?')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>b')
+_S3 = _Packer('>?')
 
 
 class DescribeClientQuotasRequest(Message):
@@ -97,23 +87,49 @@ _C_ComponentData.FIELDS = (
 def _d_ComponentData_0(m, p):
     o = _new(_C_ComponentData)
     o._unknown_tags = None
-    o.entity_type, p = read_string(m, p)
-    (o.match_type,) = _S0.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('entity_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('entity_type', p, n, len(m))
+        o.entity_type = str(m[p:e], 'utf-8')
+        p = e
+    (o.match_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.match, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('match', p, n, len(m))
+        o.match = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('match', p, n, len(m))
+        o.match = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_DescribeClientQuotasRequest_0(m, p):
     o = _new(_C_DescribeClientQuotasRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_ComponentData_0(m, p)
-        items.append(item)
-    o.components = items
-    (o.strict,) = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('components', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('components', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ComponentData_0(m, p)
+            items.append(item)
+        o.components = items
+    (o.strict,) = _S3.unpack_from(m, p)
     p += 1
     return o, p
 
@@ -121,10 +137,36 @@ def _d_DescribeClientQuotasRequest_0(m, p):
 def _d_ComponentData_1(m, p):
     o = _new(_C_ComponentData)
     o._unknown_tags = None
-    o.entity_type, p = read_compact_string(m, p)
-    (o.match_type,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('entity_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('entity_type', p, n, len(m))
+        o.entity_type = str(m[p:e], 'utf-8')
+        p = e
+    (o.match_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.match, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.match = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('match', p, n, len(m))
+        o.match = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -135,13 +177,23 @@ def _d_ComponentData_1(m, p):
 def _d_DescribeClientQuotasRequest_1(m, p):
     o = _new(_C_DescribeClientQuotasRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_ComponentData_1(m, p)
-        items.append(item)
-    o.components = items
-    (o.strict,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('components', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('components', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ComponentData_1(m, p)
+            items.append(item)
+        o.components = items
+    (o.strict,) = _S3.unpack_from(m, p)
     p += 1
     if m[p] == 0:
         p += 1
@@ -156,7 +208,7 @@ def _e_ComponentData_0(o, w):
     if o.entity_type is None:
         raise null_in_non_nullable('ComponentData', 'entity_type')
     write_string(w, o.entity_type)
-    w += _S0.pack(o.match_type)
+    w += _S2.pack(o.match_type)
     write_nullable_string(w, o.match)
 
 
@@ -168,14 +220,14 @@ def _e_DescribeClientQuotasRequest_0(o, w):
     write_array_length(w, o.components)
     for item in o.components:
         _e_ComponentData_0(item, w)
-    w += _S1.pack(o.strict)
+    w += _S3.pack(o.strict)
 
 
 def _e_ComponentData_1(o, w):
     if o.entity_type is None:
         raise null_in_non_nullable('ComponentData', 'entity_type')
     write_compact_string(w, o.entity_type)
-    w += _S0.pack(o.match_type)
+    w += _S2.pack(o.match_type)
     write_compact_nullable_string(w, o.match)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
@@ -189,7 +241,7 @@ def _e_DescribeClientQuotasRequest_1(o, w):
     write_compact_array_length(w, o.components)
     for item in o.components:
         _e_ComponentData_1(item, w)
-    w += _S1.pack(o.strict)
+    w += _S3.pack(o.strict)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,9 @@ _new = object.__new__
 __all__ = ['DescribeClientQuotasResponse']
 
 _S0 = _Packer('>ih')
-_S1 = _Packer('>d')
+_S1 = _Packer('>h')
+_S2 = _Packer('>i')
+_S3 = _Packer('>d')
 
 
 class DescribeClientQuotasResponse(Message):
@@ -125,16 +115,45 @@ _C_ValueData.FIELDS = (
 def _d_EntityData_0(m, p):
     o = _new(_C_EntityData)
     o._unknown_tags = None
-    o.entity_type, p = read_string(m, p)
-    o.entity_name, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('entity_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('entity_type', p, n, len(m))
+        o.entity_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('entity_name', p, n, len(m))
+        o.entity_name = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('entity_name', p, n, len(m))
+        o.entity_name = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_ValueData_0(m, p):
     o = _new(_C_ValueData)
     o._unknown_tags = None
-    o.key, p = read_string(m, p)
-    (o.value,) = _S1.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('key', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('key', p, n, len(m))
+        o.key = str(m[p:e], 'utf-8')
+        p = e
+    (o.value,) = _S3.unpack_from(m, p)
     p += 8
     return o, p
 
@@ -142,18 +161,30 @@ def _d_ValueData_0(m, p):
 def _d_EntryData_0(m, p):
     o = _new(_C_EntryData)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_EntityData_0(m, p)
-        items.append(item)
-    o.entity = items
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_ValueData_0(m, p)
-        items.append(item)
-    o.values = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('entity', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('entity', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EntityData_0(m, p)
+            items.append(item)
+        o.entity = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('values', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('values', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ValueData_0(m, p)
+            items.append(item)
+        o.values = items
     return o, p
 
 
@@ -162,10 +193,26 @@ def _d_DescribeClientQuotasResponse_0(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_nullable_string(m, p)
-    n, p = read_nullable_array_length(m, p, 8)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
     if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('entries', p, n, len(m))
         o.entries = None
+    elif n * 8 > len(m) - p:
+        raise bad_count('entries', p, n)
     else:
         items = []
         for _ in range(n):
@@ -178,8 +225,34 @@ def _d_DescribeClientQuotasResponse_0(m, p):
 def _d_EntityData_1(m, p):
     o = _new(_C_EntityData)
     o._unknown_tags = None
-    o.entity_type, p = read_compact_string(m, p)
-    o.entity_name, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('entity_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('entity_type', p, n, len(m))
+        o.entity_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.entity_name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('entity_name', p, n, len(m))
+        o.entity_name = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -190,8 +263,21 @@ def _d_EntityData_1(m, p):
 def _d_ValueData_1(m, p):
     o = _new(_C_ValueData)
     o._unknown_tags = None
-    o.key, p = read_compact_string(m, p)
-    (o.value,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('key', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('key', p, n, len(m))
+        o.key = str(m[p:e], 'utf-8')
+        p = e
+    (o.value,) = _S3.unpack_from(m, p)
     p += 8
     if m[p] == 0:
         p += 1
@@ -203,18 +289,38 @@ def _d_ValueData_1(m, p):
 def _d_EntryData_1(m, p):
     o = _new(_C_EntryData)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_EntityData_1(m, p)
-        items.append(item)
-    o.entity = items
-    n, p = read_compact_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_ValueData_1(m, p)
-        items.append(item)
-    o.values = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('entity', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('entity', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EntityData_1(m, p)
+            items.append(item)
+        o.entity = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('values', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('values', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ValueData_1(m, p)
+            items.append(item)
+        o.values = items
     if m[p] == 0:
         p += 1
     else:
@@ -227,10 +333,30 @@ def _d_DescribeClientQuotasResponse_1(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_compact_nullable_string(m, p)
-    n, p = read_compact_nullable_array_length(m, p, 3)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.entries = None
+    elif n * 3 > len(m) - p:
+        raise bad_count('entries', p, n)
     else:
         items = []
         for _ in range(n):
@@ -259,7 +385,7 @@ def _e_ValueData_0(o, w):
     if o.key is None:
         raise null_in_non_nullable('ValueData', 'key')
     write_string(w, o.key)
-    w += _S1.pack(o.value)
+    w += _S3.pack(o.value)
 
 
 def _e_EntryData_0(o, w):
@@ -303,7 +429,7 @@ def _e_ValueData_1(o, w):
     if o.key is None:
         raise null_in_non_nullable('ValueData', 'key')
     write_compact_string(w, o.key)
-    w += _S1.pack(o.value)
+    w += _S3.pack(o.value)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -114,10 +102,36 @@ def _d_DescribeClusterBroker_0(m, p):
     o._unknown_tags = None
     (o.broker_id,) = _S1.unpack_from(m, p)
     p += 4
-    o.host, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     (o.port,) = _S1.unpack_from(m, p)
     p += 4
-    o.rack, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack', p, n, len(m))
+        o.rack = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -131,16 +145,52 @@ def _d_DescribeClusterResponse_0(m, p):
     o.endpoint_type = 1
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_compact_nullable_string(m, p)
-    o.cluster_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('cluster_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.controller_id,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeClusterBroker_0(m, p)
-        items.append(item)
-    o.brokers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeClusterBroker_0(m, p)
+            items.append(item)
+        o.brokers = items
     (o.cluster_authorized_operations,) = _S1.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -155,18 +205,54 @@ def _d_DescribeClusterResponse_1(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     (o.endpoint_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.cluster_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('cluster_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.controller_id,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeClusterBroker_0(m, p)
-        items.append(item)
-    o.brokers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeClusterBroker_0(m, p)
+            items.append(item)
+        o.brokers = items
     (o.cluster_authorized_operations,) = _S1.unpack_from(m, p)
     p += 4
     if m[p] == 0:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,9 +43,11 @@ _new = object.__new__
 
 __all__ = ['DescribeConfigsRequest']
 
-_S0 = _Packer('>b')
-_S1 = _Packer('>?')
-_S2 = _Packer('>??')
+_S0 = _Packer('>i')
+_S1 = _Packer('>b')
+_S2 = _Packer('>h')
+_S3 = _Packer('>?')
+_S4 = _Packer('>??')
 
 
 class DescribeConfigsRequest(Message):
@@ -100,16 +90,39 @@ _C_DescribeConfigsResource.FIELDS = (
 def _d_DescribeConfigsResource_0(m, p):
     o = _new(_C_DescribeConfigsResource)
     o._unknown_tags = None
-    (o.resource_type,) = _S0.unpack_from(m, p)
+    (o.resource_type,) = _S1.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_string(m, p)
-    n, p = read_nullable_array_length(m, p, 2)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
     if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('configuration_keys', p, n, len(m))
         o.configuration_keys = None
+    elif n * 2 > len(m) - p:
+        raise bad_count('configuration_keys', p, n)
     else:
         items = []
         for _ in range(n):
-            item, p = read_string(m, p)
+            (n,) = _S2.unpack_from(m, p)
+            p += 2
+            if n < 0:
+                raise bad_length('configuration_keys', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m):
+                    raise bad_length('configuration_keys', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
             items.append(item)
         o.configuration_keys = items
     return o, p
@@ -120,12 +133,18 @@ def _d_DescribeConfigsRequest_0(m, p):
     o._unknown_tags = None
     o.include_synonyms = False
     o.include_documentation = False
-    n, p = read_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsResource_0(m, p)
-        items.append(item)
-    o.resources = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('resources', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('resources', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsResource_0(m, p)
+            items.append(item)
+        o.resources = items
     return o, p
 
 
@@ -133,13 +152,19 @@ def _d_DescribeConfigsRequest_1(m, p):
     o = _new(_C_DescribeConfigsRequest)
     o._unknown_tags = None
     o.include_documentation = False
-    n, p = read_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsResource_0(m, p)
-        items.append(item)
-    o.resources = items
-    (o.include_synonyms,) = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('resources', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('resources', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsResource_0(m, p)
+            items.append(item)
+        o.resources = items
+    (o.include_synonyms,) = _S3.unpack_from(m, p)
     p += 1
     return o, p
 
@@ -147,13 +172,19 @@ def _d_DescribeConfigsRequest_1(m, p):
 def _d_DescribeConfigsRequest_3(m, p):
     o = _new(_C_DescribeConfigsRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsResource_0(m, p)
-        items.append(item)
-    o.resources = items
-    o.include_synonyms, o.include_documentation = _S2.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('resources', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('resources', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsResource_0(m, p)
+            items.append(item)
+        o.resources = items
+    o.include_synonyms, o.include_documentation = _S4.unpack_from(m, p)
     p += 2
     return o, p
 
@@ -161,16 +192,49 @@ def _d_DescribeConfigsRequest_3(m, p):
 def _d_DescribeConfigsResource_4(m, p):
     o = _new(_C_DescribeConfigsResource)
     o._unknown_tags = None
-    (o.resource_type,) = _S0.unpack_from(m, p)
+    (o.resource_type,) = _S1.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_compact_string(m, p)
-    n, p = read_compact_nullable_array_length(m, p, 1)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.configuration_keys = None
+    elif n * 1 > len(m) - p:
+        raise bad_count('configuration_keys', p, n)
     else:
         items = []
         for _ in range(n):
-            item, p = read_compact_string(m, p)
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('configuration_keys', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m) or n > 0x7FFF:
+                    raise bad_length('configuration_keys', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
             items.append(item)
         o.configuration_keys = items
     if m[p] == 0:
@@ -183,13 +247,23 @@ def _d_DescribeConfigsResource_4(m, p):
 def _d_DescribeConfigsRequest_4(m, p):
     o = _new(_C_DescribeConfigsRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsResource_4(m, p)
-        items.append(item)
-    o.resources = items
-    o.include_synonyms, o.include_documentation = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('resources', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('resources', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsResource_4(m, p)
+            items.append(item)
+        o.resources = items
+    o.include_synonyms, o.include_documentation = _S4.unpack_from(m, p)
     p += 2
     if m[p] == 0:
         p += 1
@@ -201,7 +275,7 @@ def _d_DescribeConfigsRequest_4(m, p):
 def _e_DescribeConfigsResource_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('DescribeConfigsResource')
-    w += _S0.pack(o.resource_type)
+    w += _S1.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('DescribeConfigsResource', 'resource_name')
     write_string(w, o.resource_name)
@@ -235,7 +309,7 @@ def _e_DescribeConfigsRequest_1(o, w):
     write_array_length(w, o.resources)
     for item in o.resources:
         _e_DescribeConfigsResource_0(item, w)
-    w += _S1.pack(o.include_synonyms)
+    w += _S3.pack(o.include_synonyms)
 
 
 def _e_DescribeConfigsRequest_3(o, w):
@@ -246,11 +320,11 @@ def _e_DescribeConfigsRequest_3(o, w):
     write_array_length(w, o.resources)
     for item in o.resources:
         _e_DescribeConfigsResource_0(item, w)
-    w += _S2.pack(o.include_synonyms, o.include_documentation)
+    w += _S4.pack(o.include_synonyms, o.include_documentation)
 
 
 def _e_DescribeConfigsResource_4(o, w):
-    w += _S0.pack(o.resource_type)
+    w += _S1.pack(o.resource_type)
     if o.resource_name is None:
         raise null_in_non_nullable('DescribeConfigsResource', 'resource_name')
     write_compact_string(w, o.resource_name)
@@ -270,7 +344,7 @@ def _e_DescribeConfigsRequest_4(o, w):
     write_compact_array_length(w, o.resources)
     for item in o.resources:
         _e_DescribeConfigsResource_4(item, w)
-    w += _S2.pack(o.include_synonyms, o.include_documentation)
+    w += _S4.pack(o.include_synonyms, o.include_documentation)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

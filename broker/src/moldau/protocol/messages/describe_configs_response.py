@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -150,8 +138,28 @@ def _d_DescribeConfigsResourceResult_0(m, p):
     o.synonyms = []
     o.config_type = 0
     o.documentation = ''
-    o.name, p = read_string(m, p)
-    o.value, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('value', p, n, len(m))
+        o.value = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('value', p, n, len(m))
+        o.value = str(m[p:e], 'utf-8')
+        p = e
     o.read_only, o.is_default, o.is_sensitive = _S3.unpack_from(m, p)
     p += 3
     return o, p
@@ -162,16 +170,42 @@ def _d_DescribeConfigsResult_0(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     (o.resource_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsResourceResult_0(m, p)
-        items.append(item)
-    o.configs = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('configs', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('configs', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsResourceResult_0(m, p)
+            items.append(item)
+        o.configs = items
     return o, p
 
 
@@ -180,20 +214,46 @@ def _d_DescribeConfigsResponse_0(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsResult_0(m, p)
-        items.append(item)
-    o.results = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('results', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsResult_0(m, p)
+            items.append(item)
+        o.results = items
     return o, p
 
 
 def _d_DescribeConfigsSynonym_1(m, p):
     o = _new(_C_DescribeConfigsSynonym)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    o.value, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('value', p, n, len(m))
+        o.value = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('value', p, n, len(m))
+        o.value = str(m[p:e], 'utf-8')
+        p = e
     (o.source,) = _S2.unpack_from(m, p)
     p += 1
     return o, p
@@ -205,16 +265,42 @@ def _d_DescribeConfigsResourceResult_1(m, p):
     o.is_default = False
     o.config_type = 0
     o.documentation = ''
-    o.name, p = read_string(m, p)
-    o.value, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('value', p, n, len(m))
+        o.value = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('value', p, n, len(m))
+        o.value = str(m[p:e], 'utf-8')
+        p = e
     o.read_only, o.config_source, o.is_sensitive = _S4.unpack_from(m, p)
     p += 3
-    n, p = read_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsSynonym_1(m, p)
-        items.append(item)
-    o.synonyms = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('synonyms', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('synonyms', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsSynonym_1(m, p)
+            items.append(item)
+        o.synonyms = items
     return o, p
 
 
@@ -223,16 +309,42 @@ def _d_DescribeConfigsResult_1(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     (o.resource_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsResourceResult_1(m, p)
-        items.append(item)
-    o.configs = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('configs', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('configs', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsResourceResult_1(m, p)
+            items.append(item)
+        o.configs = items
     return o, p
 
 
@@ -241,12 +353,18 @@ def _d_DescribeConfigsResponse_1(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsResult_1(m, p)
-        items.append(item)
-    o.results = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('results', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsResult_1(m, p)
+            items.append(item)
+        o.results = items
     return o, p
 
 
@@ -254,19 +372,56 @@ def _d_DescribeConfigsResourceResult_3(m, p):
     o = _new(_C_DescribeConfigsResourceResult)
     o._unknown_tags = None
     o.is_default = False
-    o.name, p = read_string(m, p)
-    o.value, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('value', p, n, len(m))
+        o.value = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('value', p, n, len(m))
+        o.value = str(m[p:e], 'utf-8')
+        p = e
     o.read_only, o.config_source, o.is_sensitive = _S4.unpack_from(m, p)
     p += 3
-    n, p = read_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsSynonym_1(m, p)
-        items.append(item)
-    o.synonyms = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('synonyms', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('synonyms', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsSynonym_1(m, p)
+            items.append(item)
+        o.synonyms = items
     (o.config_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.documentation, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('documentation', p, n, len(m))
+        o.documentation = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('documentation', p, n, len(m))
+        o.documentation = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -275,16 +430,42 @@ def _d_DescribeConfigsResult_3(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     (o.resource_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsResourceResult_3(m, p)
-        items.append(item)
-    o.configs = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('configs', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('configs', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsResourceResult_3(m, p)
+            items.append(item)
+        o.configs = items
     return o, p
 
 
@@ -293,20 +474,52 @@ def _d_DescribeConfigsResponse_3(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsResult_3(m, p)
-        items.append(item)
-    o.results = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('results', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsResult_3(m, p)
+            items.append(item)
+        o.results = items
     return o, p
 
 
 def _d_DescribeConfigsSynonym_4(m, p):
     o = _new(_C_DescribeConfigsSynonym)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    o.value, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.value = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('value', p, n, len(m))
+        o.value = str(m[p:e], 'utf-8')
+        p = e
     (o.source,) = _S2.unpack_from(m, p)
     p += 1
     if m[p] == 0:
@@ -320,19 +533,68 @@ def _d_DescribeConfigsResourceResult_4(m, p):
     o = _new(_C_DescribeConfigsResourceResult)
     o._unknown_tags = None
     o.is_default = False
-    o.name, p = read_compact_string(m, p)
-    o.value, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.value = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('value', p, n, len(m))
+        o.value = str(m[p:e], 'utf-8')
+        p = e
     o.read_only, o.config_source, o.is_sensitive = _S4.unpack_from(m, p)
     p += 3
-    n, p = read_compact_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsSynonym_4(m, p)
-        items.append(item)
-    o.synonyms = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('synonyms', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('synonyms', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsSynonym_4(m, p)
+            items.append(item)
+        o.synonyms = items
     (o.config_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.documentation, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.documentation = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('documentation', p, n, len(m))
+        o.documentation = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -345,16 +607,52 @@ def _d_DescribeConfigsResult_4(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     (o.resource_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 9)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsResourceResult_4(m, p)
-        items.append(item)
-    o.configs = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('configs', p, n, len(m))
+    elif n * 9 > len(m) - p:
+        raise bad_count('configs', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsResourceResult_4(m, p)
+            items.append(item)
+        o.configs = items
     if m[p] == 0:
         p += 1
     else:
@@ -367,12 +665,22 @@ def _d_DescribeConfigsResponse_4(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeConfigsResult_4(m, p)
-        items.append(item)
-    o.results = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('results', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeConfigsResult_4(m, p)
+            items.append(item)
+        o.results = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,6 +43,8 @@ _new = object.__new__
 
 __all__ = ['DescribeDelegationTokenRequest']
 
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
 
 
 class DescribeDelegationTokenRequest(Message):
@@ -91,17 +81,40 @@ _C_DescribeDelegationTokenOwner.FIELDS = (
 def _d_DescribeDelegationTokenOwner_0(m, p):
     o = _new(_C_DescribeDelegationTokenOwner)
     o._unknown_tags = None
-    o.principal_type, p = read_string(m, p)
-    o.principal_name, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_type', p, n, len(m))
+        o.principal_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_name', p, n, len(m))
+        o.principal_name = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_DescribeDelegationTokenRequest_0(m, p):
     o = _new(_C_DescribeDelegationTokenRequest)
     o._unknown_tags = None
-    n, p = read_nullable_array_length(m, p, 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
     if n < 0:
+        if n != -1:
+            raise bad_length('owners', p, n, len(m))
         o.owners = None
+    elif n * 4 > len(m) - p:
+        raise bad_count('owners', p, n)
     else:
         items = []
         for _ in range(n):
@@ -114,8 +127,34 @@ def _d_DescribeDelegationTokenRequest_0(m, p):
 def _d_DescribeDelegationTokenOwner_2(m, p):
     o = _new(_C_DescribeDelegationTokenOwner)
     o._unknown_tags = None
-    o.principal_type, p = read_compact_string(m, p)
-    o.principal_name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_type', p, n, len(m))
+        o.principal_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_name', p, n, len(m))
+        o.principal_name = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -126,9 +165,16 @@ def _d_DescribeDelegationTokenOwner_2(m, p):
 def _d_DescribeDelegationTokenRequest_2(m, p):
     o = _new(_C_DescribeDelegationTokenRequest)
     o._unknown_tags = None
-    n, p = read_compact_nullable_array_length(m, p, 3)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.owners = None
+    elif n * 3 > len(m) - p:
+        raise bad_count('owners', p, n)
     else:
         items = []
         for _ in range(n):

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,8 +44,8 @@ _new = object.__new__
 __all__ = ['DescribeDelegationTokenResponse']
 
 _S0 = _Packer('>h')
-_S1 = _Packer('>qqq')
-_S2 = _Packer('>i')
+_S1 = _Packer('>i')
+_S2 = _Packer('>qqq')
 
 
 class DescribeDelegationTokenResponse(Message):
@@ -127,8 +115,26 @@ _C_DescribedDelegationTokenRenewer.FIELDS = (
 def _d_DescribedDelegationTokenRenewer_0(m, p):
     o = _new(_C_DescribedDelegationTokenRenewer)
     o._unknown_tags = None
-    o.principal_type, p = read_string(m, p)
-    o.principal_name, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_type', p, n, len(m))
+        o.principal_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_name', p, n, len(m))
+        o.principal_name = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -137,18 +143,60 @@ def _d_DescribedDelegationToken_0(m, p):
     o._unknown_tags = None
     o.token_requester_principal_type = ''
     o.token_requester_principal_name = ''
-    o.principal_type, p = read_string(m, p)
-    o.principal_name, p = read_string(m, p)
-    o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_type', p, n, len(m))
+        o.principal_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('principal_name', p, n, len(m))
+        o.principal_name = str(m[p:e], 'utf-8')
+        p = e
+    o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S2.unpack_from(m, p)
     p += 24
-    o.token_id, p = read_string(m, p)
-    o.hmac, p = read_bytes(m, p)
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedDelegationTokenRenewer_0(m, p)
-        items.append(item)
-    o.renewers = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('token_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('token_id', p, n, len(m))
+        o.token_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('hmac', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('hmac', p, n, len(m))
+        o.hmac = bytes(m[p:e])
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('renewers', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('renewers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedDelegationTokenRenewer_0(m, p)
+            items.append(item)
+        o.renewers = items
     return o, p
 
 
@@ -157,13 +205,19 @@ def _d_DescribeDelegationTokenResponse_0(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_array_length(m, p, 38)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedDelegationToken_0(m, p)
-        items.append(item)
-    o.tokens = items
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('tokens', p, n, len(m))
+    elif n * 38 > len(m) - p:
+        raise bad_count('tokens', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedDelegationToken_0(m, p)
+            items.append(item)
+        o.tokens = items
+    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -171,8 +225,34 @@ def _d_DescribeDelegationTokenResponse_0(m, p):
 def _d_DescribedDelegationTokenRenewer_2(m, p):
     o = _new(_C_DescribedDelegationTokenRenewer)
     o._unknown_tags = None
-    o.principal_type, p = read_compact_string(m, p)
-    o.principal_name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_type', p, n, len(m))
+        o.principal_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_name', p, n, len(m))
+        o.principal_name = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -185,18 +265,80 @@ def _d_DescribedDelegationToken_2(m, p):
     o._unknown_tags = None
     o.token_requester_principal_type = ''
     o.token_requester_principal_name = ''
-    o.principal_type, p = read_compact_string(m, p)
-    o.principal_name, p = read_compact_string(m, p)
-    o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_type', p, n, len(m))
+        o.principal_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_name', p, n, len(m))
+        o.principal_name = str(m[p:e], 'utf-8')
+        p = e
+    o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S2.unpack_from(m, p)
     p += 24
-    o.token_id, p = read_compact_string(m, p)
-    o.hmac, p = read_compact_bytes(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedDelegationTokenRenewer_2(m, p)
-        items.append(item)
-    o.renewers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('token_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('token_id', p, n, len(m))
+        o.token_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('hmac', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('hmac', p, n, len(m))
+        o.hmac = bytes(m[p:e])
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('renewers', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('renewers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedDelegationTokenRenewer_2(m, p)
+            items.append(item)
+        o.renewers = items
     if m[p] == 0:
         p += 1
     else:
@@ -209,13 +351,23 @@ def _d_DescribeDelegationTokenResponse_2(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_compact_array_length(m, p, 30)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedDelegationToken_2(m, p)
-        items.append(item)
-    o.tokens = items
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('tokens', p, n, len(m))
+    elif n * 30 > len(m) - p:
+        raise bad_count('tokens', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedDelegationToken_2(m, p)
+            items.append(item)
+        o.tokens = items
+    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
     p += 4
     if m[p] == 0:
         p += 1
@@ -227,20 +379,108 @@ def _d_DescribeDelegationTokenResponse_2(m, p):
 def _d_DescribedDelegationToken_3(m, p):
     o = _new(_C_DescribedDelegationToken)
     o._unknown_tags = None
-    o.principal_type, p = read_compact_string(m, p)
-    o.principal_name, p = read_compact_string(m, p)
-    o.token_requester_principal_type, p = read_compact_string(m, p)
-    o.token_requester_principal_name, p = read_compact_string(m, p)
-    o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_type', p, n, len(m))
+        o.principal_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('principal_name', p, n, len(m))
+        o.principal_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('token_requester_principal_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('token_requester_principal_type', p, n, len(m))
+        o.token_requester_principal_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('token_requester_principal_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('token_requester_principal_name', p, n, len(m))
+        o.token_requester_principal_name = str(m[p:e], 'utf-8')
+        p = e
+    o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S2.unpack_from(m, p)
     p += 24
-    o.token_id, p = read_compact_string(m, p)
-    o.hmac, p = read_compact_bytes(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedDelegationTokenRenewer_2(m, p)
-        items.append(item)
-    o.renewers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('token_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('token_id', p, n, len(m))
+        o.token_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('hmac', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('hmac', p, n, len(m))
+        o.hmac = bytes(m[p:e])
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('renewers', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('renewers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedDelegationTokenRenewer_2(m, p)
+            items.append(item)
+        o.renewers = items
     if m[p] == 0:
         p += 1
     else:
@@ -253,13 +493,23 @@ def _d_DescribeDelegationTokenResponse_3(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_compact_array_length(m, p, 32)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedDelegationToken_3(m, p)
-        items.append(item)
-    o.tokens = items
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('tokens', p, n, len(m))
+    elif n * 32 > len(m) - p:
+        raise bad_count('tokens', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedDelegationToken_3(m, p)
+            items.append(item)
+        o.tokens = items
+    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
     p += 4
     if m[p] == 0:
         p += 1
@@ -292,7 +542,7 @@ def _e_DescribedDelegationToken_0(o, w):
     if o.principal_name is None:
         raise null_in_non_nullable('DescribedDelegationToken', 'principal_name')
     write_string(w, o.principal_name)
-    w += _S1.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
+    w += _S2.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
     if o.token_id is None:
         raise null_in_non_nullable('DescribedDelegationToken', 'token_id')
     write_string(w, o.token_id)
@@ -315,7 +565,7 @@ def _e_DescribeDelegationTokenResponse_0(o, w):
     write_array_length(w, o.tokens)
     for item in o.tokens:
         _e_DescribedDelegationToken_0(item, w)
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S1.pack(o.throttle_time_ms)
 
 
 def _e_DescribedDelegationTokenRenewer_2(o, w):
@@ -342,7 +592,7 @@ def _e_DescribedDelegationToken_2(o, w):
     if o.principal_name is None:
         raise null_in_non_nullable('DescribedDelegationToken', 'principal_name')
     write_compact_string(w, o.principal_name)
-    w += _S1.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
+    w += _S2.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
     if o.token_id is None:
         raise null_in_non_nullable('DescribedDelegationToken', 'token_id')
     write_compact_string(w, o.token_id)
@@ -367,7 +617,7 @@ def _e_DescribeDelegationTokenResponse_2(o, w):
     write_compact_array_length(w, o.tokens)
     for item in o.tokens:
         _e_DescribedDelegationToken_2(item, w)
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S1.pack(o.throttle_time_ms)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -387,7 +637,7 @@ def _e_DescribedDelegationToken_3(o, w):
     if o.token_requester_principal_name is None:
         raise null_in_non_nullable('DescribedDelegationToken', 'token_requester_principal_name')
     write_compact_string(w, o.token_requester_principal_name)
-    w += _S1.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
+    w += _S2.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
     if o.token_id is None:
         raise null_in_non_nullable('DescribedDelegationToken', 'token_id')
     write_compact_string(w, o.token_id)
@@ -412,7 +662,7 @@ def _e_DescribeDelegationTokenResponse_3(o, w):
     write_compact_array_length(w, o.tokens)
     for item in o.tokens:
         _e_DescribedDelegationToken_3(item, w)
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S1.pack(o.throttle_time_ms)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,7 +43,9 @@ _new = object.__new__
 
 __all__ = ['DescribeGroupsRequest']
 
-_S0 = _Packer('>?')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>?')
 
 
 class DescribeGroupsRequest(Message):
@@ -82,25 +72,55 @@ def _d_DescribeGroupsRequest_0(m, p):
     o = _new(_C_DescribeGroupsRequest)
     o._unknown_tags = None
     o.include_authorized_operations = False
-    n, p = read_array_length(m, p, 2)
-    items = []
-    for _ in range(n):
-        item, p = read_string(m, p)
-        items.append(item)
-    o.groups = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 2 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            (n,) = _S1.unpack_from(m, p)
+            p += 2
+            if n < 0:
+                raise bad_length('groups', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m):
+                    raise bad_length('groups', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.groups = items
     return o, p
 
 
 def _d_DescribeGroupsRequest_3(m, p):
     o = _new(_C_DescribeGroupsRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 2)
-    items = []
-    for _ in range(n):
-        item, p = read_string(m, p)
-        items.append(item)
-    o.groups = items
-    (o.include_authorized_operations,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 2 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            (n,) = _S1.unpack_from(m, p)
+            p += 2
+            if n < 0:
+                raise bad_length('groups', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m):
+                    raise bad_length('groups', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.groups = items
+    (o.include_authorized_operations,) = _S2.unpack_from(m, p)
     p += 1
     return o, p
 
@@ -108,13 +128,36 @@ def _d_DescribeGroupsRequest_3(m, p):
 def _d_DescribeGroupsRequest_5(m, p):
     o = _new(_C_DescribeGroupsRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 1)
-    items = []
-    for _ in range(n):
-        item, p = read_compact_string(m, p)
-        items.append(item)
-    o.groups = items
-    (o.include_authorized_operations,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 1 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('groups', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m) or n > 0x7FFF:
+                    raise bad_length('groups', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.groups = items
+    (o.include_authorized_operations,) = _S2.unpack_from(m, p)
     p += 1
     if m[p] == 0:
         p += 1
@@ -143,7 +186,7 @@ def _e_DescribeGroupsRequest_3(o, w):
     write_array_length(w, o.groups)
     for item in o.groups:
         write_string(w, item)
-    w += _S0.pack(o.include_authorized_operations)
+    w += _S2.pack(o.include_authorized_operations)
 
 
 def _e_DescribeGroupsRequest_5(o, w):
@@ -152,7 +195,7 @@ def _e_DescribeGroupsRequest_5(o, w):
     write_compact_array_length(w, o.groups)
     for item in o.groups:
         write_compact_string(w, item)
-    w += _S0.pack(o.include_authorized_operations)
+    w += _S2.pack(o.include_authorized_operations)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

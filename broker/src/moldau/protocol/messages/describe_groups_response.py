@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,8 @@ _new = object.__new__
 
 __all__ = ['DescribeGroupsResponse']
 
-_S0 = _Packer('>h')
-_S1 = _Packer('>i')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
 
 
 class DescribeGroupsResponse(Message):
@@ -127,11 +115,56 @@ def _d_DescribedGroupMember_0(m, p):
     o = _new(_C_DescribedGroupMember)
     o._unknown_tags = None
     o.group_instance_id = None
-    o.member_id, p = read_string(m, p)
-    o.client_id, p = read_string(m, p)
-    o.client_host, p = read_string(m, p)
-    o.member_metadata, p = read_bytes(m, p)
-    o.member_assignment, p = read_bytes(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('client_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('client_host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_host', p, n, len(m))
+        o.client_host = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('member_metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_metadata', p, n, len(m))
+        o.member_metadata = bytes(m[p:e])
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('member_assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_assignment', p, n, len(m))
+        o.member_assignment = bytes(m[p:e])
+        p = e
     return o, p
 
 
@@ -139,18 +172,60 @@ def _d_DescribedGroup_0(m, p):
     o = _new(_C_DescribedGroup)
     o._unknown_tags = None
     o.authorized_operations = -2147483648
-    (o.error_code,) = _S0.unpack_from(m, p)
+    (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.group_id, p = read_string(m, p)
-    o.group_state, p = read_string(m, p)
-    o.protocol_type, p = read_string(m, p)
-    o.protocol_data, p = read_string(m, p)
-    n, p = read_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedGroupMember_0(m, p)
-        items.append(item)
-    o.members = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_state', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_state', p, n, len(m))
+        o.group_state = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_data', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_data', p, n, len(m))
+        o.protocol_data = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedGroupMember_0(m, p)
+            items.append(item)
+        o.members = items
     return o, p
 
 
@@ -158,45 +233,99 @@ def _d_DescribeGroupsResponse_0(m, p):
     o = _new(_C_DescribeGroupsResponse)
     o._unknown_tags = None
     o.throttle_time_ms = 0
-    n, p = read_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedGroup_0(m, p)
-        items.append(item)
-    o.groups = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedGroup_0(m, p)
+            items.append(item)
+        o.groups = items
     return o, p
 
 
 def _d_DescribeGroupsResponse_1(m, p):
     o = _new(_C_DescribeGroupsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedGroup_0(m, p)
-        items.append(item)
-    o.groups = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedGroup_0(m, p)
+            items.append(item)
+        o.groups = items
     return o, p
 
 
 def _d_DescribedGroup_3(m, p):
     o = _new(_C_DescribedGroup)
     o._unknown_tags = None
-    (o.error_code,) = _S0.unpack_from(m, p)
+    (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.group_id, p = read_string(m, p)
-    o.group_state, p = read_string(m, p)
-    o.protocol_type, p = read_string(m, p)
-    o.protocol_data, p = read_string(m, p)
-    n, p = read_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedGroupMember_0(m, p)
-        items.append(item)
-    o.members = items
-    (o.authorized_operations,) = _S1.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_state', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_state', p, n, len(m))
+        o.group_state = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_data', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_data', p, n, len(m))
+        o.protocol_data = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedGroupMember_0(m, p)
+            items.append(item)
+        o.members = items
+    (o.authorized_operations,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -204,45 +333,149 @@ def _d_DescribedGroup_3(m, p):
 def _d_DescribeGroupsResponse_3(m, p):
     o = _new(_C_DescribeGroupsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedGroup_3(m, p)
-        items.append(item)
-    o.groups = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedGroup_3(m, p)
+            items.append(item)
+        o.groups = items
     return o, p
 
 
 def _d_DescribedGroupMember_4(m, p):
     o = _new(_C_DescribedGroupMember)
     o._unknown_tags = None
-    o.member_id, p = read_string(m, p)
-    o.group_instance_id, p = read_nullable_string(m, p)
-    o.client_id, p = read_string(m, p)
-    o.client_host, p = read_string(m, p)
-    o.member_metadata, p = read_bytes(m, p)
-    o.member_assignment, p = read_bytes(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('client_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('client_host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_host', p, n, len(m))
+        o.client_host = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('member_metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_metadata', p, n, len(m))
+        o.member_metadata = bytes(m[p:e])
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('member_assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_assignment', p, n, len(m))
+        o.member_assignment = bytes(m[p:e])
+        p = e
     return o, p
 
 
 def _d_DescribedGroup_4(m, p):
     o = _new(_C_DescribedGroup)
     o._unknown_tags = None
-    (o.error_code,) = _S0.unpack_from(m, p)
+    (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.group_id, p = read_string(m, p)
-    o.group_state, p = read_string(m, p)
-    o.protocol_type, p = read_string(m, p)
-    o.protocol_data, p = read_string(m, p)
-    n, p = read_array_length(m, p, 16)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedGroupMember_4(m, p)
-        items.append(item)
-    o.members = items
-    (o.authorized_operations,) = _S1.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_state', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_state', p, n, len(m))
+        o.group_state = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_data', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_data', p, n, len(m))
+        o.protocol_data = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 16 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedGroupMember_4(m, p)
+            items.append(item)
+        o.members = items
+    (o.authorized_operations,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -250,26 +483,110 @@ def _d_DescribedGroup_4(m, p):
 def _d_DescribeGroupsResponse_4(m, p):
     o = _new(_C_DescribeGroupsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedGroup_4(m, p)
-        items.append(item)
-    o.groups = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedGroup_4(m, p)
+            items.append(item)
+        o.groups = items
     return o, p
 
 
 def _d_DescribedGroupMember_5(m, p):
     o = _new(_C_DescribedGroupMember)
     o._unknown_tags = None
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
-    o.client_id, p = read_compact_string(m, p)
-    o.client_host, p = read_compact_string(m, p)
-    o.member_metadata, p = read_compact_bytes(m, p)
-    o.member_assignment, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('client_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('client_host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('client_host', p, n, len(m))
+        o.client_host = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_metadata', p, n, len(m))
+        o.member_metadata = bytes(m[p:e])
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_assignment', p, n, len(m))
+        o.member_assignment = bytes(m[p:e])
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -280,19 +597,81 @@ def _d_DescribedGroupMember_5(m, p):
 def _d_DescribedGroup_5(m, p):
     o = _new(_C_DescribedGroup)
     o._unknown_tags = None
-    (o.error_code,) = _S0.unpack_from(m, p)
+    (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.group_id, p = read_compact_string(m, p)
-    o.group_state, p = read_compact_string(m, p)
-    o.protocol_type, p = read_compact_string(m, p)
-    o.protocol_data, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedGroupMember_5(m, p)
-        items.append(item)
-    o.members = items
-    (o.authorized_operations,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_state', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_state', p, n, len(m))
+        o.group_state = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('protocol_data', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_data', p, n, len(m))
+        o.protocol_data = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedGroupMember_5(m, p)
+            items.append(item)
+        o.members = items
+    (o.authorized_operations,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
         p += 1
@@ -304,14 +683,24 @@ def _d_DescribedGroup_5(m, p):
 def _d_DescribeGroupsResponse_5(m, p):
     o = _new(_C_DescribeGroupsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedGroup_5(m, p)
-        items.append(item)
-    o.groups = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedGroup_5(m, p)
+            items.append(item)
+        o.groups = items
     if m[p] == 0:
         p += 1
     else:
@@ -344,7 +733,7 @@ def _e_DescribedGroup_0(o, w):
         raise non_default_absent('DescribedGroup', 'authorized_operations')
     if o._unknown_tags:
         raise tagged_fields_unsupported('DescribedGroup')
-    w += _S0.pack(o.error_code)
+    w += _S1.pack(o.error_code)
     if o.group_id is None:
         raise null_in_non_nullable('DescribedGroup', 'group_id')
     write_string(w, o.group_id)
@@ -377,7 +766,7 @@ def _e_DescribeGroupsResponse_0(o, w):
 def _e_DescribeGroupsResponse_1(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('DescribeGroupsResponse')
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.groups is None:
         raise null_in_non_nullable('DescribeGroupsResponse', 'groups')
     write_array_length(w, o.groups)
@@ -388,7 +777,7 @@ def _e_DescribeGroupsResponse_1(o, w):
 def _e_DescribedGroup_3(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('DescribedGroup')
-    w += _S0.pack(o.error_code)
+    w += _S1.pack(o.error_code)
     if o.group_id is None:
         raise null_in_non_nullable('DescribedGroup', 'group_id')
     write_string(w, o.group_id)
@@ -406,13 +795,13 @@ def _e_DescribedGroup_3(o, w):
     write_array_length(w, o.members)
     for item in o.members:
         _e_DescribedGroupMember_0(item, w)
-    w += _S1.pack(o.authorized_operations)
+    w += _S0.pack(o.authorized_operations)
 
 
 def _e_DescribeGroupsResponse_3(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('DescribeGroupsResponse')
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.groups is None:
         raise null_in_non_nullable('DescribeGroupsResponse', 'groups')
     write_array_length(w, o.groups)
@@ -444,7 +833,7 @@ def _e_DescribedGroupMember_4(o, w):
 def _e_DescribedGroup_4(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('DescribedGroup')
-    w += _S0.pack(o.error_code)
+    w += _S1.pack(o.error_code)
     if o.group_id is None:
         raise null_in_non_nullable('DescribedGroup', 'group_id')
     write_string(w, o.group_id)
@@ -462,13 +851,13 @@ def _e_DescribedGroup_4(o, w):
     write_array_length(w, o.members)
     for item in o.members:
         _e_DescribedGroupMember_4(item, w)
-    w += _S1.pack(o.authorized_operations)
+    w += _S0.pack(o.authorized_operations)
 
 
 def _e_DescribeGroupsResponse_4(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('DescribeGroupsResponse')
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.groups is None:
         raise null_in_non_nullable('DescribeGroupsResponse', 'groups')
     write_array_length(w, o.groups)
@@ -500,7 +889,7 @@ def _e_DescribedGroupMember_5(o, w):
 
 
 def _e_DescribedGroup_5(o, w):
-    w += _S0.pack(o.error_code)
+    w += _S1.pack(o.error_code)
     if o.group_id is None:
         raise null_in_non_nullable('DescribedGroup', 'group_id')
     write_compact_string(w, o.group_id)
@@ -518,7 +907,7 @@ def _e_DescribedGroup_5(o, w):
     write_compact_array_length(w, o.members)
     for item in o.members:
         _e_DescribedGroupMember_5(item, w)
-    w += _S1.pack(o.authorized_operations)
+    w += _S0.pack(o.authorized_operations)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -526,7 +915,7 @@ def _e_DescribedGroup_5(o, w):
 
 
 def _e_DescribeGroupsResponse_5(o, w):
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.groups is None:
         raise null_in_non_nullable('DescribeGroupsResponse', 'groups')
     write_compact_array_length(w, o.groups)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -144,13 +132,28 @@ def _d_DescribeLogDirsPartition_0(m, p):
 def _d_DescribeLogDirsTopic_0(m, p):
     o = _new(_C_DescribeLogDirsTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 21)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeLogDirsPartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 21 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeLogDirsPartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -161,13 +164,28 @@ def _d_DescribeLogDirsResult_0(m, p):
     o.usable_bytes = -1
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.log_dir, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeLogDirsTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('log_dir', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('log_dir', p, n, len(m))
+        o.log_dir = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeLogDirsTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -177,12 +195,18 @@ def _d_DescribeLogDirsResponse_0(m, p):
     o.error_code = 0
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeLogDirsResult_0(m, p)
-        items.append(item)
-    o.results = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('results', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeLogDirsResult_0(m, p)
+            items.append(item)
+        o.results = items
     return o, p
 
 
@@ -201,13 +225,36 @@ def _d_DescribeLogDirsPartition_2(m, p):
 def _d_DescribeLogDirsTopic_2(m, p):
     o = _new(_C_DescribeLogDirsTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 22)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeLogDirsPartition_2(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 22 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeLogDirsPartition_2(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -222,13 +269,36 @@ def _d_DescribeLogDirsResult_2(m, p):
     o.usable_bytes = -1
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.log_dir, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeLogDirsTopic_2(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('log_dir', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('log_dir', p, n, len(m))
+        o.log_dir = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeLogDirsTopic_2(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -242,12 +312,22 @@ def _d_DescribeLogDirsResponse_2(m, p):
     o.error_code = 0
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeLogDirsResult_2(m, p)
-        items.append(item)
-    o.results = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('results', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeLogDirsResult_2(m, p)
+            items.append(item)
+        o.results = items
     if m[p] == 0:
         p += 1
     else:
@@ -260,12 +340,22 @@ def _d_DescribeLogDirsResponse_3(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S3.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeLogDirsResult_2(m, p)
-        items.append(item)
-    o.results = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('results', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeLogDirsResult_2(m, p)
+            items.append(item)
+        o.results = items
     if m[p] == 0:
         p += 1
     else:
@@ -278,13 +368,36 @@ def _d_DescribeLogDirsResult_4(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.log_dir, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeLogDirsTopic_2(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('log_dir', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('log_dir', p, n, len(m))
+        o.log_dir = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeLogDirsTopic_2(m, p)
+            items.append(item)
+        o.topics = items
     o.total_bytes, o.usable_bytes = _S4.unpack_from(m, p)
     p += 16
     if m[p] == 0:
@@ -299,12 +412,22 @@ def _d_DescribeLogDirsResponse_4(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S3.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 21)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeLogDirsResult_4(m, p)
-        items.append(item)
-    o.results = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('results', p, n, len(m))
+    elif n * 21 > len(m) - p:
+        raise bad_count('results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeLogDirsResult_4(m, p)
+            items.append(item)
+        o.results = items
     if m[p] == 0:
         p += 1
     else:

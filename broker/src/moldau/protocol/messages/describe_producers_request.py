@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -91,9 +79,32 @@ _C_TopicRequest.FIELDS = (
 def _d_TopicRequest_0(m, p):
     o = _new(_C_TopicRequest)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_indexes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partition_indexes', p, n)
+    else:
+        o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -104,12 +115,22 @@ def _d_TopicRequest_0(m, p):
 def _d_DescribeProducersRequest_0(m, p):
     o = _new(_C_DescribeProducersRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicRequest_0(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicRequest_0(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -196,18 +184,38 @@ def _d_PartitionData_0(m, p):
     o.error_message = ''
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = _S1.unpack_from(m, p)
     p += 22
-    n, p = read_compact_array_length(m, p, 13)
-    items = []
-    for _ in range(n):
-        item, p = _d_ReplicaState_0(m, p)
-        items.append(item)
-    o.current_voters = items
-    n, p = read_compact_array_length(m, p, 13)
-    items = []
-    for _ in range(n):
-        item, p = _d_ReplicaState_0(m, p)
-        items.append(item)
-    o.observers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('current_voters', p, n, len(m))
+    elif n * 13 > len(m) - p:
+        raise bad_count('current_voters', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ReplicaState_0(m, p)
+            items.append(item)
+        o.current_voters = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('observers', p, n, len(m))
+    elif n * 13 > len(m) - p:
+        raise bad_count('observers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ReplicaState_0(m, p)
+            items.append(item)
+        o.observers = items
     if m[p] == 0:
         p += 1
     else:
@@ -218,13 +226,36 @@ def _d_PartitionData_0(m, p):
 def _d_TopicData_0(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 25)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_0(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 25 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_0(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -239,12 +270,22 @@ def _d_DescribeQuorumResponse_0(m, p):
     o.nodes = []
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_0(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_0(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -271,18 +312,38 @@ def _d_PartitionData_1(m, p):
     o.error_message = ''
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = _S1.unpack_from(m, p)
     p += 22
-    n, p = read_compact_array_length(m, p, 29)
-    items = []
-    for _ in range(n):
-        item, p = _d_ReplicaState_1(m, p)
-        items.append(item)
-    o.current_voters = items
-    n, p = read_compact_array_length(m, p, 29)
-    items = []
-    for _ in range(n):
-        item, p = _d_ReplicaState_1(m, p)
-        items.append(item)
-    o.observers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('current_voters', p, n, len(m))
+    elif n * 29 > len(m) - p:
+        raise bad_count('current_voters', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ReplicaState_1(m, p)
+            items.append(item)
+        o.current_voters = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('observers', p, n, len(m))
+    elif n * 29 > len(m) - p:
+        raise bad_count('observers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ReplicaState_1(m, p)
+            items.append(item)
+        o.observers = items
     if m[p] == 0:
         p += 1
     else:
@@ -293,13 +354,36 @@ def _d_PartitionData_1(m, p):
 def _d_TopicData_1(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 25)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_1(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 25 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_1(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -314,12 +398,22 @@ def _d_DescribeQuorumResponse_1(m, p):
     o.nodes = []
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_1(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_1(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -345,21 +439,54 @@ def _d_PartitionData_2(m, p):
     o._unknown_tags = None
     o.partition_index, o.error_code = _S4.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     o.leader_id, o.leader_epoch, o.high_watermark = _S5.unpack_from(m, p)
     p += 16
-    n, p = read_compact_array_length(m, p, 45)
-    items = []
-    for _ in range(n):
-        item, p = _d_ReplicaState_2(m, p)
-        items.append(item)
-    o.current_voters = items
-    n, p = read_compact_array_length(m, p, 45)
-    items = []
-    for _ in range(n):
-        item, p = _d_ReplicaState_2(m, p)
-        items.append(item)
-    o.observers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('current_voters', p, n, len(m))
+    elif n * 45 > len(m) - p:
+        raise bad_count('current_voters', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ReplicaState_2(m, p)
+            items.append(item)
+        o.current_voters = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('observers', p, n, len(m))
+    elif n * 45 > len(m) - p:
+        raise bad_count('observers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ReplicaState_2(m, p)
+            items.append(item)
+        o.observers = items
     if m[p] == 0:
         p += 1
     else:
@@ -370,13 +497,36 @@ def _d_PartitionData_2(m, p):
 def _d_TopicData_2(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 26)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_2(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 26 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_2(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -387,8 +537,34 @@ def _d_TopicData_2(m, p):
 def _d_Listener_2(m, p):
     o = _new(_C_Listener)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    o.host, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     (o.port,) = _S8.unpack_from(m, p)
     p += 2
     if m[p] == 0:
@@ -403,12 +579,22 @@ def _d_Node_2(m, p):
     o._unknown_tags = None
     (o.node_id,) = _S7.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_Listener_2(m, p)
-        items.append(item)
-    o.listeners = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('listeners', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('listeners', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Listener_2(m, p)
+            items.append(item)
+        o.listeners = items
     if m[p] == 0:
         p += 1
     else:
@@ -421,19 +607,52 @@ def _d_DescribeQuorumResponse_2(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_compact_nullable_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_2(m, p)
-        items.append(item)
-    o.topics = items
-    n, p = read_compact_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_Node_2(m, p)
-        items.append(item)
-    o.nodes = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_2(m, p)
+            items.append(item)
+        o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('nodes', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('nodes', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Node_2(m, p)
+            items.append(item)
+        o.nodes = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -149,22 +137,66 @@ def _d_DescribeTopicPartitionsResponsePartition_0(m, p):
     o._unknown_tags = None
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S3.unpack_from(m, p)
     p += 14
-    n, p = read_compact_array_length(m, p, 4)
-    o.replica_nodes, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_compact_array_length(m, p, 4)
-    o.isr_nodes, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_compact_nullable_array_length(m, p, 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('replica_nodes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replica_nodes', p, n)
+    else:
+        o.replica_nodes, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('isr_nodes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr_nodes', p, n)
+    else:
+        o.isr_nodes, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.eligible_leader_replicas = None
+    elif n * 4 > len(m) - p:
+        raise bad_count('eligible_leader_replicas', p, n)
     else:
         o.eligible_leader_replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_compact_nullable_array_length(m, p, 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.last_known_elr = None
+    elif n * 4 > len(m) - p:
+        raise bad_count('last_known_elr', p, n)
     else:
         o.last_known_elr, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_compact_array_length(m, p, 4)
-    o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('offline_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('offline_replicas', p, n)
+    else:
+        o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -177,16 +209,39 @@ def _d_DescribeTopicPartitionsResponseTopic_0(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.name, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     o.topic_id, o.is_internal = _S2.unpack_from(m, p)
     p += 17
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 20)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeTopicPartitionsResponsePartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 20 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeTopicPartitionsResponsePartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     (o.topic_authorized_operations,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -199,7 +254,20 @@ def _d_DescribeTopicPartitionsResponseTopic_0(m, p):
 def _d_Cursor_0(m, p):
     o = _new(_C_Cursor)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
     (o.partition_index,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -214,12 +282,22 @@ def _d_DescribeTopicPartitionsResponse_0(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 26)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribeTopicPartitionsResponseTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 26 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribeTopicPartitionsResponseTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] >= 0x80:
         o.next_cursor = None
         p += 1

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -121,9 +109,32 @@ _C_TopicData.FIELDS = (
 def _d_TopicData_0(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
-    o.topic, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -136,16 +147,52 @@ def _d_TransactionState_0(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.transactional_id, p = read_compact_string(m, p)
-    o.transaction_state, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('transactional_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('transaction_state', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('transaction_state', p, n, len(m))
+        o.transaction_state = str(m[p:e], 'utf-8')
+        p = e
     o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch = _S2.unpack_from(m, p)
     p += 22
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_0(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_0(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -158,12 +205,22 @@ def _d_DescribeTransactionsResponse_0(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 28)
-    items = []
-    for _ in range(n):
-        item, p = _d_TransactionState_0(m, p)
-        items.append(item)
-    o.transaction_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('transaction_states', p, n, len(m))
+    elif n * 28 > len(m) - p:
+        raise bad_count('transaction_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TransactionState_0(m, p)
+            items.append(item)
+        o.transaction_states = items
     if m[p] == 0:
         p += 1
     else:

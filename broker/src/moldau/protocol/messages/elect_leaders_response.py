@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,8 @@ _new = object.__new__
 __all__ = ['ElectLeadersResponse']
 
 _S0 = _Packer('>i')
-_S1 = _Packer('>ih')
+_S1 = _Packer('>h')
+_S2 = _Packer('>ih')
 
 
 class ElectLeadersResponse(Message):
@@ -112,22 +101,48 @@ _C_PartitionResult.FIELDS = (
 def _d_PartitionResult_0(m, p):
     o = _new(_C_PartitionResult)
     o._unknown_tags = None
-    o.partition_id, o.error_code = _S1.unpack_from(m, p)
+    o.partition_id, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_ReplicaElectionResult_0(m, p):
     o = _new(_C_ReplicaElectionResult)
     o._unknown_tags = None
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionResult_0(m, p)
-        items.append(item)
-    o.partition_result = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_result', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('partition_result', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionResult_0(m, p)
+            items.append(item)
+        o.partition_result = items
     return o, p
 
 
@@ -137,35 +152,60 @@ def _d_ElectLeadersResponse_0(m, p):
     o.error_code = 0
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ReplicaElectionResult_0(m, p)
-        items.append(item)
-    o.replica_election_results = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('replica_election_results', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('replica_election_results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ReplicaElectionResult_0(m, p)
+            items.append(item)
+        o.replica_election_results = items
     return o, p
 
 
 def _d_ElectLeadersResponse_1(m, p):
     o = _new(_C_ElectLeadersResponse)
     o._unknown_tags = None
-    o.throttle_time_ms, o.error_code = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ReplicaElectionResult_0(m, p)
-        items.append(item)
-    o.replica_election_results = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('replica_election_results', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('replica_election_results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ReplicaElectionResult_0(m, p)
+            items.append(item)
+        o.replica_election_results = items
     return o, p
 
 
 def _d_PartitionResult_2(m, p):
     o = _new(_C_PartitionResult)
     o._unknown_tags = None
-    o.partition_id, o.error_code = _S1.unpack_from(m, p)
+    o.partition_id, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -176,13 +216,36 @@ def _d_PartitionResult_2(m, p):
 def _d_ReplicaElectionResult_2(m, p):
     o = _new(_C_ReplicaElectionResult)
     o._unknown_tags = None
-    o.topic, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionResult_2(m, p)
-        items.append(item)
-    o.partition_result = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_result', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('partition_result', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionResult_2(m, p)
+            items.append(item)
+        o.partition_result = items
     if m[p] == 0:
         p += 1
     else:
@@ -193,14 +256,24 @@ def _d_ReplicaElectionResult_2(m, p):
 def _d_ElectLeadersResponse_2(m, p):
     o = _new(_C_ElectLeadersResponse)
     o._unknown_tags = None
-    o.throttle_time_ms, o.error_code = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_ReplicaElectionResult_2(m, p)
-        items.append(item)
-    o.replica_election_results = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('replica_election_results', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('replica_election_results', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ReplicaElectionResult_2(m, p)
+            items.append(item)
+        o.replica_election_results = items
     if m[p] == 0:
         p += 1
     else:
@@ -211,7 +284,7 @@ def _d_ElectLeadersResponse_2(m, p):
 def _e_PartitionResult_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionResult')
-    w += _S1.pack(o.partition_id, o.error_code)
+    w += _S2.pack(o.partition_id, o.error_code)
     write_nullable_string(w, o.error_message)
 
 
@@ -244,7 +317,7 @@ def _e_ElectLeadersResponse_0(o, w):
 def _e_ElectLeadersResponse_1(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('ElectLeadersResponse')
-    w += _S1.pack(o.throttle_time_ms, o.error_code)
+    w += _S2.pack(o.throttle_time_ms, o.error_code)
     if o.replica_election_results is None:
         raise null_in_non_nullable('ElectLeadersResponse', 'replica_election_results')
     write_array_length(w, o.replica_election_results)
@@ -253,7 +326,7 @@ def _e_ElectLeadersResponse_1(o, w):
 
 
 def _e_PartitionResult_2(o, w):
-    w += _S1.pack(o.partition_id, o.error_code)
+    w += _S2.pack(o.partition_id, o.error_code)
     write_compact_nullable_string(w, o.error_message)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
@@ -277,7 +350,7 @@ def _e_ReplicaElectionResult_2(o, w):
 
 
 def _e_ElectLeadersResponse_2(o, w):
-    w += _S1.pack(o.throttle_time_ms, o.error_code)
+    w += _S2.pack(o.throttle_time_ms, o.error_code)
     if o.replica_election_results is None:
         raise null_in_non_nullable('ElectLeadersResponse', 'replica_election_results')
     write_compact_array_length(w, o.replica_election_results)

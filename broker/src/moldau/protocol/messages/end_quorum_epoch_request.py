@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,9 +43,11 @@ _new = object.__new__
 
 __all__ = ['EndQuorumEpochRequest']
 
-_S0 = _Packer('>iii')
-_S1 = _Packer('>i16s')
-_S2 = _Packer('>H')
+_S0 = _Packer('>h')
+_S1 = _Packer('>i')
+_S2 = _Packer('>iii')
+_S3 = _Packer('>i16s')
+_S4 = _Packer('>H')
 
 
 class EndQuorumEpochRequest(Message):
@@ -146,23 +136,44 @@ def _d_PartitionData_0(m, p):
     o = _new(_C_PartitionData)
     o._unknown_tags = None
     o.preferred_candidates = []
-    o.partition_index, o.leader_id, o.leader_epoch = _S0.unpack_from(m, p)
+    o.partition_index, o.leader_id, o.leader_epoch = _S2.unpack_from(m, p)
     p += 12
-    n, p = read_array_length(m, p, 4)
-    o.preferred_successors, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('preferred_successors', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('preferred_successors', p, n)
+    else:
+        o.preferred_successors, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
 def _d_TopicData_0(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
-    o.topic_name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 16)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 16 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -170,20 +181,37 @@ def _d_EndQuorumEpochRequest_0(m, p):
     o = _new(_C_EndQuorumEpochRequest)
     o._unknown_tags = None
     o.leader_endpoints = []
-    o.cluster_id, p = read_nullable_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_ReplicaInfo_1(m, p):
     o = _new(_C_ReplicaInfo)
     o._unknown_tags = None
-    o.candidate_id, o.candidate_directory_id = _S1.unpack_from(m, p)
+    o.candidate_id, o.candidate_directory_id = _S3.unpack_from(m, p)
     p += 20
     o.candidate_directory_id = as_uuid(o.candidate_directory_id)
     if m[p] == 0:
@@ -197,14 +225,24 @@ def _d_PartitionData_1(m, p):
     o = _new(_C_PartitionData)
     o._unknown_tags = None
     o.preferred_successors = []
-    o.partition_index, o.leader_id, o.leader_epoch = _S0.unpack_from(m, p)
+    o.partition_index, o.leader_id, o.leader_epoch = _S2.unpack_from(m, p)
     p += 12
-    n, p = read_compact_array_length(m, p, 21)
-    items = []
-    for _ in range(n):
-        item, p = _d_ReplicaInfo_1(m, p)
-        items.append(item)
-    o.preferred_candidates = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('preferred_candidates', p, n, len(m))
+    elif n * 21 > len(m) - p:
+        raise bad_count('preferred_candidates', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ReplicaInfo_1(m, p)
+            items.append(item)
+        o.preferred_candidates = items
     if m[p] == 0:
         p += 1
     else:
@@ -215,13 +253,36 @@ def _d_PartitionData_1(m, p):
 def _d_TopicData_1(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_1(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_1(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -232,9 +293,35 @@ def _d_TopicData_1(m, p):
 def _d_LeaderEndpoint_1(m, p):
     o = _new(_C_LeaderEndpoint)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    o.host, p = read_compact_string(m, p)
-    (o.port,) = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    (o.port,) = _S4.unpack_from(m, p)
     p += 2
     if m[p] == 0:
         p += 1
@@ -246,19 +333,52 @@ def _d_LeaderEndpoint_1(m, p):
 def _d_EndQuorumEpochRequest_1(m, p):
     o = _new(_C_EndQuorumEpochRequest)
     o._unknown_tags = None
-    o.cluster_id, p = read_compact_nullable_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_1(m, p)
-        items.append(item)
-    o.topics = items
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderEndpoint_1(m, p)
-        items.append(item)
-    o.leader_endpoints = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_1(m, p)
+            items.append(item)
+        o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('leader_endpoints', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('leader_endpoints', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderEndpoint_1(m, p)
+            items.append(item)
+        o.leader_endpoints = items
     if m[p] == 0:
         p += 1
     else:
@@ -269,7 +389,7 @@ def _d_EndQuorumEpochRequest_1(m, p):
 def _e_PartitionData_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionData')
-    w += _S0.pack(o.partition_index, o.leader_id, o.leader_epoch)
+    w += _S2.pack(o.partition_index, o.leader_id, o.leader_epoch)
     if o.preferred_successors is None:
         raise null_in_non_nullable('PartitionData', 'preferred_successors')
     write_array_length(w, o.preferred_successors)
@@ -301,7 +421,7 @@ def _e_EndQuorumEpochRequest_0(o, w):
 
 
 def _e_ReplicaInfo_1(o, w):
-    w += _S1.pack(o.candidate_id, o.candidate_directory_id.bytes)
+    w += _S3.pack(o.candidate_id, o.candidate_directory_id.bytes)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -309,7 +429,7 @@ def _e_ReplicaInfo_1(o, w):
 
 
 def _e_PartitionData_1(o, w):
-    w += _S0.pack(o.partition_index, o.leader_id, o.leader_epoch)
+    w += _S2.pack(o.partition_index, o.leader_id, o.leader_epoch)
     if o.preferred_candidates is None:
         raise null_in_non_nullable('PartitionData', 'preferred_candidates')
     write_compact_array_length(w, o.preferred_candidates)
@@ -343,7 +463,7 @@ def _e_LeaderEndpoint_1(o, w):
     if o.host is None:
         raise null_in_non_nullable('LeaderEndpoint', 'host')
     write_compact_string(w, o.host)
-    w += _S2.pack(o.port)
+    w += _S4.pack(o.port)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,8 +44,8 @@ _new = object.__new__
 __all__ = ['EndQuorumEpochResponse']
 
 _S0 = _Packer('>h')
-_S1 = _Packer('>ihii')
-_S2 = _Packer('>i')
+_S1 = _Packer('>i')
+_S2 = _Packer('>ihii')
 _S3 = _Packer('>H')
 
 
@@ -131,7 +119,7 @@ _C_NodeEndpoint.FIELDS = (
 def _d_PartitionData_0(m, p):
     o = _new(_C_PartitionData)
     o._unknown_tags = None
-    o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S1.unpack_from(m, p)
+    o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S2.unpack_from(m, p)
     p += 14
     return o, p
 
@@ -139,13 +127,28 @@ def _d_PartitionData_0(m, p):
 def _d_TopicData_0(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
-    o.topic_name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -155,19 +158,25 @@ def _d_EndQuorumEpochResponse_0(m, p):
     o.node_endpoints = []
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_PartitionData_1(m, p):
     o = _new(_C_PartitionData)
     o._unknown_tags = None
-    o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S1.unpack_from(m, p)
+    o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S2.unpack_from(m, p)
     p += 14
     if m[p] == 0:
         p += 1
@@ -179,13 +188,36 @@ def _d_PartitionData_1(m, p):
 def _d_TopicData_1(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 15)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_1(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 15 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_1(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -196,9 +228,22 @@ def _d_TopicData_1(m, p):
 def _d_NodeEndpoint_1(m, p):
     o = _new(_C_NodeEndpoint)
     o._unknown_tags = None
-    (o.node_id,) = _S2.unpack_from(m, p)
+    (o.node_id,) = _S1.unpack_from(m, p)
     p += 4
-    o.host, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     (o.port,) = _S3.unpack_from(m, p)
     p += 2
     if m[p] == 0:
@@ -214,12 +259,22 @@ def _t_EndQuorumEpochResponse_1(o, m, p):
         tag, size, p = read_tag_header(m, p)
         end = p + size
         if tag == 0:
-            n, p = read_compact_array_length(m, p, 8)
-            items = []
-            for _ in range(n):
-                item, p = _d_NodeEndpoint_1(m, p)
-                items.append(item)
-            o.node_endpoints = items
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('node_endpoints', p, n, len(m))
+            elif n * 8 > len(m) - p:
+                raise bad_count('node_endpoints', p, n)
+            else:
+                items = []
+                for _ in range(n):
+                    item, p = _d_NodeEndpoint_1(m, p)
+                    items.append(item)
+                o.node_endpoints = items
             check_tag_end(tag, end, p)
         else:
             keep_unknown_tag(o, tag, m[p:end])
@@ -233,12 +288,22 @@ def _d_EndQuorumEpochResponse_1(m, p):
     o.node_endpoints = []
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_1(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_1(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -249,7 +314,7 @@ def _d_EndQuorumEpochResponse_1(m, p):
 def _e_PartitionData_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionData')
-    w += _S1.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
+    w += _S2.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
 
 
 def _e_TopicData_0(o, w):
@@ -279,7 +344,7 @@ def _e_EndQuorumEpochResponse_0(o, w):
 
 
 def _e_PartitionData_1(o, w):
-    w += _S1.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
+    w += _S2.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -302,7 +367,7 @@ def _e_TopicData_1(o, w):
 
 
 def _e_NodeEndpoint_1(o, w):
-    w += _S2.pack(o.node_id)
+    w += _S1.pack(o.node_id)
     if o.host is None:
         raise null_in_non_nullable('NodeEndpoint', 'host')
     write_compact_string(w, o.host)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -82,9 +70,48 @@ _C_EnvelopeRequest.FIELDS = (
 def _d_EnvelopeRequest_0(m, p):
     o = _new(_C_EnvelopeRequest)
     o._unknown_tags = None
-    o.request_data, p = read_compact_bytes(m, p)
-    o.request_principal, p = read_compact_nullable_bytes(m, p)
-    o.client_host_address, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('request_data', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('request_data', p, n, len(m))
+        o.request_data = bytes(m[p:e])
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.request_principal = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('request_principal', p, n, len(m))
+        o.request_principal = bytes(m[p:e])
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('client_host_address', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_host_address', p, n, len(m))
+        o.client_host_address = bytes(m[p:e])
+        p = e
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,7 +43,8 @@ _new = object.__new__
 
 __all__ = ['ExpireDelegationTokenRequest']
 
-_S0 = _Packer('>q')
+_S0 = _Packer('>i')
+_S1 = _Packer('>q')
 
 
 class ExpireDelegationTokenRequest(Message):
@@ -81,8 +70,17 @@ _C_ExpireDelegationTokenRequest.FIELDS = (
 def _d_ExpireDelegationTokenRequest_0(m, p):
     o = _new(_C_ExpireDelegationTokenRequest)
     o._unknown_tags = None
-    o.hmac, p = read_bytes(m, p)
-    (o.expiry_time_period_ms,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('hmac', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('hmac', p, n, len(m))
+        o.hmac = bytes(m[p:e])
+        p = e
+    (o.expiry_time_period_ms,) = _S1.unpack_from(m, p)
     p += 8
     return o, p
 
@@ -90,8 +88,21 @@ def _d_ExpireDelegationTokenRequest_0(m, p):
 def _d_ExpireDelegationTokenRequest_2(m, p):
     o = _new(_C_ExpireDelegationTokenRequest)
     o._unknown_tags = None
-    o.hmac, p = read_compact_bytes(m, p)
-    (o.expiry_time_period_ms,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('hmac', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('hmac', p, n, len(m))
+        o.hmac = bytes(m[p:e])
+        p = e
+    (o.expiry_time_period_ms,) = _S1.unpack_from(m, p)
     p += 8
     if m[p] == 0:
         p += 1
@@ -106,14 +117,14 @@ def _e_ExpireDelegationTokenRequest_0(o, w):
     if o.hmac is None:
         raise null_in_non_nullable('ExpireDelegationTokenRequest', 'hmac')
     write_bytes(w, o.hmac)
-    w += _S0.pack(o.expiry_time_period_ms)
+    w += _S1.pack(o.expiry_time_period_ms)
 
 
 def _e_ExpireDelegationTokenRequest_2(o, w):
     if o.hmac is None:
         raise null_in_non_nullable('ExpireDelegationTokenRequest', 'hmac')
     write_compact_bytes(w, o.hmac)
-    w += _S0.pack(o.expiry_time_period_ms)
+    w += _S1.pack(o.expiry_time_period_ms)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

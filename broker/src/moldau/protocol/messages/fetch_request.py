@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,16 +44,18 @@ _new = object.__new__
 __all__ = ['FetchRequest']
 
 _S0 = _Packer('>iii')
-_S1 = _Packer('>iqi')
-_S2 = _Packer('>iiii')
-_S3 = _Packer('>iiiib')
-_S4 = _Packer('>iqqi')
-_S5 = _Packer('>iiiibii')
-_S6 = _Packer('>iiqqi')
-_S7 = _Packer('>iiqiqi')
-_S8 = _Packer('>16s')
-_S9 = _Packer('>iiibii')
-_S10 = _Packer('>iq')
+_S1 = _Packer('>i')
+_S2 = _Packer('>h')
+_S3 = _Packer('>iqi')
+_S4 = _Packer('>iiii')
+_S5 = _Packer('>iiiib')
+_S6 = _Packer('>iqqi')
+_S7 = _Packer('>iiiibii')
+_S8 = _Packer('>iiqqi')
+_S9 = _Packer('>iiqiqi')
+_S10 = _Packer('>16s')
+_S11 = _Packer('>iiibii')
+_S12 = _Packer('>iq')
 
 
 class FetchRequest(Message):
@@ -172,6 +162,7 @@ _C_ForgottenTopic.FIELDS = (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, (13, 32767), None, None, None, True, ZERO_UUID),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, (7, 32767), None, None, None, False, None),
 )
+_DEFAULT_ReplicaState = _C_ReplicaState()
 
 
 def _d_FetchPartition_0(m, p):
@@ -181,7 +172,7 @@ def _d_FetchPartition_0(m, p):
     o.last_fetched_epoch = -1
     o.log_start_offset = -1
     o.replica_directory_id = ZERO_UUID
-    o.partition, o.fetch_offset, o.partition_max_bytes = _S1.unpack_from(m, p)
+    o.partition, o.fetch_offset, o.partition_max_bytes = _S3.unpack_from(m, p)
     p += 16
     return o, p
 
@@ -190,13 +181,28 @@ def _d_FetchTopic_0(m, p):
     o = _new(_C_FetchTopic)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 16)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchPartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 16 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchPartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -204,7 +210,7 @@ def _d_FetchRequest_0(m, p):
     o = _new(_C_FetchRequest)
     o._unknown_tags = None
     o.cluster_id = None
-    o.replica_state = _C_ReplicaState()
+    o.replica_state = _default_ReplicaState()
     o.max_bytes = 2147483647
     o.isolation_level = 0
     o.session_id = 0
@@ -213,12 +219,18 @@ def _d_FetchRequest_0(m, p):
     o.rack_id = ''
     o.replica_id, o.max_wait_ms, o.min_bytes = _S0.unpack_from(m, p)
     p += 12
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -226,20 +238,26 @@ def _d_FetchRequest_3(m, p):
     o = _new(_C_FetchRequest)
     o._unknown_tags = None
     o.cluster_id = None
-    o.replica_state = _C_ReplicaState()
+    o.replica_state = _default_ReplicaState()
     o.isolation_level = 0
     o.session_id = 0
     o.session_epoch = -1
     o.forgotten_topics_data = []
     o.rack_id = ''
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes = _S2.unpack_from(m, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes = _S4.unpack_from(m, p)
     p += 16
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -247,19 +265,25 @@ def _d_FetchRequest_4(m, p):
     o = _new(_C_FetchRequest)
     o._unknown_tags = None
     o.cluster_id = None
-    o.replica_state = _C_ReplicaState()
+    o.replica_state = _default_ReplicaState()
     o.session_id = 0
     o.session_epoch = -1
     o.forgotten_topics_data = []
     o.rack_id = ''
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _S3.unpack_from(m, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _S5.unpack_from(m, p)
     p += 17
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -269,7 +293,7 @@ def _d_FetchPartition_5(m, p):
     o.current_leader_epoch = -1
     o.last_fetched_epoch = -1
     o.replica_directory_id = ZERO_UUID
-    o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S4.unpack_from(m, p)
+    o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S6.unpack_from(m, p)
     p += 24
     return o, p
 
@@ -278,13 +302,28 @@ def _d_FetchTopic_5(m, p):
     o = _new(_C_FetchTopic)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 24)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchPartition_5(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 24 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchPartition_5(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -292,19 +331,25 @@ def _d_FetchRequest_5(m, p):
     o = _new(_C_FetchRequest)
     o._unknown_tags = None
     o.cluster_id = None
-    o.replica_state = _C_ReplicaState()
+    o.replica_state = _default_ReplicaState()
     o.session_id = 0
     o.session_epoch = -1
     o.forgotten_topics_data = []
     o.rack_id = ''
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _S3.unpack_from(m, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _S5.unpack_from(m, p)
     p += 17
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchTopic_5(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchTopic_5(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -312,9 +357,24 @@ def _d_ForgottenTopic_7(m, p):
     o = _new(_C_ForgottenTopic)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
@@ -322,22 +382,34 @@ def _d_FetchRequest_7(m, p):
     o = _new(_C_FetchRequest)
     o._unknown_tags = None
     o.cluster_id = None
-    o.replica_state = _C_ReplicaState()
+    o.replica_state = _default_ReplicaState()
     o.rack_id = ''
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S5.unpack_from(m, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S7.unpack_from(m, p)
     p += 25
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchTopic_5(m, p)
-        items.append(item)
-    o.topics = items
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ForgottenTopic_7(m, p)
-        items.append(item)
-    o.forgotten_topics_data = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchTopic_5(m, p)
+            items.append(item)
+        o.topics = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('forgotten_topics_data', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('forgotten_topics_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ForgottenTopic_7(m, p)
+            items.append(item)
+        o.forgotten_topics_data = items
     return o, p
 
 
@@ -346,7 +418,7 @@ def _d_FetchPartition_9(m, p):
     o._unknown_tags = None
     o.last_fetched_epoch = -1
     o.replica_directory_id = ZERO_UUID
-    o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S6.unpack_from(m, p)
+    o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S8.unpack_from(m, p)
     p += 28
     return o, p
 
@@ -355,13 +427,28 @@ def _d_FetchTopic_9(m, p):
     o = _new(_C_FetchTopic)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 28)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchPartition_9(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 28 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchPartition_9(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -369,22 +456,34 @@ def _d_FetchRequest_9(m, p):
     o = _new(_C_FetchRequest)
     o._unknown_tags = None
     o.cluster_id = None
-    o.replica_state = _C_ReplicaState()
+    o.replica_state = _default_ReplicaState()
     o.rack_id = ''
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S5.unpack_from(m, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S7.unpack_from(m, p)
     p += 25
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchTopic_9(m, p)
-        items.append(item)
-    o.topics = items
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ForgottenTopic_7(m, p)
-        items.append(item)
-    o.forgotten_topics_data = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchTopic_9(m, p)
+            items.append(item)
+        o.topics = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('forgotten_topics_data', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('forgotten_topics_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ForgottenTopic_7(m, p)
+            items.append(item)
+        o.forgotten_topics_data = items
     return o, p
 
 
@@ -392,22 +491,43 @@ def _d_FetchRequest_11(m, p):
     o = _new(_C_FetchRequest)
     o._unknown_tags = None
     o.cluster_id = None
-    o.replica_state = _C_ReplicaState()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S5.unpack_from(m, p)
+    o.replica_state = _default_ReplicaState()
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S7.unpack_from(m, p)
     p += 25
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchTopic_9(m, p)
-        items.append(item)
-    o.topics = items
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ForgottenTopic_7(m, p)
-        items.append(item)
-    o.forgotten_topics_data = items
-    o.rack_id, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchTopic_9(m, p)
+            items.append(item)
+        o.topics = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('forgotten_topics_data', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('forgotten_topics_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ForgottenTopic_7(m, p)
+            items.append(item)
+        o.forgotten_topics_data = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('rack_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('rack_id', p, n, len(m))
+        o.rack_id = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -415,7 +535,7 @@ def _d_FetchPartition_12(m, p):
     o = _new(_C_FetchPartition)
     o._unknown_tags = None
     o.replica_directory_id = ZERO_UUID
-    o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S7.unpack_from(m, p)
+    o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S9.unpack_from(m, p)
     p += 32
     if m[p] == 0:
         p += 1
@@ -428,13 +548,36 @@ def _d_FetchTopic_12(m, p):
     o = _new(_C_FetchTopic)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 33)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchPartition_12(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 33 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchPartition_12(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -446,9 +589,32 @@ def _d_ForgottenTopic_12(m, p):
     o = _new(_C_ForgottenTopic)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -462,7 +628,20 @@ def _t_FetchRequest_12(o, m, p):
         tag, size, p = read_tag_header(m, p)
         end = p + size
         if tag == 0:
-            o.cluster_id, p = read_compact_nullable_string(m, p)
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                o.cluster_id = None
+            else:
+                e = p + n
+                if e > len(m) or n > 0x7FFF:
+                    raise bad_length('cluster_id', p, n, len(m))
+                o.cluster_id = str(m[p:e], 'utf-8')
+                p = e
             check_tag_end(tag, end, p)
         else:
             keep_unknown_tag(o, tag, m[p:end])
@@ -474,22 +653,55 @@ def _d_FetchRequest_12(m, p):
     o = _new(_C_FetchRequest)
     o._unknown_tags = None
     o.cluster_id = None
-    o.replica_state = _C_ReplicaState()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S5.unpack_from(m, p)
+    o.replica_state = _default_ReplicaState()
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S7.unpack_from(m, p)
     p += 25
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchTopic_12(m, p)
-        items.append(item)
-    o.topics = items
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_ForgottenTopic_12(m, p)
-        items.append(item)
-    o.forgotten_topics_data = items
-    o.rack_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchTopic_12(m, p)
+            items.append(item)
+        o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('forgotten_topics_data', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('forgotten_topics_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ForgottenTopic_12(m, p)
+            items.append(item)
+        o.forgotten_topics_data = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('rack_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack_id', p, n, len(m))
+        o.rack_id = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -501,15 +713,25 @@ def _d_FetchTopic_13(m, p):
     o = _new(_C_FetchTopic)
     o._unknown_tags = None
     o.topic = ''
-    (o.topic_id,) = _S8.unpack_from(m, p)
+    (o.topic_id,) = _S10.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 33)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchPartition_12(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 33 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchPartition_12(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -521,11 +743,21 @@ def _d_ForgottenTopic_13(m, p):
     o = _new(_C_ForgottenTopic)
     o._unknown_tags = None
     o.topic = ''
-    (o.topic_id,) = _S8.unpack_from(m, p)
+    (o.topic_id,) = _S10.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -537,22 +769,55 @@ def _d_FetchRequest_13(m, p):
     o = _new(_C_FetchRequest)
     o._unknown_tags = None
     o.cluster_id = None
-    o.replica_state = _C_ReplicaState()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S5.unpack_from(m, p)
+    o.replica_state = _default_ReplicaState()
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S7.unpack_from(m, p)
     p += 25
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchTopic_13(m, p)
-        items.append(item)
-    o.topics = items
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_ForgottenTopic_13(m, p)
-        items.append(item)
-    o.forgotten_topics_data = items
-    o.rack_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchTopic_13(m, p)
+            items.append(item)
+        o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('forgotten_topics_data', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('forgotten_topics_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ForgottenTopic_13(m, p)
+            items.append(item)
+        o.forgotten_topics_data = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('rack_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack_id', p, n, len(m))
+        o.rack_id = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -563,7 +828,7 @@ def _d_FetchRequest_13(m, p):
 def _d_ReplicaState_15(m, p):
     o = _new(_C_ReplicaState)
     o._unknown_tags = None
-    o.replica_id, o.replica_epoch = _S10.unpack_from(m, p)
+    o.replica_id, o.replica_epoch = _S12.unpack_from(m, p)
     p += 12
     if m[p] == 0:
         p += 1
@@ -578,7 +843,20 @@ def _t_FetchRequest_15(o, m, p):
         tag, size, p = read_tag_header(m, p)
         end = p + size
         if tag == 0:
-            o.cluster_id, p = read_compact_nullable_string(m, p)
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                o.cluster_id = None
+            else:
+                e = p + n
+                if e > len(m) or n > 0x7FFF:
+                    raise bad_length('cluster_id', p, n, len(m))
+                o.cluster_id = str(m[p:e], 'utf-8')
+                p = e
             check_tag_end(tag, end, p)
         elif tag == 1:
             o.replica_state, p = _d_ReplicaState_15(m, p)
@@ -594,22 +872,55 @@ def _d_FetchRequest_15(m, p):
     o._unknown_tags = None
     o.cluster_id = None
     o.replica_id = -1
-    o.replica_state = _C_ReplicaState()
-    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S9.unpack_from(m, p)
+    o.replica_state = _default_ReplicaState()
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S11.unpack_from(m, p)
     p += 21
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchTopic_13(m, p)
-        items.append(item)
-    o.topics = items
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_ForgottenTopic_13(m, p)
-        items.append(item)
-    o.forgotten_topics_data = items
-    o.rack_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchTopic_13(m, p)
+            items.append(item)
+        o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('forgotten_topics_data', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('forgotten_topics_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ForgottenTopic_13(m, p)
+            items.append(item)
+        o.forgotten_topics_data = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('rack_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack_id', p, n, len(m))
+        o.rack_id = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -623,7 +934,7 @@ def _t_FetchPartition_17(o, m, p):
         tag, size, p = read_tag_header(m, p)
         end = p + size
         if tag == 0:
-            (o.replica_directory_id,) = _S8.unpack_from(m, p)
+            (o.replica_directory_id,) = _S10.unpack_from(m, p)
             p += 16
             o.replica_directory_id = as_uuid(o.replica_directory_id)
             check_tag_end(tag, end, p)
@@ -637,7 +948,7 @@ def _d_FetchPartition_17(m, p):
     o = _new(_C_FetchPartition)
     o._unknown_tags = None
     o.replica_directory_id = ZERO_UUID
-    o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S7.unpack_from(m, p)
+    o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S9.unpack_from(m, p)
     p += 32
     if m[p] == 0:
         p += 1
@@ -650,15 +961,25 @@ def _d_FetchTopic_17(m, p):
     o = _new(_C_FetchTopic)
     o._unknown_tags = None
     o.topic = ''
-    (o.topic_id,) = _S8.unpack_from(m, p)
+    (o.topic_id,) = _S10.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 33)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchPartition_17(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 33 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchPartition_17(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -671,22 +992,55 @@ def _d_FetchRequest_17(m, p):
     o._unknown_tags = None
     o.cluster_id = None
     o.replica_id = -1
-    o.replica_state = _C_ReplicaState()
-    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S9.unpack_from(m, p)
+    o.replica_state = _default_ReplicaState()
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S11.unpack_from(m, p)
     p += 21
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchTopic_17(m, p)
-        items.append(item)
-    o.topics = items
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_ForgottenTopic_13(m, p)
-        items.append(item)
-    o.forgotten_topics_data = items
-    o.rack_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchTopic_17(m, p)
+            items.append(item)
+        o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('forgotten_topics_data', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('forgotten_topics_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ForgottenTopic_13(m, p)
+            items.append(item)
+        o.forgotten_topics_data = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('rack_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack_id', p, n, len(m))
+        o.rack_id = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -699,7 +1053,7 @@ def _e_FetchPartition_0(o, w):
         raise non_default_absent('FetchPartition', 'last_fetched_epoch')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchPartition')
-    w += _S1.pack(o.partition, o.fetch_offset, o.partition_max_bytes)
+    w += _S3.pack(o.partition, o.fetch_offset, o.partition_max_bytes)
 
 
 def _e_FetchTopic_0(o, w):
@@ -716,7 +1070,7 @@ def _e_FetchTopic_0(o, w):
 
 
 def _e_FetchRequest_0(o, w):
-    if o.replica_state != _C_ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o.forgotten_topics_data is None or o.forgotten_topics_data:
         raise non_default_absent('FetchRequest', 'forgotten_topics_data')
@@ -731,13 +1085,13 @@ def _e_FetchRequest_0(o, w):
 
 
 def _e_FetchRequest_3(o, w):
-    if o.replica_state != _C_ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o.forgotten_topics_data is None or o.forgotten_topics_data:
         raise non_default_absent('FetchRequest', 'forgotten_topics_data')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchRequest')
-    w += _S2.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes)
+    w += _S4.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
     write_array_length(w, o.topics)
@@ -746,13 +1100,13 @@ def _e_FetchRequest_3(o, w):
 
 
 def _e_FetchRequest_4(o, w):
-    if o.replica_state != _C_ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o.forgotten_topics_data is None or o.forgotten_topics_data:
         raise non_default_absent('FetchRequest', 'forgotten_topics_data')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchRequest')
-    w += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    w += _S5.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
     write_array_length(w, o.topics)
@@ -765,7 +1119,7 @@ def _e_FetchPartition_5(o, w):
         raise non_default_absent('FetchPartition', 'last_fetched_epoch')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchPartition')
-    w += _S4.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
+    w += _S6.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
 
 
 def _e_FetchTopic_5(o, w):
@@ -782,13 +1136,13 @@ def _e_FetchTopic_5(o, w):
 
 
 def _e_FetchRequest_5(o, w):
-    if o.replica_state != _C_ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o.forgotten_topics_data is None or o.forgotten_topics_data:
         raise non_default_absent('FetchRequest', 'forgotten_topics_data')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchRequest')
-    w += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    w += _S5.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
     write_array_length(w, o.topics)
@@ -809,11 +1163,11 @@ def _e_ForgottenTopic_7(o, w):
 
 
 def _e_FetchRequest_7(o, w):
-    if o.replica_state != _C_ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchRequest')
-    w += _S5.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    w += _S7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
     write_array_length(w, o.topics)
@@ -831,7 +1185,7 @@ def _e_FetchPartition_9(o, w):
         raise non_default_absent('FetchPartition', 'last_fetched_epoch')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchPartition')
-    w += _S6.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
+    w += _S8.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
 
 
 def _e_FetchTopic_9(o, w):
@@ -848,11 +1202,11 @@ def _e_FetchTopic_9(o, w):
 
 
 def _e_FetchRequest_9(o, w):
-    if o.replica_state != _C_ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchRequest')
-    w += _S5.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    w += _S7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
     write_array_length(w, o.topics)
@@ -866,11 +1220,11 @@ def _e_FetchRequest_9(o, w):
 
 
 def _e_FetchRequest_11(o, w):
-    if o.replica_state != _C_ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchRequest')
-    w += _S5.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    w += _S7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
     write_array_length(w, o.topics)
@@ -887,7 +1241,7 @@ def _e_FetchRequest_11(o, w):
 
 
 def _e_FetchPartition_12(o, w):
-    w += _S7.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    w += _S9.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -924,9 +1278,9 @@ def _e_ForgottenTopic_12(o, w):
 
 
 def _e_FetchRequest_12(o, w):
-    if o.replica_state != _C_ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         raise non_default_absent('FetchRequest', 'replica_state')
-    w += _S5.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    w += _S7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
     write_compact_array_length(w, o.topics)
@@ -949,7 +1303,7 @@ def _e_FetchRequest_12(o, w):
 
 
 def _e_FetchTopic_13(o, w):
-    w += _S8.pack(o.topic_id.bytes)
+    w += _S10.pack(o.topic_id.bytes)
     if o.partitions is None:
         raise null_in_non_nullable('FetchTopic', 'partitions')
     write_compact_array_length(w, o.partitions)
@@ -962,7 +1316,7 @@ def _e_FetchTopic_13(o, w):
 
 
 def _e_ForgottenTopic_13(o, w):
-    w += _S8.pack(o.topic_id.bytes)
+    w += _S10.pack(o.topic_id.bytes)
     if o.partitions is None:
         raise null_in_non_nullable('ForgottenTopic', 'partitions')
     write_compact_array_length(w, o.partitions)
@@ -974,9 +1328,9 @@ def _e_ForgottenTopic_13(o, w):
 
 
 def _e_FetchRequest_13(o, w):
-    if o.replica_state != _C_ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         raise non_default_absent('FetchRequest', 'replica_state')
-    w += _S5.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    w += _S7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
     write_compact_array_length(w, o.topics)
@@ -999,7 +1353,7 @@ def _e_FetchRequest_13(o, w):
 
 
 def _e_ReplicaState_15(o, w):
-    w += _S10.pack(o.replica_id, o.replica_epoch)
+    w += _S12.pack(o.replica_id, o.replica_epoch)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -1009,7 +1363,7 @@ def _e_ReplicaState_15(o, w):
 def _e_FetchRequest_15(o, w):
     if o.replica_id != -1:
         raise non_default_absent('FetchRequest', 'replica_id')
-    w += _S9.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    w += _S11.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
     write_compact_array_length(w, o.topics)
@@ -1028,7 +1382,7 @@ def _e_FetchRequest_15(o, w):
         t = bytearray()
         write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != _C_ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         t = bytearray()
         if o.replica_state is None:
             raise null_in_non_nullable('FetchRequest', 'replica_state')
@@ -1038,17 +1392,17 @@ def _e_FetchRequest_15(o, w):
 
 
 def _e_FetchPartition_17(o, w):
-    w += _S7.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    w += _S9.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     tags = list(o._unknown_tags or ())
     if o.replica_directory_id != ZERO_UUID:
         t = bytearray()
-        t += _S8.pack(o.replica_directory_id.bytes)
+        t += _S10.pack(o.replica_directory_id.bytes)
         tags.append((0, t))
     write_tagged(w, tags)
 
 
 def _e_FetchTopic_17(o, w):
-    w += _S8.pack(o.topic_id.bytes)
+    w += _S10.pack(o.topic_id.bytes)
     if o.partitions is None:
         raise null_in_non_nullable('FetchTopic', 'partitions')
     write_compact_array_length(w, o.partitions)
@@ -1063,7 +1417,7 @@ def _e_FetchTopic_17(o, w):
 def _e_FetchRequest_17(o, w):
     if o.replica_id != -1:
         raise non_default_absent('FetchRequest', 'replica_id')
-    w += _S9.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    w += _S11.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     if o.topics is None:
         raise null_in_non_nullable('FetchRequest', 'topics')
     write_compact_array_length(w, o.topics)
@@ -1082,13 +1436,21 @@ def _e_FetchRequest_17(o, w):
         t = bytearray()
         write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != _C_ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         t = bytearray()
         if o.replica_state is None:
             raise null_in_non_nullable('FetchRequest', 'replica_state')
         _e_ReplicaState_15(o.replica_state, t)
         tags.append((1, t))
     write_tagged(w, tags)
+
+
+def _default_ReplicaState():
+    o = _new(_C_ReplicaState)
+    o._unknown_tags = None
+    o.replica_id = -1
+    o.replica_epoch = -1
+    return o
 
 
 FetchRequest._DECODERS = (_d_FetchRequest_0, _d_FetchRequest_0, _d_FetchRequest_0, _d_FetchRequest_3, _d_FetchRequest_4, _d_FetchRequest_5, _d_FetchRequest_5, _d_FetchRequest_7, _d_FetchRequest_7, _d_FetchRequest_9, _d_FetchRequest_9, _d_FetchRequest_11, _d_FetchRequest_12, _d_FetchRequest_13, _d_FetchRequest_13, _d_FetchRequest_15, _d_FetchRequest_15, _d_FetchRequest_17,)

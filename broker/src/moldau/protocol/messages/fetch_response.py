@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,16 +43,17 @@ _new = object.__new__
 
 __all__ = ['FetchResponse']
 
-_S0 = _Packer('>ihq')
-_S1 = _Packer('>i')
-_S2 = _Packer('>ihqq')
-_S3 = _Packer('>qq')
-_S4 = _Packer('>ihqqq')
-_S5 = _Packer('>ihi')
-_S6 = _Packer('>iq')
-_S7 = _Packer('>ii')
-_S8 = _Packer('>qi')
-_S9 = _Packer('>16s')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>ihq')
+_S3 = _Packer('>ihqq')
+_S4 = _Packer('>qq')
+_S5 = _Packer('>ihqqq')
+_S6 = _Packer('>ihi')
+_S7 = _Packer('>iq')
+_S8 = _Packer('>ii')
+_S9 = _Packer('>qi')
+_S10 = _Packer('>16s')
 
 
 class FetchResponse(Message):
@@ -206,6 +195,9 @@ _C_NodeEndpoint.FIELDS = (
     FieldSpec('port', 'Port', 'int32', None, None, (16, 32767), None, None, None, False, 0),
     FieldSpec('rack', 'Rack', 'string', None, None, (16, 32767), (16, 32767), None, None, False, None),
 )
+_DEFAULT_EpochEndOffset = _C_EpochEndOffset()
+_DEFAULT_LeaderIdAndEpoch = _C_LeaderIdAndEpoch()
+_DEFAULT_SnapshotId = _C_SnapshotId()
 
 
 def _d_PartitionData_0(m, p):
@@ -213,14 +205,25 @@ def _d_PartitionData_0(m, p):
     o._unknown_tags = None
     o.last_stable_offset = -1
     o.log_start_offset = -1
-    o.diverging_epoch = _C_EpochEndOffset()
-    o.current_leader = _C_LeaderIdAndEpoch()
-    o.snapshot_id = _C_SnapshotId()
+    o.diverging_epoch = _default_EpochEndOffset()
+    o.current_leader = _default_LeaderIdAndEpoch()
+    o.snapshot_id = _default_SnapshotId()
     o.aborted_transactions = []
     o.preferred_read_replica = -1
-    o.partition_index, o.error_code, o.high_watermark = _S0.unpack_from(m, p)
+    o.partition_index, o.error_code, o.high_watermark = _S2.unpack_from(m, p)
     p += 14
-    o.records, p = read_records(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('records', p, n, len(m))
+        o.records = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('records', p, n, len(m))
+        o.records = m[p:e]
+        p = e
     return o, p
 
 
@@ -228,13 +231,28 @@ def _d_FetchableTopicResponse_0(m, p):
     o = _new(_C_FetchableTopicResponse)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -245,12 +263,18 @@ def _d_FetchResponse_0(m, p):
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchableTopicResponse_0(m, p)
-        items.append(item)
-    o.responses = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchableTopicResponse_0(m, p)
+            items.append(item)
+        o.responses = items
     return o, p
 
 
@@ -260,21 +284,27 @@ def _d_FetchResponse_1(m, p):
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchableTopicResponse_0(m, p)
-        items.append(item)
-    o.responses = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchableTopicResponse_0(m, p)
+            items.append(item)
+        o.responses = items
     return o, p
 
 
 def _d_AbortedTransaction_4(m, p):
     o = _new(_C_AbortedTransaction)
     o._unknown_tags = None
-    o.producer_id, o.first_offset = _S3.unpack_from(m, p)
+    o.producer_id, o.first_offset = _S4.unpack_from(m, p)
     p += 16
     return o, p
 
@@ -283,22 +313,38 @@ def _d_PartitionData_4(m, p):
     o = _new(_C_PartitionData)
     o._unknown_tags = None
     o.log_start_offset = -1
-    o.diverging_epoch = _C_EpochEndOffset()
-    o.current_leader = _C_LeaderIdAndEpoch()
-    o.snapshot_id = _C_SnapshotId()
+    o.diverging_epoch = _default_EpochEndOffset()
+    o.current_leader = _default_LeaderIdAndEpoch()
+    o.snapshot_id = _default_SnapshotId()
     o.preferred_read_replica = -1
-    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset = _S2.unpack_from(m, p)
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset = _S3.unpack_from(m, p)
     p += 22
-    n, p = read_nullable_array_length(m, p, 16)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
     if n < 0:
+        if n != -1:
+            raise bad_length('aborted_transactions', p, n, len(m))
         o.aborted_transactions = None
+    elif n * 16 > len(m) - p:
+        raise bad_count('aborted_transactions', p, n)
     else:
         items = []
         for _ in range(n):
             item, p = _d_AbortedTransaction_4(m, p)
             items.append(item)
         o.aborted_transactions = items
-    o.records, p = read_records(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('records', p, n, len(m))
+        o.records = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('records', p, n, len(m))
+        o.records = m[p:e]
+        p = e
     return o, p
 
 
@@ -306,13 +352,28 @@ def _d_FetchableTopicResponse_4(m, p):
     o = _new(_C_FetchableTopicResponse)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 30)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_4(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 30 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_4(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -322,36 +383,58 @@ def _d_FetchResponse_4(m, p):
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchableTopicResponse_4(m, p)
-        items.append(item)
-    o.responses = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchableTopicResponse_4(m, p)
+            items.append(item)
+        o.responses = items
     return o, p
 
 
 def _d_PartitionData_5(m, p):
     o = _new(_C_PartitionData)
     o._unknown_tags = None
-    o.diverging_epoch = _C_EpochEndOffset()
-    o.current_leader = _C_LeaderIdAndEpoch()
-    o.snapshot_id = _C_SnapshotId()
+    o.diverging_epoch = _default_EpochEndOffset()
+    o.current_leader = _default_LeaderIdAndEpoch()
+    o.snapshot_id = _default_SnapshotId()
     o.preferred_read_replica = -1
-    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S4.unpack_from(m, p)
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S5.unpack_from(m, p)
     p += 30
-    n, p = read_nullable_array_length(m, p, 16)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
     if n < 0:
+        if n != -1:
+            raise bad_length('aborted_transactions', p, n, len(m))
         o.aborted_transactions = None
+    elif n * 16 > len(m) - p:
+        raise bad_count('aborted_transactions', p, n)
     else:
         items = []
         for _ in range(n):
             item, p = _d_AbortedTransaction_4(m, p)
             items.append(item)
         o.aborted_transactions = items
-    o.records, p = read_records(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('records', p, n, len(m))
+        o.records = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('records', p, n, len(m))
+        o.records = m[p:e]
+        p = e
     return o, p
 
 
@@ -359,13 +442,28 @@ def _d_FetchableTopicResponse_5(m, p):
     o = _new(_C_FetchableTopicResponse)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 38)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_5(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 38 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_5(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -375,14 +473,20 @@ def _d_FetchResponse_5(m, p):
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchableTopicResponse_5(m, p)
-        items.append(item)
-    o.responses = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchableTopicResponse_5(m, p)
+            items.append(item)
+        o.responses = items
     return o, p
 
 
@@ -390,37 +494,59 @@ def _d_FetchResponse_7(m, p):
     o = _new(_C_FetchResponse)
     o._unknown_tags = None
     o.node_endpoints = []
-    o.throttle_time_ms, o.error_code, o.session_id = _S5.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code, o.session_id = _S6.unpack_from(m, p)
     p += 10
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchableTopicResponse_5(m, p)
-        items.append(item)
-    o.responses = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchableTopicResponse_5(m, p)
+            items.append(item)
+        o.responses = items
     return o, p
 
 
 def _d_PartitionData_11(m, p):
     o = _new(_C_PartitionData)
     o._unknown_tags = None
-    o.diverging_epoch = _C_EpochEndOffset()
-    o.current_leader = _C_LeaderIdAndEpoch()
-    o.snapshot_id = _C_SnapshotId()
-    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S4.unpack_from(m, p)
+    o.diverging_epoch = _default_EpochEndOffset()
+    o.current_leader = _default_LeaderIdAndEpoch()
+    o.snapshot_id = _default_SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S5.unpack_from(m, p)
     p += 30
-    n, p = read_nullable_array_length(m, p, 16)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
     if n < 0:
+        if n != -1:
+            raise bad_length('aborted_transactions', p, n, len(m))
         o.aborted_transactions = None
+    elif n * 16 > len(m) - p:
+        raise bad_count('aborted_transactions', p, n)
     else:
         items = []
         for _ in range(n):
             item, p = _d_AbortedTransaction_4(m, p)
             items.append(item)
         o.aborted_transactions = items
-    (o.preferred_read_replica,) = _S1.unpack_from(m, p)
+    (o.preferred_read_replica,) = _S0.unpack_from(m, p)
     p += 4
-    o.records, p = read_records(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('records', p, n, len(m))
+        o.records = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('records', p, n, len(m))
+        o.records = m[p:e]
+        p = e
     return o, p
 
 
@@ -428,13 +554,28 @@ def _d_FetchableTopicResponse_11(m, p):
     o = _new(_C_FetchableTopicResponse)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 42)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_11(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 42 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_11(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -442,21 +583,27 @@ def _d_FetchResponse_11(m, p):
     o = _new(_C_FetchResponse)
     o._unknown_tags = None
     o.node_endpoints = []
-    o.throttle_time_ms, o.error_code, o.session_id = _S5.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code, o.session_id = _S6.unpack_from(m, p)
     p += 10
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchableTopicResponse_11(m, p)
-        items.append(item)
-    o.responses = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchableTopicResponse_11(m, p)
+            items.append(item)
+        o.responses = items
     return o, p
 
 
 def _d_AbortedTransaction_12(m, p):
     o = _new(_C_AbortedTransaction)
     o._unknown_tags = None
-    o.producer_id, o.first_offset = _S3.unpack_from(m, p)
+    o.producer_id, o.first_offset = _S4.unpack_from(m, p)
     p += 16
     if m[p] == 0:
         p += 1
@@ -468,7 +615,7 @@ def _d_AbortedTransaction_12(m, p):
 def _d_EpochEndOffset_12(m, p):
     o = _new(_C_EpochEndOffset)
     o._unknown_tags = None
-    o.epoch, o.end_offset = _S6.unpack_from(m, p)
+    o.epoch, o.end_offset = _S7.unpack_from(m, p)
     p += 12
     if m[p] == 0:
         p += 1
@@ -480,7 +627,7 @@ def _d_EpochEndOffset_12(m, p):
 def _d_LeaderIdAndEpoch_12(m, p):
     o = _new(_C_LeaderIdAndEpoch)
     o._unknown_tags = None
-    o.leader_id, o.leader_epoch = _S7.unpack_from(m, p)
+    o.leader_id, o.leader_epoch = _S8.unpack_from(m, p)
     p += 8
     if m[p] == 0:
         p += 1
@@ -492,7 +639,7 @@ def _d_LeaderIdAndEpoch_12(m, p):
 def _d_SnapshotId_12(m, p):
     o = _new(_C_SnapshotId)
     o._unknown_tags = None
-    o.end_offset, o.epoch = _S8.unpack_from(m, p)
+    o.end_offset, o.epoch = _S9.unpack_from(m, p)
     p += 12
     if m[p] == 0:
         p += 1
@@ -524,23 +671,43 @@ def _t_PartitionData_12(o, m, p):
 def _d_PartitionData_12(m, p):
     o = _new(_C_PartitionData)
     o._unknown_tags = None
-    o.diverging_epoch = _C_EpochEndOffset()
-    o.current_leader = _C_LeaderIdAndEpoch()
-    o.snapshot_id = _C_SnapshotId()
-    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S4.unpack_from(m, p)
+    o.diverging_epoch = _default_EpochEndOffset()
+    o.current_leader = _default_LeaderIdAndEpoch()
+    o.snapshot_id = _default_SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S5.unpack_from(m, p)
     p += 30
-    n, p = read_compact_nullable_array_length(m, p, 17)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.aborted_transactions = None
+    elif n * 17 > len(m) - p:
+        raise bad_count('aborted_transactions', p, n)
     else:
         items = []
         for _ in range(n):
             item, p = _d_AbortedTransaction_12(m, p)
             items.append(item)
         o.aborted_transactions = items
-    (o.preferred_read_replica,) = _S1.unpack_from(m, p)
+    (o.preferred_read_replica,) = _S0.unpack_from(m, p)
     p += 4
-    o.records, p = read_compact_records(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.records = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('records', p, n, len(m))
+        o.records = m[p:e]
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -552,13 +719,36 @@ def _d_FetchableTopicResponse_12(m, p):
     o = _new(_C_FetchableTopicResponse)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 37)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_12(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 37 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_12(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -570,14 +760,24 @@ def _d_FetchResponse_12(m, p):
     o = _new(_C_FetchResponse)
     o._unknown_tags = None
     o.node_endpoints = []
-    o.throttle_time_ms, o.error_code, o.session_id = _S5.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code, o.session_id = _S6.unpack_from(m, p)
     p += 10
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchableTopicResponse_12(m, p)
-        items.append(item)
-    o.responses = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchableTopicResponse_12(m, p)
+            items.append(item)
+        o.responses = items
     if m[p] == 0:
         p += 1
     else:
@@ -589,15 +789,25 @@ def _d_FetchableTopicResponse_13(m, p):
     o = _new(_C_FetchableTopicResponse)
     o._unknown_tags = None
     o.topic = ''
-    (o.topic_id,) = _S9.unpack_from(m, p)
+    (o.topic_id,) = _S10.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 37)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_12(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 37 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_12(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -609,14 +819,24 @@ def _d_FetchResponse_13(m, p):
     o = _new(_C_FetchResponse)
     o._unknown_tags = None
     o.node_endpoints = []
-    o.throttle_time_ms, o.error_code, o.session_id = _S5.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code, o.session_id = _S6.unpack_from(m, p)
     p += 10
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchableTopicResponse_13(m, p)
-        items.append(item)
-    o.responses = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchableTopicResponse_13(m, p)
+            items.append(item)
+        o.responses = items
     if m[p] == 0:
         p += 1
     else:
@@ -627,12 +847,38 @@ def _d_FetchResponse_13(m, p):
 def _d_NodeEndpoint_16(m, p):
     o = _new(_C_NodeEndpoint)
     o._unknown_tags = None
-    (o.node_id,) = _S1.unpack_from(m, p)
+    (o.node_id,) = _S0.unpack_from(m, p)
     p += 4
-    o.host, p = read_compact_string(m, p)
-    (o.port,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    (o.port,) = _S0.unpack_from(m, p)
     p += 4
-    o.rack, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack', p, n, len(m))
+        o.rack = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -646,12 +892,22 @@ def _t_FetchResponse_16(o, m, p):
         tag, size, p = read_tag_header(m, p)
         end = p + size
         if tag == 0:
-            n, p = read_compact_array_length(m, p, 11)
-            items = []
-            for _ in range(n):
-                item, p = _d_NodeEndpoint_16(m, p)
-                items.append(item)
-            o.node_endpoints = items
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('node_endpoints', p, n, len(m))
+            elif n * 11 > len(m) - p:
+                raise bad_count('node_endpoints', p, n)
+            else:
+                items = []
+                for _ in range(n):
+                    item, p = _d_NodeEndpoint_16(m, p)
+                    items.append(item)
+                o.node_endpoints = items
             check_tag_end(tag, end, p)
         else:
             keep_unknown_tag(o, tag, m[p:end])
@@ -663,14 +919,24 @@ def _d_FetchResponse_16(m, p):
     o = _new(_C_FetchResponse)
     o._unknown_tags = None
     o.node_endpoints = []
-    o.throttle_time_ms, o.error_code, o.session_id = _S5.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code, o.session_id = _S6.unpack_from(m, p)
     p += 10
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchableTopicResponse_13(m, p)
-        items.append(item)
-    o.responses = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchableTopicResponse_13(m, p)
+            items.append(item)
+        o.responses = items
     if m[p] == 0:
         p += 1
     else:
@@ -679,17 +945,17 @@ def _d_FetchResponse_16(m, p):
 
 
 def _e_PartitionData_0(o, w):
-    if o.diverging_epoch != _C_EpochEndOffset():
+    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
         raise non_default_absent('PartitionData', 'diverging_epoch')
-    if o.current_leader != _C_LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         raise non_default_absent('PartitionData', 'current_leader')
-    if o.snapshot_id != _C_SnapshotId():
+    if o.snapshot_id != _DEFAULT_SnapshotId:
         raise non_default_absent('PartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise non_default_absent('PartitionData', 'preferred_read_replica')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionData')
-    w += _S0.pack(o.partition_index, o.error_code, o.high_watermark)
+    w += _S2.pack(o.partition_index, o.error_code, o.high_watermark)
     write_nullable_bytes(w, o.records)
 
 
@@ -727,7 +993,7 @@ def _e_FetchResponse_1(o, w):
         raise non_default_absent('FetchResponse', 'node_endpoints')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchResponse')
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
     write_array_length(w, o.responses)
@@ -738,21 +1004,21 @@ def _e_FetchResponse_1(o, w):
 def _e_AbortedTransaction_4(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('AbortedTransaction')
-    w += _S3.pack(o.producer_id, o.first_offset)
+    w += _S4.pack(o.producer_id, o.first_offset)
 
 
 def _e_PartitionData_4(o, w):
-    if o.diverging_epoch != _C_EpochEndOffset():
+    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
         raise non_default_absent('PartitionData', 'diverging_epoch')
-    if o.current_leader != _C_LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         raise non_default_absent('PartitionData', 'current_leader')
-    if o.snapshot_id != _C_SnapshotId():
+    if o.snapshot_id != _DEFAULT_SnapshotId:
         raise non_default_absent('PartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise non_default_absent('PartitionData', 'preferred_read_replica')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionData')
-    w += _S2.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
+    w += _S3.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
     write_array_length(w, o.aborted_transactions)
     if o.aborted_transactions is not None:
         for item in o.aborted_transactions:
@@ -780,7 +1046,7 @@ def _e_FetchResponse_4(o, w):
         raise non_default_absent('FetchResponse', 'node_endpoints')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchResponse')
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
     write_array_length(w, o.responses)
@@ -789,17 +1055,17 @@ def _e_FetchResponse_4(o, w):
 
 
 def _e_PartitionData_5(o, w):
-    if o.diverging_epoch != _C_EpochEndOffset():
+    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
         raise non_default_absent('PartitionData', 'diverging_epoch')
-    if o.current_leader != _C_LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         raise non_default_absent('PartitionData', 'current_leader')
-    if o.snapshot_id != _C_SnapshotId():
+    if o.snapshot_id != _DEFAULT_SnapshotId:
         raise non_default_absent('PartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise non_default_absent('PartitionData', 'preferred_read_replica')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionData')
-    w += _S4.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    w += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_length(w, o.aborted_transactions)
     if o.aborted_transactions is not None:
         for item in o.aborted_transactions:
@@ -827,7 +1093,7 @@ def _e_FetchResponse_5(o, w):
         raise non_default_absent('FetchResponse', 'node_endpoints')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchResponse')
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
     write_array_length(w, o.responses)
@@ -840,7 +1106,7 @@ def _e_FetchResponse_7(o, w):
         raise non_default_absent('FetchResponse', 'node_endpoints')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchResponse')
-    w += _S5.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    w += _S6.pack(o.throttle_time_ms, o.error_code, o.session_id)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
     write_array_length(w, o.responses)
@@ -849,20 +1115,20 @@ def _e_FetchResponse_7(o, w):
 
 
 def _e_PartitionData_11(o, w):
-    if o.diverging_epoch != _C_EpochEndOffset():
+    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
         raise non_default_absent('PartitionData', 'diverging_epoch')
-    if o.current_leader != _C_LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         raise non_default_absent('PartitionData', 'current_leader')
-    if o.snapshot_id != _C_SnapshotId():
+    if o.snapshot_id != _DEFAULT_SnapshotId:
         raise non_default_absent('PartitionData', 'snapshot_id')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionData')
-    w += _S4.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    w += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_length(w, o.aborted_transactions)
     if o.aborted_transactions is not None:
         for item in o.aborted_transactions:
             _e_AbortedTransaction_4(item, w)
-    w += _S1.pack(o.preferred_read_replica)
+    w += _S0.pack(o.preferred_read_replica)
     write_nullable_bytes(w, o.records)
 
 
@@ -884,7 +1150,7 @@ def _e_FetchResponse_11(o, w):
         raise non_default_absent('FetchResponse', 'node_endpoints')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchResponse')
-    w += _S5.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    w += _S6.pack(o.throttle_time_ms, o.error_code, o.session_id)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
     write_array_length(w, o.responses)
@@ -893,7 +1159,7 @@ def _e_FetchResponse_11(o, w):
 
 
 def _e_AbortedTransaction_12(o, w):
-    w += _S3.pack(o.producer_id, o.first_offset)
+    w += _S4.pack(o.producer_id, o.first_offset)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -901,7 +1167,7 @@ def _e_AbortedTransaction_12(o, w):
 
 
 def _e_EpochEndOffset_12(o, w):
-    w += _S6.pack(o.epoch, o.end_offset)
+    w += _S7.pack(o.epoch, o.end_offset)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -909,7 +1175,7 @@ def _e_EpochEndOffset_12(o, w):
 
 
 def _e_LeaderIdAndEpoch_12(o, w):
-    w += _S7.pack(o.leader_id, o.leader_epoch)
+    w += _S8.pack(o.leader_id, o.leader_epoch)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -917,7 +1183,7 @@ def _e_LeaderIdAndEpoch_12(o, w):
 
 
 def _e_SnapshotId_12(o, w):
-    w += _S8.pack(o.end_offset, o.epoch)
+    w += _S9.pack(o.end_offset, o.epoch)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -925,27 +1191,27 @@ def _e_SnapshotId_12(o, w):
 
 
 def _e_PartitionData_12(o, w):
-    w += _S4.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    w += _S5.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_compact_array_length(w, o.aborted_transactions)
     if o.aborted_transactions is not None:
         for item in o.aborted_transactions:
             _e_AbortedTransaction_12(item, w)
-    w += _S1.pack(o.preferred_read_replica)
+    w += _S0.pack(o.preferred_read_replica)
     write_compact_nullable_bytes(w, o.records)
     tags = list(o._unknown_tags or ())
-    if o.diverging_epoch != _C_EpochEndOffset():
+    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
         t = bytearray()
         if o.diverging_epoch is None:
             raise null_in_non_nullable('PartitionData', 'diverging_epoch')
         _e_EpochEndOffset_12(o.diverging_epoch, t)
         tags.append((0, t))
-    if o.current_leader != _C_LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         t = bytearray()
         if o.current_leader is None:
             raise null_in_non_nullable('PartitionData', 'current_leader')
         _e_LeaderIdAndEpoch_12(o.current_leader, t)
         tags.append((1, t))
-    if o.snapshot_id != _C_SnapshotId():
+    if o.snapshot_id != _DEFAULT_SnapshotId:
         t = bytearray()
         if o.snapshot_id is None:
             raise null_in_non_nullable('PartitionData', 'snapshot_id')
@@ -972,7 +1238,7 @@ def _e_FetchableTopicResponse_12(o, w):
 def _e_FetchResponse_12(o, w):
     if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('FetchResponse', 'node_endpoints')
-    w += _S5.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    w += _S6.pack(o.throttle_time_ms, o.error_code, o.session_id)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
     write_compact_array_length(w, o.responses)
@@ -985,7 +1251,7 @@ def _e_FetchResponse_12(o, w):
 
 
 def _e_FetchableTopicResponse_13(o, w):
-    w += _S9.pack(o.topic_id.bytes)
+    w += _S10.pack(o.topic_id.bytes)
     if o.partitions is None:
         raise null_in_non_nullable('FetchableTopicResponse', 'partitions')
     write_compact_array_length(w, o.partitions)
@@ -1000,7 +1266,7 @@ def _e_FetchableTopicResponse_13(o, w):
 def _e_FetchResponse_13(o, w):
     if o.node_endpoints is None or o.node_endpoints:
         raise non_default_absent('FetchResponse', 'node_endpoints')
-    w += _S5.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    w += _S6.pack(o.throttle_time_ms, o.error_code, o.session_id)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
     write_compact_array_length(w, o.responses)
@@ -1013,11 +1279,11 @@ def _e_FetchResponse_13(o, w):
 
 
 def _e_NodeEndpoint_16(o, w):
-    w += _S1.pack(o.node_id)
+    w += _S0.pack(o.node_id)
     if o.host is None:
         raise null_in_non_nullable('NodeEndpoint', 'host')
     write_compact_string(w, o.host)
-    w += _S1.pack(o.port)
+    w += _S0.pack(o.port)
     write_compact_nullable_string(w, o.rack)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
@@ -1026,7 +1292,7 @@ def _e_NodeEndpoint_16(o, w):
 
 
 def _e_FetchResponse_16(o, w):
-    w += _S5.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    w += _S6.pack(o.throttle_time_ms, o.error_code, o.session_id)
     if o.responses is None:
         raise null_in_non_nullable('FetchResponse', 'responses')
     write_compact_array_length(w, o.responses)
@@ -1042,6 +1308,30 @@ def _e_FetchResponse_16(o, w):
             _e_NodeEndpoint_16(item, t)
         tags.append((0, t))
     write_tagged(w, tags)
+
+
+def _default_EpochEndOffset():
+    o = _new(_C_EpochEndOffset)
+    o._unknown_tags = None
+    o.epoch = -1
+    o.end_offset = -1
+    return o
+
+
+def _default_LeaderIdAndEpoch():
+    o = _new(_C_LeaderIdAndEpoch)
+    o._unknown_tags = None
+    o.leader_id = -1
+    o.leader_epoch = -1
+    return o
+
+
+def _default_SnapshotId():
+    o = _new(_C_SnapshotId)
+    o._unknown_tags = None
+    o.end_offset = -1
+    o.epoch = -1
+    return o
 
 
 FetchResponse._DECODERS = (_d_FetchResponse_0, _d_FetchResponse_1, _d_FetchResponse_1, _d_FetchResponse_1, _d_FetchResponse_4, _d_FetchResponse_5, _d_FetchResponse_5, _d_FetchResponse_7, _d_FetchResponse_7, _d_FetchResponse_7, _d_FetchResponse_7, _d_FetchResponse_11, _d_FetchResponse_12, _d_FetchResponse_13, _d_FetchResponse_13, _d_FetchResponse_13, _d_FetchResponse_16, _d_FetchResponse_16,)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -162,6 +150,7 @@ _C_NodeEndpoint.FIELDS = (
     FieldSpec('host', 'Host', 'string', None, None, (1, 32767), None, None, None, False, ''),
     FieldSpec('port', 'Port', 'uint16', None, None, (1, 32767), None, None, None, False, 0),
 )
+_DEFAULT_LeaderIdAndEpoch = _C_LeaderIdAndEpoch()
 
 
 def _d_SnapshotId_0(m, p):
@@ -205,15 +194,26 @@ def _t_PartitionSnapshot_0(o, m, p):
 def _d_PartitionSnapshot_0(m, p):
     o = _new(_C_PartitionSnapshot)
     o._unknown_tags = None
-    o.current_leader = _C_LeaderIdAndEpoch()
+    o.current_leader = _default_LeaderIdAndEpoch()
     o.index, o.error_code = _S0.unpack_from(m, p)
     p += 6
     o.snapshot_id, p = _d_SnapshotId_0(m, p)
     o.size, o.position = _S2.unpack_from(m, p)
     p += 16
-    o.unaligned_records, p = read_compact_records(m, p)
-    if o.unaligned_records is None:
-        raise null_in_non_nullable('PartitionSnapshot', 'unaligned_records')
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('unaligned_records', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('unaligned_records', p, n, len(m))
+        o.unaligned_records = m[p:e]
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -224,13 +224,36 @@ def _d_PartitionSnapshot_0(m, p):
 def _d_TopicSnapshot_0(m, p):
     o = _new(_C_TopicSnapshot)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 37)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionSnapshot_0(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 37 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionSnapshot_0(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -244,12 +267,22 @@ def _d_FetchSnapshotResponse_0(m, p):
     o.node_endpoints = []
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicSnapshot_0(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicSnapshot_0(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -262,7 +295,20 @@ def _d_NodeEndpoint_1(m, p):
     o._unknown_tags = None
     (o.node_id,) = _S4.unpack_from(m, p)
     p += 4
-    o.host, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     (o.port,) = _S5.unpack_from(m, p)
     p += 2
     if m[p] == 0:
@@ -278,12 +324,22 @@ def _t_FetchSnapshotResponse_1(o, m, p):
         tag, size, p = read_tag_header(m, p)
         end = p + size
         if tag == 0:
-            n, p = read_compact_array_length(m, p, 8)
-            items = []
-            for _ in range(n):
-                item, p = _d_NodeEndpoint_1(m, p)
-                items.append(item)
-            o.node_endpoints = items
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('node_endpoints', p, n, len(m))
+            elif n * 8 > len(m) - p:
+                raise bad_count('node_endpoints', p, n)
+            else:
+                items = []
+                for _ in range(n):
+                    item, p = _d_NodeEndpoint_1(m, p)
+                    items.append(item)
+                o.node_endpoints = items
             check_tag_end(tag, end, p)
         else:
             keep_unknown_tag(o, tag, m[p:end])
@@ -297,12 +353,22 @@ def _d_FetchSnapshotResponse_1(m, p):
     o.node_endpoints = []
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicSnapshot_0(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicSnapshot_0(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -336,7 +402,7 @@ def _e_PartitionSnapshot_0(o, w):
         raise null_in_non_nullable('PartitionSnapshot', 'unaligned_records')
     write_compact_bytes(w, o.unaligned_records)
     tags = list(o._unknown_tags or ())
-    if o.current_leader != _C_LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         t = bytearray()
         if o.current_leader is None:
             raise null_in_non_nullable('PartitionSnapshot', 'current_leader')
@@ -404,6 +470,14 @@ def _e_FetchSnapshotResponse_1(o, w):
             _e_NodeEndpoint_1(item, t)
         tags.append((0, t))
     write_tagged(w, tags)
+
+
+def _default_LeaderIdAndEpoch():
+    o = _new(_C_LeaderIdAndEpoch)
+    o._unknown_tags = None
+    o.leader_id = 0
+    o.leader_epoch = 0
+    return o
 
 
 FetchSnapshotResponse._DECODERS = (_d_FetchSnapshotResponse_0, _d_FetchSnapshotResponse_1,)

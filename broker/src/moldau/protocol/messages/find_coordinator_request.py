@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,7 +43,8 @@ _new = object.__new__
 
 __all__ = ['FindCoordinatorRequest']
 
-_S0 = _Packer('>b')
+_S0 = _Packer('>h')
+_S1 = _Packer('>b')
 
 
 class FindCoordinatorRequest(Message):
@@ -85,7 +74,16 @@ def _d_FindCoordinatorRequest_0(m, p):
     o._unknown_tags = None
     o.key_type = 0
     o.coordinator_keys = []
-    o.key, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('key', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('key', p, n, len(m))
+        o.key = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -93,8 +91,17 @@ def _d_FindCoordinatorRequest_1(m, p):
     o = _new(_C_FindCoordinatorRequest)
     o._unknown_tags = None
     o.coordinator_keys = []
-    o.key, p = read_string(m, p)
-    (o.key_type,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('key', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('key', p, n, len(m))
+        o.key = str(m[p:e], 'utf-8')
+        p = e
+    (o.key_type,) = _S1.unpack_from(m, p)
     p += 1
     return o, p
 
@@ -103,8 +110,21 @@ def _d_FindCoordinatorRequest_3(m, p):
     o = _new(_C_FindCoordinatorRequest)
     o._unknown_tags = None
     o.coordinator_keys = []
-    o.key, p = read_compact_string(m, p)
-    (o.key_type,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('key', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('key', p, n, len(m))
+        o.key = str(m[p:e], 'utf-8')
+        p = e
+    (o.key_type,) = _S1.unpack_from(m, p)
     p += 1
     if m[p] == 0:
         p += 1
@@ -117,14 +137,37 @@ def _d_FindCoordinatorRequest_4(m, p):
     o = _new(_C_FindCoordinatorRequest)
     o._unknown_tags = None
     o.key = ''
-    (o.key_type,) = _S0.unpack_from(m, p)
+    (o.key_type,) = _S1.unpack_from(m, p)
     p += 1
-    n, p = read_compact_array_length(m, p, 1)
-    items = []
-    for _ in range(n):
-        item, p = read_compact_string(m, p)
-        items.append(item)
-    o.coordinator_keys = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('coordinator_keys', p, n, len(m))
+    elif n * 1 > len(m) - p:
+        raise bad_count('coordinator_keys', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('coordinator_keys', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m) or n > 0x7FFF:
+                    raise bad_length('coordinator_keys', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.coordinator_keys = items
     if m[p] == 0:
         p += 1
     else:
@@ -152,7 +195,7 @@ def _e_FindCoordinatorRequest_1(o, w):
     if o.key is None:
         raise null_in_non_nullable('FindCoordinatorRequest', 'key')
     write_string(w, o.key)
-    w += _S0.pack(o.key_type)
+    w += _S1.pack(o.key_type)
 
 
 def _e_FindCoordinatorRequest_3(o, w):
@@ -161,7 +204,7 @@ def _e_FindCoordinatorRequest_3(o, w):
     if o.key is None:
         raise null_in_non_nullable('FindCoordinatorRequest', 'key')
     write_compact_string(w, o.key)
-    w += _S0.pack(o.key_type)
+    w += _S1.pack(o.key_type)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -171,7 +214,7 @@ def _e_FindCoordinatorRequest_3(o, w):
 def _e_FindCoordinatorRequest_4(o, w):
     if o.key != '':
         raise non_default_absent('FindCoordinatorRequest', 'key')
-    w += _S0.pack(o.key_type)
+    w += _S1.pack(o.key_type)
     if o.coordinator_keys is None:
         raise null_in_non_nullable('FindCoordinatorRequest', 'coordinator_keys')
     write_compact_array_length(w, o.coordinator_keys)

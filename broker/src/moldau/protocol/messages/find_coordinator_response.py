@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,8 +44,9 @@ _new = object.__new__
 __all__ = ['FindCoordinatorResponse']
 
 _S0 = _Packer('>hi')
-_S1 = _Packer('>i')
-_S2 = _Packer('>ih')
+_S1 = _Packer('>h')
+_S2 = _Packer('>i')
+_S3 = _Packer('>ih')
 
 
 class FindCoordinatorResponse(Message):
@@ -119,8 +108,17 @@ def _d_FindCoordinatorResponse_0(m, p):
     o.coordinators = []
     o.error_code, o.node_id = _S0.unpack_from(m, p)
     p += 6
-    o.host, p = read_string(m, p)
-    (o.port,) = _S1.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    (o.port,) = _S2.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -129,13 +127,33 @@ def _d_FindCoordinatorResponse_1(m, p):
     o = _new(_C_FindCoordinatorResponse)
     o._unknown_tags = None
     o.coordinators = []
-    o.throttle_time_ms, o.error_code = _S2.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code = _S3.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_nullable_string(m, p)
-    (o.node_id,) = _S1.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    (o.node_id,) = _S2.unpack_from(m, p)
     p += 4
-    o.host, p = read_string(m, p)
-    (o.port,) = _S1.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    (o.port,) = _S2.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -144,13 +162,39 @@ def _d_FindCoordinatorResponse_3(m, p):
     o = _new(_C_FindCoordinatorResponse)
     o._unknown_tags = None
     o.coordinators = []
-    o.throttle_time_ms, o.error_code = _S2.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code = _S3.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_compact_nullable_string(m, p)
-    (o.node_id,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    (o.node_id,) = _S2.unpack_from(m, p)
     p += 4
-    o.host, p = read_compact_string(m, p)
-    (o.port,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    (o.port,) = _S2.unpack_from(m, p)
     p += 4
     if m[p] == 0:
         p += 1
@@ -162,13 +206,52 @@ def _d_FindCoordinatorResponse_3(m, p):
 def _d_Coordinator_4(m, p):
     o = _new(_C_Coordinator)
     o._unknown_tags = None
-    o.key, p = read_compact_string(m, p)
-    (o.node_id,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('key', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('key', p, n, len(m))
+        o.key = str(m[p:e], 'utf-8')
+        p = e
+    (o.node_id,) = _S2.unpack_from(m, p)
     p += 4
-    o.host, p = read_compact_string(m, p)
-    o.port, o.error_code = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    o.port, o.error_code = _S3.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -184,14 +267,24 @@ def _d_FindCoordinatorResponse_4(m, p):
     o.node_id = 0
     o.host = ''
     o.port = 0
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_Coordinator_4(m, p)
-        items.append(item)
-    o.coordinators = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('coordinators', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('coordinators', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Coordinator_4(m, p)
+            items.append(item)
+        o.coordinators = items
     if m[p] == 0:
         p += 1
     else:
@@ -208,7 +301,7 @@ def _e_FindCoordinatorResponse_0(o, w):
     if o.host is None:
         raise null_in_non_nullable('FindCoordinatorResponse', 'host')
     write_string(w, o.host)
-    w += _S1.pack(o.port)
+    w += _S2.pack(o.port)
 
 
 def _e_FindCoordinatorResponse_1(o, w):
@@ -216,25 +309,25 @@ def _e_FindCoordinatorResponse_1(o, w):
         raise non_default_absent('FindCoordinatorResponse', 'coordinators')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FindCoordinatorResponse')
-    w += _S2.pack(o.throttle_time_ms, o.error_code)
+    w += _S3.pack(o.throttle_time_ms, o.error_code)
     write_nullable_string(w, o.error_message)
-    w += _S1.pack(o.node_id)
+    w += _S2.pack(o.node_id)
     if o.host is None:
         raise null_in_non_nullable('FindCoordinatorResponse', 'host')
     write_string(w, o.host)
-    w += _S1.pack(o.port)
+    w += _S2.pack(o.port)
 
 
 def _e_FindCoordinatorResponse_3(o, w):
     if o.coordinators is None or o.coordinators:
         raise non_default_absent('FindCoordinatorResponse', 'coordinators')
-    w += _S2.pack(o.throttle_time_ms, o.error_code)
+    w += _S3.pack(o.throttle_time_ms, o.error_code)
     write_compact_nullable_string(w, o.error_message)
-    w += _S1.pack(o.node_id)
+    w += _S2.pack(o.node_id)
     if o.host is None:
         raise null_in_non_nullable('FindCoordinatorResponse', 'host')
     write_compact_string(w, o.host)
-    w += _S1.pack(o.port)
+    w += _S2.pack(o.port)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -245,11 +338,11 @@ def _e_Coordinator_4(o, w):
     if o.key is None:
         raise null_in_non_nullable('Coordinator', 'key')
     write_compact_string(w, o.key)
-    w += _S1.pack(o.node_id)
+    w += _S2.pack(o.node_id)
     if o.host is None:
         raise null_in_non_nullable('Coordinator', 'host')
     write_compact_string(w, o.host)
-    w += _S2.pack(o.port, o.error_code)
+    w += _S3.pack(o.port, o.error_code)
     write_compact_nullable_string(w, o.error_message)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
@@ -266,7 +359,7 @@ def _e_FindCoordinatorResponse_4(o, w):
         raise non_default_absent('FindCoordinatorResponse', 'host')
     if o.port != 0:
         raise non_default_absent('FindCoordinatorResponse', 'port')
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S2.pack(o.throttle_time_ms)
     if o.coordinators is None:
         raise null_in_non_nullable('FindCoordinatorResponse', 'coordinators')
     write_compact_array_length(w, o.coordinators)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -99,16 +87,49 @@ def _d_GetTelemetrySubscriptionsResponse_0(m, p):
     o.throttle_time_ms, o.error_code, o.client_instance_id, o.subscription_id = _S0.unpack_from(m, p)
     p += 26
     o.client_instance_id = as_uuid(o.client_instance_id)
-    n, p = read_compact_array_length(m, p, 1)
-    o.accepted_compression_types, p = read_fixed_array(m, p, n, 'b', 1)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('accepted_compression_types', p, n, len(m))
+    elif n * 1 > len(m) - p:
+        raise bad_count('accepted_compression_types', p, n)
+    else:
+        o.accepted_compression_types, p = read_fixed_array(m, p, n, 'b', 1)
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = _S1.unpack_from(m, p)
     p += 9
-    n, p = read_compact_array_length(m, p, 1)
-    items = []
-    for _ in range(n):
-        item, p = read_compact_string(m, p)
-        items.append(item)
-    o.requested_metrics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('requested_metrics', p, n, len(m))
+    elif n * 1 > len(m) - p:
+        raise bad_count('requested_metrics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('requested_metrics', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m) or n > 0x7FFF:
+                    raise bad_length('requested_metrics', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.requested_metrics = items
     if m[p] == 0:
         p += 1
     else:

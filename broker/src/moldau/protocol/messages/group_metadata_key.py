@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,6 +43,7 @@ _new = object.__new__
 
 __all__ = ['GroupMetadataKey']
 
+_S0 = _Packer('>h')
 
 
 class GroupMetadataKey(Message):
@@ -78,7 +67,16 @@ _C_GroupMetadataKey.FIELDS = (
 def _d_GroupMetadataKey_2(m, p):
     o = _new(_C_GroupMetadataKey)
     o._unknown_tags = None
-    o.group, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group', p, n, len(m))
+        o.group = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,9 +43,10 @@ _new = object.__new__
 
 __all__ = ['GroupMetadataValue']
 
-_S0 = _Packer('>i')
-_S1 = _Packer('>ii')
-_S2 = _Packer('>q')
+_S0 = _Packer('>h')
+_S1 = _Packer('>i')
+_S2 = _Packer('>ii')
+_S3 = _Packer('>q')
 
 
 class GroupMetadataValue(Message):
@@ -118,13 +107,58 @@ def _d_MemberMetadata_0(m, p):
     o._unknown_tags = None
     o.group_instance_id = None
     o.rebalance_timeout = -1
-    o.member_id, p = read_string(m, p)
-    o.client_id, p = read_string(m, p)
-    o.client_host, p = read_string(m, p)
-    (o.session_timeout,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('client_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('client_host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_host', p, n, len(m))
+        o.client_host = str(m[p:e], 'utf-8')
+        p = e
+    (o.session_timeout,) = _S1.unpack_from(m, p)
     p += 4
-    o.subscription, p = read_bytes(m, p)
-    o.assignment, p = read_bytes(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('subscription', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('subscription', p, n, len(m))
+        o.subscription = bytes(m[p:e])
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('assignment', p, n, len(m))
+        o.assignment = bytes(m[p:e])
+        p = e
     return o, p
 
 
@@ -132,17 +166,54 @@ def _d_GroupMetadataValue_0(m, p):
     o = _new(_C_GroupMetadataValue)
     o._unknown_tags = None
     o.current_state_timestamp = -1
-    o.protocol_type, p = read_string(m, p)
-    (o.generation,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    (o.generation,) = _S1.unpack_from(m, p)
     p += 4
-    o.protocol, p = read_nullable_string(m, p)
-    o.leader, p = read_nullable_string(m, p)
-    n, p = read_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_MemberMetadata_0(m, p)
-        items.append(item)
-    o.members = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('protocol', p, n, len(m))
+        o.protocol = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol', p, n, len(m))
+        o.protocol = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('leader', p, n, len(m))
+        o.leader = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('leader', p, n, len(m))
+        o.leader = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MemberMetadata_0(m, p)
+            items.append(item)
+        o.members = items
     return o, p
 
 
@@ -150,13 +221,58 @@ def _d_MemberMetadata_1(m, p):
     o = _new(_C_MemberMetadata)
     o._unknown_tags = None
     o.group_instance_id = None
-    o.member_id, p = read_string(m, p)
-    o.client_id, p = read_string(m, p)
-    o.client_host, p = read_string(m, p)
-    o.rebalance_timeout, o.session_timeout = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('client_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('client_host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_host', p, n, len(m))
+        o.client_host = str(m[p:e], 'utf-8')
+        p = e
+    o.rebalance_timeout, o.session_timeout = _S2.unpack_from(m, p)
     p += 8
-    o.subscription, p = read_bytes(m, p)
-    o.assignment, p = read_bytes(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('subscription', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('subscription', p, n, len(m))
+        o.subscription = bytes(m[p:e])
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('assignment', p, n, len(m))
+        o.assignment = bytes(m[p:e])
+        p = e
     return o, p
 
 
@@ -164,83 +280,328 @@ def _d_GroupMetadataValue_1(m, p):
     o = _new(_C_GroupMetadataValue)
     o._unknown_tags = None
     o.current_state_timestamp = -1
-    o.protocol_type, p = read_string(m, p)
-    (o.generation,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    (o.generation,) = _S1.unpack_from(m, p)
     p += 4
-    o.protocol, p = read_nullable_string(m, p)
-    o.leader, p = read_nullable_string(m, p)
-    n, p = read_array_length(m, p, 22)
-    items = []
-    for _ in range(n):
-        item, p = _d_MemberMetadata_1(m, p)
-        items.append(item)
-    o.members = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('protocol', p, n, len(m))
+        o.protocol = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol', p, n, len(m))
+        o.protocol = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('leader', p, n, len(m))
+        o.leader = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('leader', p, n, len(m))
+        o.leader = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 22 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MemberMetadata_1(m, p)
+            items.append(item)
+        o.members = items
     return o, p
 
 
 def _d_GroupMetadataValue_2(m, p):
     o = _new(_C_GroupMetadataValue)
     o._unknown_tags = None
-    o.protocol_type, p = read_string(m, p)
-    (o.generation,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    (o.generation,) = _S1.unpack_from(m, p)
     p += 4
-    o.protocol, p = read_nullable_string(m, p)
-    o.leader, p = read_nullable_string(m, p)
-    (o.current_state_timestamp,) = _S2.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('protocol', p, n, len(m))
+        o.protocol = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol', p, n, len(m))
+        o.protocol = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('leader', p, n, len(m))
+        o.leader = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('leader', p, n, len(m))
+        o.leader = str(m[p:e], 'utf-8')
+        p = e
+    (o.current_state_timestamp,) = _S3.unpack_from(m, p)
     p += 8
-    n, p = read_array_length(m, p, 22)
-    items = []
-    for _ in range(n):
-        item, p = _d_MemberMetadata_1(m, p)
-        items.append(item)
-    o.members = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 22 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MemberMetadata_1(m, p)
+            items.append(item)
+        o.members = items
     return o, p
 
 
 def _d_MemberMetadata_3(m, p):
     o = _new(_C_MemberMetadata)
     o._unknown_tags = None
-    o.member_id, p = read_string(m, p)
-    o.group_instance_id, p = read_nullable_string(m, p)
-    o.client_id, p = read_string(m, p)
-    o.client_host, p = read_string(m, p)
-    o.rebalance_timeout, o.session_timeout = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('client_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('client_host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_host', p, n, len(m))
+        o.client_host = str(m[p:e], 'utf-8')
+        p = e
+    o.rebalance_timeout, o.session_timeout = _S2.unpack_from(m, p)
     p += 8
-    o.subscription, p = read_bytes(m, p)
-    o.assignment, p = read_bytes(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('subscription', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('subscription', p, n, len(m))
+        o.subscription = bytes(m[p:e])
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('assignment', p, n, len(m))
+        o.assignment = bytes(m[p:e])
+        p = e
     return o, p
 
 
 def _d_GroupMetadataValue_3(m, p):
     o = _new(_C_GroupMetadataValue)
     o._unknown_tags = None
-    o.protocol_type, p = read_string(m, p)
-    (o.generation,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    (o.generation,) = _S1.unpack_from(m, p)
     p += 4
-    o.protocol, p = read_nullable_string(m, p)
-    o.leader, p = read_nullable_string(m, p)
-    (o.current_state_timestamp,) = _S2.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('protocol', p, n, len(m))
+        o.protocol = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol', p, n, len(m))
+        o.protocol = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('leader', p, n, len(m))
+        o.leader = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('leader', p, n, len(m))
+        o.leader = str(m[p:e], 'utf-8')
+        p = e
+    (o.current_state_timestamp,) = _S3.unpack_from(m, p)
     p += 8
-    n, p = read_array_length(m, p, 24)
-    items = []
-    for _ in range(n):
-        item, p = _d_MemberMetadata_3(m, p)
-        items.append(item)
-    o.members = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 24 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MemberMetadata_3(m, p)
+            items.append(item)
+        o.members = items
     return o, p
 
 
 def _d_MemberMetadata_4(m, p):
     o = _new(_C_MemberMetadata)
     o._unknown_tags = None
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
-    o.client_id, p = read_compact_string(m, p)
-    o.client_host, p = read_compact_string(m, p)
-    o.rebalance_timeout, o.session_timeout = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('client_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('client_host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('client_host', p, n, len(m))
+        o.client_host = str(m[p:e], 'utf-8')
+        p = e
+    o.rebalance_timeout, o.session_timeout = _S2.unpack_from(m, p)
     p += 8
-    o.subscription, p = read_compact_bytes(m, p)
-    o.assignment, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('subscription', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('subscription', p, n, len(m))
+        o.subscription = bytes(m[p:e])
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('assignment', p, n, len(m))
+        o.assignment = bytes(m[p:e])
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -251,19 +612,68 @@ def _d_MemberMetadata_4(m, p):
 def _d_GroupMetadataValue_4(m, p):
     o = _new(_C_GroupMetadataValue)
     o._unknown_tags = None
-    o.protocol_type, p = read_compact_string(m, p)
-    (o.generation,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    (o.generation,) = _S1.unpack_from(m, p)
     p += 4
-    o.protocol, p = read_compact_nullable_string(m, p)
-    o.leader, p = read_compact_nullable_string(m, p)
-    (o.current_state_timestamp,) = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.protocol = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol', p, n, len(m))
+        o.protocol = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.leader = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('leader', p, n, len(m))
+        o.leader = str(m[p:e], 'utf-8')
+        p = e
+    (o.current_state_timestamp,) = _S3.unpack_from(m, p)
     p += 8
-    n, p = read_compact_array_length(m, p, 15)
-    items = []
-    for _ in range(n):
-        item, p = _d_MemberMetadata_4(m, p)
-        items.append(item)
-    o.members = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 15 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MemberMetadata_4(m, p)
+            items.append(item)
+        o.members = items
     if m[p] == 0:
         p += 1
     else:
@@ -283,7 +693,7 @@ def _e_MemberMetadata_0(o, w):
     if o.client_host is None:
         raise null_in_non_nullable('MemberMetadata', 'client_host')
     write_string(w, o.client_host)
-    w += _S0.pack(o.session_timeout)
+    w += _S1.pack(o.session_timeout)
     if o.subscription is None:
         raise null_in_non_nullable('MemberMetadata', 'subscription')
     write_bytes(w, o.subscription)
@@ -298,7 +708,7 @@ def _e_GroupMetadataValue_0(o, w):
     if o.protocol_type is None:
         raise null_in_non_nullable('GroupMetadataValue', 'protocol_type')
     write_string(w, o.protocol_type)
-    w += _S0.pack(o.generation)
+    w += _S1.pack(o.generation)
     write_nullable_string(w, o.protocol)
     write_nullable_string(w, o.leader)
     if o.members is None:
@@ -320,7 +730,7 @@ def _e_MemberMetadata_1(o, w):
     if o.client_host is None:
         raise null_in_non_nullable('MemberMetadata', 'client_host')
     write_string(w, o.client_host)
-    w += _S1.pack(o.rebalance_timeout, o.session_timeout)
+    w += _S2.pack(o.rebalance_timeout, o.session_timeout)
     if o.subscription is None:
         raise null_in_non_nullable('MemberMetadata', 'subscription')
     write_bytes(w, o.subscription)
@@ -335,7 +745,7 @@ def _e_GroupMetadataValue_1(o, w):
     if o.protocol_type is None:
         raise null_in_non_nullable('GroupMetadataValue', 'protocol_type')
     write_string(w, o.protocol_type)
-    w += _S0.pack(o.generation)
+    w += _S1.pack(o.generation)
     write_nullable_string(w, o.protocol)
     write_nullable_string(w, o.leader)
     if o.members is None:
@@ -351,10 +761,10 @@ def _e_GroupMetadataValue_2(o, w):
     if o.protocol_type is None:
         raise null_in_non_nullable('GroupMetadataValue', 'protocol_type')
     write_string(w, o.protocol_type)
-    w += _S0.pack(o.generation)
+    w += _S1.pack(o.generation)
     write_nullable_string(w, o.protocol)
     write_nullable_string(w, o.leader)
-    w += _S2.pack(o.current_state_timestamp)
+    w += _S3.pack(o.current_state_timestamp)
     if o.members is None:
         raise null_in_non_nullable('GroupMetadataValue', 'members')
     write_array_length(w, o.members)
@@ -375,7 +785,7 @@ def _e_MemberMetadata_3(o, w):
     if o.client_host is None:
         raise null_in_non_nullable('MemberMetadata', 'client_host')
     write_string(w, o.client_host)
-    w += _S1.pack(o.rebalance_timeout, o.session_timeout)
+    w += _S2.pack(o.rebalance_timeout, o.session_timeout)
     if o.subscription is None:
         raise null_in_non_nullable('MemberMetadata', 'subscription')
     write_bytes(w, o.subscription)
@@ -390,10 +800,10 @@ def _e_GroupMetadataValue_3(o, w):
     if o.protocol_type is None:
         raise null_in_non_nullable('GroupMetadataValue', 'protocol_type')
     write_string(w, o.protocol_type)
-    w += _S0.pack(o.generation)
+    w += _S1.pack(o.generation)
     write_nullable_string(w, o.protocol)
     write_nullable_string(w, o.leader)
-    w += _S2.pack(o.current_state_timestamp)
+    w += _S3.pack(o.current_state_timestamp)
     if o.members is None:
         raise null_in_non_nullable('GroupMetadataValue', 'members')
     write_array_length(w, o.members)
@@ -412,7 +822,7 @@ def _e_MemberMetadata_4(o, w):
     if o.client_host is None:
         raise null_in_non_nullable('MemberMetadata', 'client_host')
     write_compact_string(w, o.client_host)
-    w += _S1.pack(o.rebalance_timeout, o.session_timeout)
+    w += _S2.pack(o.rebalance_timeout, o.session_timeout)
     if o.subscription is None:
         raise null_in_non_nullable('MemberMetadata', 'subscription')
     write_compact_bytes(w, o.subscription)
@@ -429,10 +839,10 @@ def _e_GroupMetadataValue_4(o, w):
     if o.protocol_type is None:
         raise null_in_non_nullable('GroupMetadataValue', 'protocol_type')
     write_compact_string(w, o.protocol_type)
-    w += _S0.pack(o.generation)
+    w += _S1.pack(o.generation)
     write_compact_nullable_string(w, o.protocol)
     write_compact_nullable_string(w, o.leader)
-    w += _S2.pack(o.current_state_timestamp)
+    w += _S3.pack(o.current_state_timestamp)
     if o.members is None:
         raise null_in_non_nullable('GroupMetadataValue', 'members')
     write_compact_array_length(w, o.members)

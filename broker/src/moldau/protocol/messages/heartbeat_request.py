@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,7 +43,8 @@ _new = object.__new__
 
 __all__ = ['HeartbeatRequest']
 
-_S0 = _Packer('>i')
+_S0 = _Packer('>h')
+_S1 = _Packer('>i')
 
 
 class HeartbeatRequest(Message):
@@ -86,32 +75,118 @@ def _d_HeartbeatRequest_0(m, p):
     o = _new(_C_HeartbeatRequest)
     o._unknown_tags = None
     o.group_instance_id = None
-    o.group_id, p = read_string(m, p)
-    (o.generation_id,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (o.generation_id,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_HeartbeatRequest_3(m, p):
     o = _new(_C_HeartbeatRequest)
     o._unknown_tags = None
-    o.group_id, p = read_string(m, p)
-    (o.generation_id,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (o.generation_id,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_string(m, p)
-    o.group_instance_id, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_HeartbeatRequest_4(m, p):
     o = _new(_C_HeartbeatRequest)
     o._unknown_tags = None
-    o.group_id, p = read_compact_string(m, p)
-    (o.generation_id,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (o.generation_id,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -127,7 +202,7 @@ def _e_HeartbeatRequest_0(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('HeartbeatRequest', 'group_id')
     write_string(w, o.group_id)
-    w += _S0.pack(o.generation_id)
+    w += _S1.pack(o.generation_id)
     if o.member_id is None:
         raise null_in_non_nullable('HeartbeatRequest', 'member_id')
     write_string(w, o.member_id)
@@ -139,7 +214,7 @@ def _e_HeartbeatRequest_3(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('HeartbeatRequest', 'group_id')
     write_string(w, o.group_id)
-    w += _S0.pack(o.generation_id)
+    w += _S1.pack(o.generation_id)
     if o.member_id is None:
         raise null_in_non_nullable('HeartbeatRequest', 'member_id')
     write_string(w, o.member_id)
@@ -150,7 +225,7 @@ def _e_HeartbeatRequest_4(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('HeartbeatRequest', 'group_id')
     write_compact_string(w, o.group_id)
-    w += _S0.pack(o.generation_id)
+    w += _S1.pack(o.generation_id)
     if o.member_id is None:
         raise null_in_non_nullable('HeartbeatRequest', 'member_id')
     write_compact_string(w, o.member_id)

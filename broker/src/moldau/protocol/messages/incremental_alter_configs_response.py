@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -102,10 +90,30 @@ def _d_AlterConfigsResourceResponse_0(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     (o.resource_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -114,12 +122,18 @@ def _d_IncrementalAlterConfigsResponse_0(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterConfigsResourceResponse_0(m, p)
-        items.append(item)
-    o.responses = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterConfigsResourceResponse_0(m, p)
+            items.append(item)
+        o.responses = items
     return o, p
 
 
@@ -128,10 +142,36 @@ def _d_AlterConfigsResourceResponse_1(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     (o.resource_type,) = _S2.unpack_from(m, p)
     p += 1
-    o.resource_name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('resource_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('resource_name', p, n, len(m))
+        o.resource_name = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -144,12 +184,22 @@ def _d_IncrementalAlterConfigsResponse_1(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_AlterConfigsResourceResponse_1(m, p)
-        items.append(item)
-    o.responses = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AlterConfigsResourceResponse_1(m, p)
+            items.append(item)
+        o.responses = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,9 @@ _new = object.__new__
 
 __all__ = ['InitProducerIdRequest']
 
-_S0 = _Packer('>i')
-_S1 = _Packer('>iqh')
+_S0 = _Packer('>h')
+_S1 = _Packer('>i')
+_S2 = _Packer('>iqh')
 
 
 class InitProducerIdRequest(Message):
@@ -88,8 +77,19 @@ def _d_InitProducerIdRequest_0(m, p):
     o._unknown_tags = None
     o.producer_id = -1
     o.producer_epoch = -1
-    o.transactional_id, p = read_nullable_string(m, p)
-    (o.transaction_timeout_ms,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    (o.transaction_timeout_ms,) = _S1.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -99,8 +99,21 @@ def _d_InitProducerIdRequest_2(m, p):
     o._unknown_tags = None
     o.producer_id = -1
     o.producer_epoch = -1
-    o.transactional_id, p = read_compact_nullable_string(m, p)
-    (o.transaction_timeout_ms,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.transactional_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    (o.transaction_timeout_ms,) = _S1.unpack_from(m, p)
     p += 4
     if m[p] == 0:
         p += 1
@@ -112,8 +125,21 @@ def _d_InitProducerIdRequest_2(m, p):
 def _d_InitProducerIdRequest_3(m, p):
     o = _new(_C_InitProducerIdRequest)
     o._unknown_tags = None
-    o.transactional_id, p = read_compact_nullable_string(m, p)
-    o.transaction_timeout_ms, o.producer_id, o.producer_epoch = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.transactional_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    o.transaction_timeout_ms, o.producer_id, o.producer_epoch = _S2.unpack_from(m, p)
     p += 14
     if m[p] == 0:
         p += 1
@@ -130,7 +156,7 @@ def _e_InitProducerIdRequest_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('InitProducerIdRequest')
     write_nullable_string(w, o.transactional_id)
-    w += _S0.pack(o.transaction_timeout_ms)
+    w += _S1.pack(o.transaction_timeout_ms)
 
 
 def _e_InitProducerIdRequest_2(o, w):
@@ -139,7 +165,7 @@ def _e_InitProducerIdRequest_2(o, w):
     if o.producer_epoch != -1:
         raise non_default_absent('InitProducerIdRequest', 'producer_epoch')
     write_compact_nullable_string(w, o.transactional_id)
-    w += _S0.pack(o.transaction_timeout_ms)
+    w += _S1.pack(o.transaction_timeout_ms)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -148,7 +174,7 @@ def _e_InitProducerIdRequest_2(o, w):
 
 def _e_InitProducerIdRequest_3(o, w):
     write_compact_nullable_string(w, o.transactional_id)
-    w += _S1.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
+    w += _S2.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

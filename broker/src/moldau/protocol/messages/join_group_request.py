@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,9 @@ _new = object.__new__
 
 __all__ = ['JoinGroupRequest']
 
-_S0 = _Packer('>i')
-_S1 = _Packer('>ii')
+_S0 = _Packer('>h')
+_S1 = _Packer('>i')
+_S2 = _Packer('>ii')
 
 
 class JoinGroupRequest(Message):
@@ -107,8 +96,26 @@ _C_JoinGroupRequestProtocol.FIELDS = (
 def _d_JoinGroupRequestProtocol_0(m, p):
     o = _new(_C_JoinGroupRequestProtocol)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    o.metadata, p = read_bytes(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = bytes(m[p:e])
+        p = e
     return o, p
 
 
@@ -118,17 +125,50 @@ def _d_JoinGroupRequest_0(m, p):
     o.rebalance_timeout_ms = -1
     o.group_instance_id = None
     o.reason = None
-    o.group_id, p = read_string(m, p)
-    (o.session_timeout_ms,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (o.session_timeout_ms,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_string(m, p)
-    o.protocol_type, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_JoinGroupRequestProtocol_0(m, p)
-        items.append(item)
-    o.protocols = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('protocols', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('protocols', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_JoinGroupRequestProtocol_0(m, p)
+            items.append(item)
+        o.protocols = items
     return o, p
 
 
@@ -137,17 +177,50 @@ def _d_JoinGroupRequest_1(m, p):
     o._unknown_tags = None
     o.group_instance_id = None
     o.reason = None
-    o.group_id, p = read_string(m, p)
-    o.session_timeout_ms, o.rebalance_timeout_ms = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    o.session_timeout_ms, o.rebalance_timeout_ms = _S2.unpack_from(m, p)
     p += 8
-    o.member_id, p = read_string(m, p)
-    o.protocol_type, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_JoinGroupRequestProtocol_0(m, p)
-        items.append(item)
-    o.protocols = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('protocols', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('protocols', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_JoinGroupRequestProtocol_0(m, p)
+            items.append(item)
+        o.protocols = items
     return o, p
 
 
@@ -155,26 +228,96 @@ def _d_JoinGroupRequest_5(m, p):
     o = _new(_C_JoinGroupRequest)
     o._unknown_tags = None
     o.reason = None
-    o.group_id, p = read_string(m, p)
-    o.session_timeout_ms, o.rebalance_timeout_ms = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    o.session_timeout_ms, o.rebalance_timeout_ms = _S2.unpack_from(m, p)
     p += 8
-    o.member_id, p = read_string(m, p)
-    o.group_instance_id, p = read_nullable_string(m, p)
-    o.protocol_type, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_JoinGroupRequestProtocol_0(m, p)
-        items.append(item)
-    o.protocols = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('protocols', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('protocols', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_JoinGroupRequestProtocol_0(m, p)
+            items.append(item)
+        o.protocols = items
     return o, p
 
 
 def _d_JoinGroupRequestProtocol_6(m, p):
     o = _new(_C_JoinGroupRequestProtocol)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    o.metadata, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = bytes(m[p:e])
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -186,18 +329,80 @@ def _d_JoinGroupRequest_6(m, p):
     o = _new(_C_JoinGroupRequest)
     o._unknown_tags = None
     o.reason = None
-    o.group_id, p = read_compact_string(m, p)
-    o.session_timeout_ms, o.rebalance_timeout_ms = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    o.session_timeout_ms, o.rebalance_timeout_ms = _S2.unpack_from(m, p)
     p += 8
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
-    o.protocol_type, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_JoinGroupRequestProtocol_6(m, p)
-        items.append(item)
-    o.protocols = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('protocols', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('protocols', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_JoinGroupRequestProtocol_6(m, p)
+            items.append(item)
+        o.protocols = items
     if m[p] == 0:
         p += 1
     else:
@@ -208,19 +413,94 @@ def _d_JoinGroupRequest_6(m, p):
 def _d_JoinGroupRequest_8(m, p):
     o = _new(_C_JoinGroupRequest)
     o._unknown_tags = None
-    o.group_id, p = read_compact_string(m, p)
-    o.session_timeout_ms, o.rebalance_timeout_ms = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    o.session_timeout_ms, o.rebalance_timeout_ms = _S2.unpack_from(m, p)
     p += 8
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
-    o.protocol_type, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_JoinGroupRequestProtocol_6(m, p)
-        items.append(item)
-    o.protocols = items
-    o.reason, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('protocols', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('protocols', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_JoinGroupRequestProtocol_6(m, p)
+            items.append(item)
+        o.protocols = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.reason = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('reason', p, n, len(m))
+        o.reason = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -247,7 +527,7 @@ def _e_JoinGroupRequest_0(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'group_id')
     write_string(w, o.group_id)
-    w += _S0.pack(o.session_timeout_ms)
+    w += _S1.pack(o.session_timeout_ms)
     if o.member_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'member_id')
     write_string(w, o.member_id)
@@ -269,7 +549,7 @@ def _e_JoinGroupRequest_1(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'group_id')
     write_string(w, o.group_id)
-    w += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
+    w += _S2.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     if o.member_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'member_id')
     write_string(w, o.member_id)
@@ -289,7 +569,7 @@ def _e_JoinGroupRequest_5(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'group_id')
     write_string(w, o.group_id)
-    w += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
+    w += _S2.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     if o.member_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'member_id')
     write_string(w, o.member_id)
@@ -321,7 +601,7 @@ def _e_JoinGroupRequest_6(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'group_id')
     write_compact_string(w, o.group_id)
-    w += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
+    w += _S2.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     if o.member_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'member_id')
     write_compact_string(w, o.member_id)
@@ -344,7 +624,7 @@ def _e_JoinGroupRequest_8(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'group_id')
     write_compact_string(w, o.group_id)
-    w += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
+    w += _S2.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     if o.member_id is None:
         raise null_in_non_nullable('JoinGroupRequest', 'member_id')
     write_compact_string(w, o.member_id)

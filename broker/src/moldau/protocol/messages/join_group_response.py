@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,8 +44,10 @@ _new = object.__new__
 __all__ = ['JoinGroupResponse']
 
 _S0 = _Packer('>hi')
-_S1 = _Packer('>ihi')
-_S2 = _Packer('>?')
+_S1 = _Packer('>h')
+_S2 = _Packer('>i')
+_S3 = _Packer('>ihi')
+_S4 = _Packer('>?')
 
 
 class JoinGroupResponse(Message):
@@ -113,8 +103,26 @@ def _d_JoinGroupResponseMember_0(m, p):
     o = _new(_C_JoinGroupResponseMember)
     o._unknown_tags = None
     o.group_instance_id = None
-    o.member_id, p = read_string(m, p)
-    o.metadata, p = read_bytes(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = bytes(m[p:e])
+        p = e
     return o, p
 
 
@@ -126,15 +134,48 @@ def _d_JoinGroupResponse_0(m, p):
     o.skip_assignment = False
     o.error_code, o.generation_id = _S0.unpack_from(m, p)
     p += 6
-    o.protocol_name, p = read_string(m, p)
-    o.leader, p = read_string(m, p)
-    o.member_id, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_JoinGroupResponseMember_0(m, p)
-        items.append(item)
-    o.members = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_name', p, n, len(m))
+        o.protocol_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('leader', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('leader', p, n, len(m))
+        o.leader = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_JoinGroupResponseMember_0(m, p)
+            items.append(item)
+        o.members = items
     return o, p
 
 
@@ -143,26 +184,88 @@ def _d_JoinGroupResponse_2(m, p):
     o._unknown_tags = None
     o.protocol_type = None
     o.skip_assignment = False
-    o.throttle_time_ms, o.error_code, o.generation_id = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code, o.generation_id = _S3.unpack_from(m, p)
     p += 10
-    o.protocol_name, p = read_string(m, p)
-    o.leader, p = read_string(m, p)
-    o.member_id, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_JoinGroupResponseMember_0(m, p)
-        items.append(item)
-    o.members = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_name', p, n, len(m))
+        o.protocol_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('leader', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('leader', p, n, len(m))
+        o.leader = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_JoinGroupResponseMember_0(m, p)
+            items.append(item)
+        o.members = items
     return o, p
 
 
 def _d_JoinGroupResponseMember_5(m, p):
     o = _new(_C_JoinGroupResponseMember)
     o._unknown_tags = None
-    o.member_id, p = read_string(m, p)
-    o.group_instance_id, p = read_nullable_string(m, p)
-    o.metadata, p = read_bytes(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = bytes(m[p:e])
+        p = e
     return o, p
 
 
@@ -171,26 +274,98 @@ def _d_JoinGroupResponse_5(m, p):
     o._unknown_tags = None
     o.protocol_type = None
     o.skip_assignment = False
-    o.throttle_time_ms, o.error_code, o.generation_id = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code, o.generation_id = _S3.unpack_from(m, p)
     p += 10
-    o.protocol_name, p = read_string(m, p)
-    o.leader, p = read_string(m, p)
-    o.member_id, p = read_string(m, p)
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_JoinGroupResponseMember_5(m, p)
-        items.append(item)
-    o.members = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_name', p, n, len(m))
+        o.protocol_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('leader', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('leader', p, n, len(m))
+        o.leader = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_JoinGroupResponseMember_5(m, p)
+            items.append(item)
+        o.members = items
     return o, p
 
 
 def _d_JoinGroupResponseMember_6(m, p):
     o = _new(_C_JoinGroupResponseMember)
     o._unknown_tags = None
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
-    o.metadata, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = bytes(m[p:e])
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -203,17 +378,66 @@ def _d_JoinGroupResponse_6(m, p):
     o._unknown_tags = None
     o.protocol_type = None
     o.skip_assignment = False
-    o.throttle_time_ms, o.error_code, o.generation_id = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code, o.generation_id = _S3.unpack_from(m, p)
     p += 10
-    o.protocol_name, p = read_compact_string(m, p)
-    o.leader, p = read_compact_string(m, p)
-    o.member_id, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_JoinGroupResponseMember_6(m, p)
-        items.append(item)
-    o.members = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('protocol_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_name', p, n, len(m))
+        o.protocol_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('leader', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('leader', p, n, len(m))
+        o.leader = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_JoinGroupResponseMember_6(m, p)
+            items.append(item)
+        o.members = items
     if m[p] == 0:
         p += 1
     else:
@@ -225,18 +449,80 @@ def _d_JoinGroupResponse_7(m, p):
     o = _new(_C_JoinGroupResponse)
     o._unknown_tags = None
     o.skip_assignment = False
-    o.throttle_time_ms, o.error_code, o.generation_id = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code, o.generation_id = _S3.unpack_from(m, p)
     p += 10
-    o.protocol_type, p = read_compact_nullable_string(m, p)
-    o.protocol_name, p = read_compact_nullable_string(m, p)
-    o.leader, p = read_compact_string(m, p)
-    o.member_id, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_JoinGroupResponseMember_6(m, p)
-        items.append(item)
-    o.members = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.protocol_type = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.protocol_name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_name', p, n, len(m))
+        o.protocol_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('leader', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('leader', p, n, len(m))
+        o.leader = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_JoinGroupResponseMember_6(m, p)
+            items.append(item)
+        o.members = items
     if m[p] == 0:
         p += 1
     else:
@@ -247,20 +533,82 @@ def _d_JoinGroupResponse_7(m, p):
 def _d_JoinGroupResponse_9(m, p):
     o = _new(_C_JoinGroupResponse)
     o._unknown_tags = None
-    o.throttle_time_ms, o.error_code, o.generation_id = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code, o.generation_id = _S3.unpack_from(m, p)
     p += 10
-    o.protocol_type, p = read_compact_nullable_string(m, p)
-    o.protocol_name, p = read_compact_nullable_string(m, p)
-    o.leader, p = read_compact_string(m, p)
-    (o.skip_assignment,) = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.protocol_type = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.protocol_name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_name', p, n, len(m))
+        o.protocol_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('leader', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('leader', p, n, len(m))
+        o.leader = str(m[p:e], 'utf-8')
+        p = e
+    (o.skip_assignment,) = _S4.unpack_from(m, p)
     p += 1
-    o.member_id, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_JoinGroupResponseMember_6(m, p)
-        items.append(item)
-    o.members = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_JoinGroupResponseMember_6(m, p)
+            items.append(item)
+        o.members = items
     if m[p] == 0:
         p += 1
     else:
@@ -306,7 +654,7 @@ def _e_JoinGroupResponse_2(o, w):
         raise non_default_absent('JoinGroupResponse', 'skip_assignment')
     if o._unknown_tags:
         raise tagged_fields_unsupported('JoinGroupResponse')
-    w += _S1.pack(o.throttle_time_ms, o.error_code, o.generation_id)
+    w += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     if o.protocol_name is None:
         raise null_in_non_nullable('JoinGroupResponse', 'protocol_name')
     write_string(w, o.protocol_name)
@@ -340,7 +688,7 @@ def _e_JoinGroupResponse_5(o, w):
         raise non_default_absent('JoinGroupResponse', 'skip_assignment')
     if o._unknown_tags:
         raise tagged_fields_unsupported('JoinGroupResponse')
-    w += _S1.pack(o.throttle_time_ms, o.error_code, o.generation_id)
+    w += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     if o.protocol_name is None:
         raise null_in_non_nullable('JoinGroupResponse', 'protocol_name')
     write_string(w, o.protocol_name)
@@ -374,7 +722,7 @@ def _e_JoinGroupResponseMember_6(o, w):
 def _e_JoinGroupResponse_6(o, w):
     if o.skip_assignment != False:
         raise non_default_absent('JoinGroupResponse', 'skip_assignment')
-    w += _S1.pack(o.throttle_time_ms, o.error_code, o.generation_id)
+    w += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     if o.protocol_name is None:
         raise null_in_non_nullable('JoinGroupResponse', 'protocol_name')
     write_compact_string(w, o.protocol_name)
@@ -398,7 +746,7 @@ def _e_JoinGroupResponse_6(o, w):
 def _e_JoinGroupResponse_7(o, w):
     if o.skip_assignment != False:
         raise non_default_absent('JoinGroupResponse', 'skip_assignment')
-    w += _S1.pack(o.throttle_time_ms, o.error_code, o.generation_id)
+    w += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     write_compact_nullable_string(w, o.protocol_type)
     write_compact_nullable_string(w, o.protocol_name)
     if o.leader is None:
@@ -419,13 +767,13 @@ def _e_JoinGroupResponse_7(o, w):
 
 
 def _e_JoinGroupResponse_9(o, w):
-    w += _S1.pack(o.throttle_time_ms, o.error_code, o.generation_id)
+    w += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     write_compact_nullable_string(w, o.protocol_type)
     write_compact_nullable_string(w, o.protocol_name)
     if o.leader is None:
         raise null_in_non_nullable('JoinGroupResponse', 'leader')
     write_compact_string(w, o.leader)
-    w += _S2.pack(o.skip_assignment)
+    w += _S4.pack(o.skip_assignment)
     if o.member_id is None:
         raise null_in_non_nullable('JoinGroupResponse', 'member_id')
     write_compact_string(w, o.member_id)

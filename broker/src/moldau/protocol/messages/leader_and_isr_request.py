@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,14 +44,15 @@ _new = object.__new__
 __all__ = ['LeaderAndIsrRequest']
 
 _S0 = _Packer('>ii')
-_S1 = _Packer('>iiii')
-_S2 = _Packer('>i')
-_S3 = _Packer('>?')
-_S4 = _Packer('>iiq')
-_S5 = _Packer('>iiqb')
-_S6 = _Packer('>16s')
-_S7 = _Packer('>?b')
-_S8 = _Packer('>i?iqb')
+_S1 = _Packer('>i')
+_S2 = _Packer('>h')
+_S3 = _Packer('>iiii')
+_S4 = _Packer('>?')
+_S5 = _Packer('>iiq')
+_S6 = _Packer('>iiqb')
+_S7 = _Packer('>16s')
+_S8 = _Packer('>?b')
+_S9 = _Packer('>i?iqb')
 
 
 class LeaderAndIsrRequest(Message):
@@ -168,25 +157,55 @@ def _d_LeaderAndIsrPartitionState_0(m, p):
     o.removing_replicas = []
     o.is_new = False
     o.leader_recovery_state = 0
-    o.topic_name, p = read_string(m, p)
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S1.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    n, p = read_array_length(m, p, 4)
-    o.isr, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.partition_epoch,) = _S2.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 4)
-    o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    if n < 0:
+        raise bad_length('isr', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr', p, n)
+    else:
+        o.isr, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.partition_epoch,) = _S1.unpack_from(m, p)
+    p += 4
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replicas', p, n)
+    else:
+        o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
 def _d_LeaderAndIsrLiveLeader_0(m, p):
     o = _new(_C_LeaderAndIsrLiveLeader)
     o._unknown_tags = None
-    (o.broker_id,) = _S2.unpack_from(m, p)
+    (o.broker_id,) = _S1.unpack_from(m, p)
     p += 4
-    o.host_name, p = read_string(m, p)
-    (o.port,) = _S2.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('host_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host_name', p, n, len(m))
+        o.host_name = str(m[p:e], 'utf-8')
+        p = e
+    (o.port,) = _S1.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -200,18 +219,30 @@ def _d_LeaderAndIsrRequest_0(m, p):
     o.topic_states = []
     o.controller_id, o.controller_epoch = _S0.unpack_from(m, p)
     p += 8
-    n, p = read_array_length(m, p, 30)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrPartitionState_0(m, p)
-        items.append(item)
-    o.ungrouped_partition_states = items
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrLiveLeader_0(m, p)
-        items.append(item)
-    o.live_leaders = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('ungrouped_partition_states', p, n, len(m))
+    elif n * 30 > len(m) - p:
+        raise bad_count('ungrouped_partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrPartitionState_0(m, p)
+            items.append(item)
+        o.ungrouped_partition_states = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('live_leaders', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_leaders', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrLiveLeader_0(m, p)
+            items.append(item)
+        o.live_leaders = items
     return o, p
 
 
@@ -221,16 +252,37 @@ def _d_LeaderAndIsrPartitionState_1(m, p):
     o.adding_replicas = []
     o.removing_replicas = []
     o.leader_recovery_state = 0
-    o.topic_name, p = read_string(m, p)
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S1.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    n, p = read_array_length(m, p, 4)
-    o.isr, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.partition_epoch,) = _S2.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 4)
-    o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.is_new,) = _S3.unpack_from(m, p)
+    if n < 0:
+        raise bad_length('isr', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr', p, n)
+    else:
+        o.isr, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.partition_epoch,) = _S1.unpack_from(m, p)
+    p += 4
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replicas', p, n)
+    else:
+        o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.is_new,) = _S4.unpack_from(m, p)
     p += 1
     return o, p
 
@@ -244,18 +296,30 @@ def _d_LeaderAndIsrRequest_1(m, p):
     o.topic_states = []
     o.controller_id, o.controller_epoch = _S0.unpack_from(m, p)
     p += 8
-    n, p = read_array_length(m, p, 31)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrPartitionState_1(m, p)
-        items.append(item)
-    o.ungrouped_partition_states = items
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrLiveLeader_0(m, p)
-        items.append(item)
-    o.live_leaders = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('ungrouped_partition_states', p, n, len(m))
+    elif n * 31 > len(m) - p:
+        raise bad_count('ungrouped_partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrPartitionState_1(m, p)
+            items.append(item)
+        o.ungrouped_partition_states = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('live_leaders', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_leaders', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrLiveLeader_0(m, p)
+            items.append(item)
+        o.live_leaders = items
     return o, p
 
 
@@ -266,15 +330,27 @@ def _d_LeaderAndIsrPartitionState_2(m, p):
     o.adding_replicas = []
     o.removing_replicas = []
     o.leader_recovery_state = 0
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S1.unpack_from(m, p)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    n, p = read_array_length(m, p, 4)
-    o.isr, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.partition_epoch,) = _S2.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 4)
-    o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.is_new,) = _S3.unpack_from(m, p)
+    if n < 0:
+        raise bad_length('isr', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr', p, n)
+    else:
+        o.isr, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.partition_epoch,) = _S1.unpack_from(m, p)
+    p += 4
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replicas', p, n)
+    else:
+        o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.is_new,) = _S4.unpack_from(m, p)
     p += 1
     return o, p
 
@@ -283,13 +359,28 @@ def _d_LeaderAndIsrTopicState_2(m, p):
     o = _new(_C_LeaderAndIsrTopicState)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic_name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 29)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrPartitionState_2(m, p)
-        items.append(item)
-    o.partition_states = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_states', p, n, len(m))
+    elif n * 29 > len(m) - p:
+        raise bad_count('partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrPartitionState_2(m, p)
+            items.append(item)
+        o.partition_states = items
     return o, p
 
 
@@ -299,20 +390,32 @@ def _d_LeaderAndIsrRequest_2(m, p):
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
-    o.controller_id, o.controller_epoch, o.broker_epoch = _S4.unpack_from(m, p)
+    o.controller_id, o.controller_epoch, o.broker_epoch = _S5.unpack_from(m, p)
     p += 16
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrTopicState_2(m, p)
-        items.append(item)
-    o.topic_states = items
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrLiveLeader_0(m, p)
-        items.append(item)
-    o.live_leaders = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topic_states', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topic_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrTopicState_2(m, p)
+            items.append(item)
+        o.topic_states = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('live_leaders', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_leaders', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrLiveLeader_0(m, p)
+            items.append(item)
+        o.live_leaders = items
     return o, p
 
 
@@ -321,19 +424,43 @@ def _d_LeaderAndIsrPartitionState_3(m, p):
     o._unknown_tags = None
     o.topic_name = ''
     o.leader_recovery_state = 0
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S1.unpack_from(m, p)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    n, p = read_array_length(m, p, 4)
-    o.isr, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.partition_epoch,) = _S2.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 4)
-    o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_array_length(m, p, 4)
-    o.adding_replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_array_length(m, p, 4)
-    o.removing_replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.is_new,) = _S3.unpack_from(m, p)
+    if n < 0:
+        raise bad_length('isr', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr', p, n)
+    else:
+        o.isr, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.partition_epoch,) = _S1.unpack_from(m, p)
+    p += 4
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replicas', p, n)
+    else:
+        o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('adding_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('adding_replicas', p, n)
+    else:
+        o.adding_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('removing_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('removing_replicas', p, n)
+    else:
+        o.removing_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.is_new,) = _S4.unpack_from(m, p)
     p += 1
     return o, p
 
@@ -342,13 +469,28 @@ def _d_LeaderAndIsrTopicState_3(m, p):
     o = _new(_C_LeaderAndIsrTopicState)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic_name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 37)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrPartitionState_3(m, p)
-        items.append(item)
-    o.partition_states = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_states', p, n, len(m))
+    elif n * 37 > len(m) - p:
+        raise bad_count('partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrPartitionState_3(m, p)
+            items.append(item)
+        o.partition_states = items
     return o, p
 
 
@@ -358,20 +500,32 @@ def _d_LeaderAndIsrRequest_3(m, p):
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
-    o.controller_id, o.controller_epoch, o.broker_epoch = _S4.unpack_from(m, p)
+    o.controller_id, o.controller_epoch, o.broker_epoch = _S5.unpack_from(m, p)
     p += 16
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrTopicState_3(m, p)
-        items.append(item)
-    o.topic_states = items
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrLiveLeader_0(m, p)
-        items.append(item)
-    o.live_leaders = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topic_states', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topic_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrTopicState_3(m, p)
+            items.append(item)
+        o.topic_states = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('live_leaders', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_leaders', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrLiveLeader_0(m, p)
+            items.append(item)
+        o.live_leaders = items
     return o, p
 
 
@@ -380,19 +534,59 @@ def _d_LeaderAndIsrPartitionState_4(m, p):
     o._unknown_tags = None
     o.topic_name = ''
     o.leader_recovery_state = 0
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S1.unpack_from(m, p)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    n, p = read_compact_array_length(m, p, 4)
-    o.isr, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.partition_epoch,) = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('isr', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr', p, n)
+    else:
+        o.isr, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.partition_epoch,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 4)
-    o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_compact_array_length(m, p, 4)
-    o.adding_replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_compact_array_length(m, p, 4)
-    o.removing_replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.is_new,) = _S3.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replicas', p, n)
+    else:
+        o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('adding_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('adding_replicas', p, n)
+    else:
+        o.adding_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('removing_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('removing_replicas', p, n)
+    else:
+        o.removing_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.is_new,) = _S4.unpack_from(m, p)
     p += 1
     if m[p] == 0:
         p += 1
@@ -405,13 +599,36 @@ def _d_LeaderAndIsrTopicState_4(m, p):
     o = _new(_C_LeaderAndIsrTopicState)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 26)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrPartitionState_4(m, p)
-        items.append(item)
-    o.partition_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_states', p, n, len(m))
+    elif n * 26 > len(m) - p:
+        raise bad_count('partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrPartitionState_4(m, p)
+            items.append(item)
+        o.partition_states = items
     if m[p] == 0:
         p += 1
     else:
@@ -422,10 +639,23 @@ def _d_LeaderAndIsrTopicState_4(m, p):
 def _d_LeaderAndIsrLiveLeader_4(m, p):
     o = _new(_C_LeaderAndIsrLiveLeader)
     o._unknown_tags = None
-    (o.broker_id,) = _S2.unpack_from(m, p)
+    (o.broker_id,) = _S1.unpack_from(m, p)
     p += 4
-    o.host_name, p = read_compact_string(m, p)
-    (o.port,) = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host_name', p, n, len(m))
+        o.host_name = str(m[p:e], 'utf-8')
+        p = e
+    (o.port,) = _S1.unpack_from(m, p)
     p += 4
     if m[p] == 0:
         p += 1
@@ -440,20 +670,40 @@ def _d_LeaderAndIsrRequest_4(m, p):
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
-    o.controller_id, o.controller_epoch, o.broker_epoch = _S4.unpack_from(m, p)
+    o.controller_id, o.controller_epoch, o.broker_epoch = _S5.unpack_from(m, p)
     p += 16
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrTopicState_4(m, p)
-        items.append(item)
-    o.topic_states = items
-    n, p = read_compact_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrLiveLeader_4(m, p)
-        items.append(item)
-    o.live_leaders = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_states', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topic_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrTopicState_4(m, p)
+            items.append(item)
+        o.topic_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('live_leaders', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_leaders', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrLiveLeader_4(m, p)
+            items.append(item)
+        o.live_leaders = items
     if m[p] == 0:
         p += 1
     else:
@@ -464,16 +714,39 @@ def _d_LeaderAndIsrRequest_4(m, p):
 def _d_LeaderAndIsrTopicState_5(m, p):
     o = _new(_C_LeaderAndIsrTopicState)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    (o.topic_id,) = _S6.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    (o.topic_id,) = _S7.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 26)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrPartitionState_4(m, p)
-        items.append(item)
-    o.partition_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_states', p, n, len(m))
+    elif n * 26 > len(m) - p:
+        raise bad_count('partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrPartitionState_4(m, p)
+            items.append(item)
+        o.partition_states = items
     if m[p] == 0:
         p += 1
     else:
@@ -486,20 +759,40 @@ def _d_LeaderAndIsrRequest_5(m, p):
     o._unknown_tags = None
     o.is_k_raft_controller = False
     o.ungrouped_partition_states = []
-    o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S5.unpack_from(m, p)
+    o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S6.unpack_from(m, p)
     p += 17
-    n, p = read_compact_array_length(m, p, 19)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrTopicState_5(m, p)
-        items.append(item)
-    o.topic_states = items
-    n, p = read_compact_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrLiveLeader_4(m, p)
-        items.append(item)
-    o.live_leaders = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_states', p, n, len(m))
+    elif n * 19 > len(m) - p:
+        raise bad_count('topic_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrTopicState_5(m, p)
+            items.append(item)
+        o.topic_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('live_leaders', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_leaders', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrLiveLeader_4(m, p)
+            items.append(item)
+        o.live_leaders = items
     if m[p] == 0:
         p += 1
     else:
@@ -511,19 +804,59 @@ def _d_LeaderAndIsrPartitionState_6(m, p):
     o = _new(_C_LeaderAndIsrPartitionState)
     o._unknown_tags = None
     o.topic_name = ''
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S1.unpack_from(m, p)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    n, p = read_compact_array_length(m, p, 4)
-    o.isr, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.partition_epoch,) = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('isr', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr', p, n)
+    else:
+        o.isr, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.partition_epoch,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 4)
-    o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_compact_array_length(m, p, 4)
-    o.adding_replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_compact_array_length(m, p, 4)
-    o.removing_replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    o.is_new, o.leader_recovery_state = _S7.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replicas', p, n)
+    else:
+        o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('adding_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('adding_replicas', p, n)
+    else:
+        o.adding_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('removing_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('removing_replicas', p, n)
+    else:
+        o.removing_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    o.is_new, o.leader_recovery_state = _S8.unpack_from(m, p)
     p += 2
     if m[p] == 0:
         p += 1
@@ -535,16 +868,39 @@ def _d_LeaderAndIsrPartitionState_6(m, p):
 def _d_LeaderAndIsrTopicState_6(m, p):
     o = _new(_C_LeaderAndIsrTopicState)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    (o.topic_id,) = _S6.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    (o.topic_id,) = _S7.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 27)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrPartitionState_6(m, p)
-        items.append(item)
-    o.partition_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_states', p, n, len(m))
+    elif n * 27 > len(m) - p:
+        raise bad_count('partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrPartitionState_6(m, p)
+            items.append(item)
+        o.partition_states = items
     if m[p] == 0:
         p += 1
     else:
@@ -557,20 +913,40 @@ def _d_LeaderAndIsrRequest_6(m, p):
     o._unknown_tags = None
     o.is_k_raft_controller = False
     o.ungrouped_partition_states = []
-    o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S5.unpack_from(m, p)
+    o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S6.unpack_from(m, p)
     p += 17
-    n, p = read_compact_array_length(m, p, 19)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrTopicState_6(m, p)
-        items.append(item)
-    o.topic_states = items
-    n, p = read_compact_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrLiveLeader_4(m, p)
-        items.append(item)
-    o.live_leaders = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_states', p, n, len(m))
+    elif n * 19 > len(m) - p:
+        raise bad_count('topic_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrTopicState_6(m, p)
+            items.append(item)
+        o.topic_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('live_leaders', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_leaders', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrLiveLeader_4(m, p)
+            items.append(item)
+        o.live_leaders = items
     if m[p] == 0:
         p += 1
     else:
@@ -582,20 +958,40 @@ def _d_LeaderAndIsrRequest_7(m, p):
     o = _new(_C_LeaderAndIsrRequest)
     o._unknown_tags = None
     o.ungrouped_partition_states = []
-    o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type = _S8.unpack_from(m, p)
+    o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type = _S9.unpack_from(m, p)
     p += 18
-    n, p = read_compact_array_length(m, p, 19)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrTopicState_6(m, p)
-        items.append(item)
-    o.topic_states = items
-    n, p = read_compact_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrLiveLeader_4(m, p)
-        items.append(item)
-    o.live_leaders = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_states', p, n, len(m))
+    elif n * 19 > len(m) - p:
+        raise bad_count('topic_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrTopicState_6(m, p)
+            items.append(item)
+        o.topic_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('live_leaders', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_leaders', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrLiveLeader_4(m, p)
+            items.append(item)
+        o.live_leaders = items
     if m[p] == 0:
         p += 1
     else:
@@ -611,12 +1007,12 @@ def _e_LeaderAndIsrPartitionState_0(o, w):
     if o.topic_name is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'topic_name')
     write_string(w, o.topic_name)
-    w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    w += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'isr')
     write_array_length(w, o.isr)
     write_fixed_array(w, o.isr, 'i')
-    w += _S2.pack(o.partition_epoch)
+    w += _S1.pack(o.partition_epoch)
     if o.replicas is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'replicas')
     write_array_length(w, o.replicas)
@@ -626,11 +1022,11 @@ def _e_LeaderAndIsrPartitionState_0(o, w):
 def _e_LeaderAndIsrLiveLeader_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('LeaderAndIsrLiveLeader')
-    w += _S2.pack(o.broker_id)
+    w += _S1.pack(o.broker_id)
     if o.host_name is None:
         raise null_in_non_nullable('LeaderAndIsrLiveLeader', 'host_name')
     write_string(w, o.host_name)
-    w += _S2.pack(o.port)
+    w += _S1.pack(o.port)
 
 
 def _e_LeaderAndIsrRequest_0(o, w):
@@ -663,17 +1059,17 @@ def _e_LeaderAndIsrPartitionState_1(o, w):
     if o.topic_name is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'topic_name')
     write_string(w, o.topic_name)
-    w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    w += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'isr')
     write_array_length(w, o.isr)
     write_fixed_array(w, o.isr, 'i')
-    w += _S2.pack(o.partition_epoch)
+    w += _S1.pack(o.partition_epoch)
     if o.replicas is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'replicas')
     write_array_length(w, o.replicas)
     write_fixed_array(w, o.replicas, 'i')
-    w += _S3.pack(o.is_new)
+    w += _S4.pack(o.is_new)
 
 
 def _e_LeaderAndIsrRequest_1(o, w):
@@ -703,17 +1099,17 @@ def _e_LeaderAndIsrPartitionState_2(o, w):
         raise non_default_absent('LeaderAndIsrPartitionState', 'leader_recovery_state')
     if o._unknown_tags:
         raise tagged_fields_unsupported('LeaderAndIsrPartitionState')
-    w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    w += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'isr')
     write_array_length(w, o.isr)
     write_fixed_array(w, o.isr, 'i')
-    w += _S2.pack(o.partition_epoch)
+    w += _S1.pack(o.partition_epoch)
     if o.replicas is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'replicas')
     write_array_length(w, o.replicas)
     write_fixed_array(w, o.replicas, 'i')
-    w += _S3.pack(o.is_new)
+    w += _S4.pack(o.is_new)
 
 
 def _e_LeaderAndIsrTopicState_2(o, w):
@@ -738,7 +1134,7 @@ def _e_LeaderAndIsrRequest_2(o, w):
         raise non_default_absent('LeaderAndIsrRequest', 'ungrouped_partition_states')
     if o._unknown_tags:
         raise tagged_fields_unsupported('LeaderAndIsrRequest')
-    w += _S4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    w += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:
         raise null_in_non_nullable('LeaderAndIsrRequest', 'topic_states')
     write_array_length(w, o.topic_states)
@@ -756,12 +1152,12 @@ def _e_LeaderAndIsrPartitionState_3(o, w):
         raise non_default_absent('LeaderAndIsrPartitionState', 'leader_recovery_state')
     if o._unknown_tags:
         raise tagged_fields_unsupported('LeaderAndIsrPartitionState')
-    w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    w += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'isr')
     write_array_length(w, o.isr)
     write_fixed_array(w, o.isr, 'i')
-    w += _S2.pack(o.partition_epoch)
+    w += _S1.pack(o.partition_epoch)
     if o.replicas is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'replicas')
     write_array_length(w, o.replicas)
@@ -774,7 +1170,7 @@ def _e_LeaderAndIsrPartitionState_3(o, w):
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'removing_replicas')
     write_array_length(w, o.removing_replicas)
     write_fixed_array(w, o.removing_replicas, 'i')
-    w += _S3.pack(o.is_new)
+    w += _S4.pack(o.is_new)
 
 
 def _e_LeaderAndIsrTopicState_3(o, w):
@@ -799,7 +1195,7 @@ def _e_LeaderAndIsrRequest_3(o, w):
         raise non_default_absent('LeaderAndIsrRequest', 'ungrouped_partition_states')
     if o._unknown_tags:
         raise tagged_fields_unsupported('LeaderAndIsrRequest')
-    w += _S4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    w += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:
         raise null_in_non_nullable('LeaderAndIsrRequest', 'topic_states')
     write_array_length(w, o.topic_states)
@@ -815,12 +1211,12 @@ def _e_LeaderAndIsrRequest_3(o, w):
 def _e_LeaderAndIsrPartitionState_4(o, w):
     if o.leader_recovery_state != 0:
         raise non_default_absent('LeaderAndIsrPartitionState', 'leader_recovery_state')
-    w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    w += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'isr')
     write_compact_array_length(w, o.isr)
     write_fixed_array(w, o.isr, 'i')
-    w += _S2.pack(o.partition_epoch)
+    w += _S1.pack(o.partition_epoch)
     if o.replicas is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'replicas')
     write_compact_array_length(w, o.replicas)
@@ -833,7 +1229,7 @@ def _e_LeaderAndIsrPartitionState_4(o, w):
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'removing_replicas')
     write_compact_array_length(w, o.removing_replicas)
     write_fixed_array(w, o.removing_replicas, 'i')
-    w += _S3.pack(o.is_new)
+    w += _S4.pack(o.is_new)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -856,11 +1252,11 @@ def _e_LeaderAndIsrTopicState_4(o, w):
 
 
 def _e_LeaderAndIsrLiveLeader_4(o, w):
-    w += _S2.pack(o.broker_id)
+    w += _S1.pack(o.broker_id)
     if o.host_name is None:
         raise null_in_non_nullable('LeaderAndIsrLiveLeader', 'host_name')
     write_compact_string(w, o.host_name)
-    w += _S2.pack(o.port)
+    w += _S1.pack(o.port)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -874,7 +1270,7 @@ def _e_LeaderAndIsrRequest_4(o, w):
         raise non_default_absent('LeaderAndIsrRequest', 'type')
     if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('LeaderAndIsrRequest', 'ungrouped_partition_states')
-    w += _S4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    w += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:
         raise null_in_non_nullable('LeaderAndIsrRequest', 'topic_states')
     write_compact_array_length(w, o.topic_states)
@@ -895,7 +1291,7 @@ def _e_LeaderAndIsrTopicState_5(o, w):
     if o.topic_name is None:
         raise null_in_non_nullable('LeaderAndIsrTopicState', 'topic_name')
     write_compact_string(w, o.topic_name)
-    w += _S6.pack(o.topic_id.bytes)
+    w += _S7.pack(o.topic_id.bytes)
     if o.partition_states is None:
         raise null_in_non_nullable('LeaderAndIsrTopicState', 'partition_states')
     write_compact_array_length(w, o.partition_states)
@@ -912,7 +1308,7 @@ def _e_LeaderAndIsrRequest_5(o, w):
         raise non_default_absent('LeaderAndIsrRequest', 'is_k_raft_controller')
     if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('LeaderAndIsrRequest', 'ungrouped_partition_states')
-    w += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
+    w += _S6.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
     if o.topic_states is None:
         raise null_in_non_nullable('LeaderAndIsrRequest', 'topic_states')
     write_compact_array_length(w, o.topic_states)
@@ -930,12 +1326,12 @@ def _e_LeaderAndIsrRequest_5(o, w):
 
 
 def _e_LeaderAndIsrPartitionState_6(o, w):
-    w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    w += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'isr')
     write_compact_array_length(w, o.isr)
     write_fixed_array(w, o.isr, 'i')
-    w += _S2.pack(o.partition_epoch)
+    w += _S1.pack(o.partition_epoch)
     if o.replicas is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'replicas')
     write_compact_array_length(w, o.replicas)
@@ -948,7 +1344,7 @@ def _e_LeaderAndIsrPartitionState_6(o, w):
         raise null_in_non_nullable('LeaderAndIsrPartitionState', 'removing_replicas')
     write_compact_array_length(w, o.removing_replicas)
     write_fixed_array(w, o.removing_replicas, 'i')
-    w += _S7.pack(o.is_new, o.leader_recovery_state)
+    w += _S8.pack(o.is_new, o.leader_recovery_state)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -959,7 +1355,7 @@ def _e_LeaderAndIsrTopicState_6(o, w):
     if o.topic_name is None:
         raise null_in_non_nullable('LeaderAndIsrTopicState', 'topic_name')
     write_compact_string(w, o.topic_name)
-    w += _S6.pack(o.topic_id.bytes)
+    w += _S7.pack(o.topic_id.bytes)
     if o.partition_states is None:
         raise null_in_non_nullable('LeaderAndIsrTopicState', 'partition_states')
     write_compact_array_length(w, o.partition_states)
@@ -976,7 +1372,7 @@ def _e_LeaderAndIsrRequest_6(o, w):
         raise non_default_absent('LeaderAndIsrRequest', 'is_k_raft_controller')
     if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('LeaderAndIsrRequest', 'ungrouped_partition_states')
-    w += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
+    w += _S6.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
     if o.topic_states is None:
         raise null_in_non_nullable('LeaderAndIsrRequest', 'topic_states')
     write_compact_array_length(w, o.topic_states)
@@ -996,7 +1392,7 @@ def _e_LeaderAndIsrRequest_6(o, w):
 def _e_LeaderAndIsrRequest_7(o, w):
     if o.ungrouped_partition_states is None or o.ungrouped_partition_states:
         raise non_default_absent('LeaderAndIsrRequest', 'ungrouped_partition_states')
-    w += _S8.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type)
+    w += _S9.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type)
     if o.topic_states is None:
         raise null_in_non_nullable('LeaderAndIsrRequest', 'topic_states')
     write_compact_array_length(w, o.topic_states)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,8 +44,9 @@ _new = object.__new__
 __all__ = ['LeaderAndIsrResponse']
 
 _S0 = _Packer('>h')
-_S1 = _Packer('>ih')
-_S2 = _Packer('>16s')
+_S1 = _Packer('>i')
+_S2 = _Packer('>ih')
+_S3 = _Packer('>16s')
 
 
 class LeaderAndIsrResponse(Message):
@@ -113,8 +102,17 @@ _C_LeaderAndIsrTopicError.FIELDS = (
 def _d_LeaderAndIsrPartitionError_0(m, p):
     o = _new(_C_LeaderAndIsrPartitionError)
     o._unknown_tags = None
-    o.topic_name, p = read_string(m, p)
-    o.partition_index, o.error_code = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    o.partition_index, o.error_code = _S2.unpack_from(m, p)
     p += 6
     return o, p
 
@@ -125,20 +123,39 @@ def _d_LeaderAndIsrResponse_0(m, p):
     o.topics = []
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrPartitionError_0(m, p)
-        items.append(item)
-    o.partition_errors = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_errors', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('partition_errors', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrPartitionError_0(m, p)
+            items.append(item)
+        o.partition_errors = items
     return o, p
 
 
 def _d_LeaderAndIsrPartitionError_4(m, p):
     o = _new(_C_LeaderAndIsrPartitionError)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    o.partition_index, o.error_code = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    o.partition_index, o.error_code = _S2.unpack_from(m, p)
     p += 6
     if m[p] == 0:
         p += 1
@@ -153,12 +170,22 @@ def _d_LeaderAndIsrResponse_4(m, p):
     o.topics = []
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_compact_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrPartitionError_4(m, p)
-        items.append(item)
-    o.partition_errors = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_errors', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('partition_errors', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrPartitionError_4(m, p)
+            items.append(item)
+        o.partition_errors = items
     if m[p] == 0:
         p += 1
     else:
@@ -170,7 +197,7 @@ def _d_LeaderAndIsrPartitionError_5(m, p):
     o = _new(_C_LeaderAndIsrPartitionError)
     o._unknown_tags = None
     o.topic_name = ''
-    o.partition_index, o.error_code = _S1.unpack_from(m, p)
+    o.partition_index, o.error_code = _S2.unpack_from(m, p)
     p += 6
     if m[p] == 0:
         p += 1
@@ -182,15 +209,25 @@ def _d_LeaderAndIsrPartitionError_5(m, p):
 def _d_LeaderAndIsrTopicError_5(m, p):
     o = _new(_C_LeaderAndIsrTopicError)
     o._unknown_tags = None
-    (o.topic_id,) = _S2.unpack_from(m, p)
+    (o.topic_id,) = _S3.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrPartitionError_5(m, p)
-        items.append(item)
-    o.partition_errors = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_errors', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('partition_errors', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrPartitionError_5(m, p)
+            items.append(item)
+        o.partition_errors = items
     if m[p] == 0:
         p += 1
     else:
@@ -204,12 +241,22 @@ def _d_LeaderAndIsrResponse_5(m, p):
     o.partition_errors = []
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_LeaderAndIsrTopicError_5(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_LeaderAndIsrTopicError_5(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -223,7 +270,7 @@ def _e_LeaderAndIsrPartitionError_0(o, w):
     if o.topic_name is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionError', 'topic_name')
     write_string(w, o.topic_name)
-    w += _S1.pack(o.partition_index, o.error_code)
+    w += _S2.pack(o.partition_index, o.error_code)
 
 
 def _e_LeaderAndIsrResponse_0(o, w):
@@ -243,7 +290,7 @@ def _e_LeaderAndIsrPartitionError_4(o, w):
     if o.topic_name is None:
         raise null_in_non_nullable('LeaderAndIsrPartitionError', 'topic_name')
     write_compact_string(w, o.topic_name)
-    w += _S1.pack(o.partition_index, o.error_code)
+    w += _S2.pack(o.partition_index, o.error_code)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -266,7 +313,7 @@ def _e_LeaderAndIsrResponse_4(o, w):
 
 
 def _e_LeaderAndIsrPartitionError_5(o, w):
-    w += _S1.pack(o.partition_index, o.error_code)
+    w += _S2.pack(o.partition_index, o.error_code)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -274,7 +321,7 @@ def _e_LeaderAndIsrPartitionError_5(o, w):
 
 
 def _e_LeaderAndIsrTopicError_5(o, w):
-    w += _S2.pack(o.topic_id.bytes)
+    w += _S3.pack(o.topic_id.bytes)
     if o.partition_errors is None:
         raise null_in_non_nullable('LeaderAndIsrTopicError', 'partition_errors')
     write_compact_array_length(w, o.partition_errors)

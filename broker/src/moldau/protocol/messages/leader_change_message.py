@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -115,18 +103,38 @@ def _d_LeaderChangeMessage_0(m, p):
     o._unknown_tags = None
     o.version, o.leader_id = _S0.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_Voter_0(m, p)
-        items.append(item)
-    o.voters = items
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_Voter_0(m, p)
-        items.append(item)
-    o.granting_voters = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('voters', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('voters', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Voter_0(m, p)
+            items.append(item)
+        o.voters = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('granting_voters', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('granting_voters', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Voter_0(m, p)
+            items.append(item)
+        o.granting_voters = items
     if m[p] == 0:
         p += 1
     else:
@@ -152,18 +160,38 @@ def _d_LeaderChangeMessage_1(m, p):
     o._unknown_tags = None
     o.version, o.leader_id = _S0.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 21)
-    items = []
-    for _ in range(n):
-        item, p = _d_Voter_1(m, p)
-        items.append(item)
-    o.voters = items
-    n, p = read_compact_array_length(m, p, 21)
-    items = []
-    for _ in range(n):
-        item, p = _d_Voter_1(m, p)
-        items.append(item)
-    o.granting_voters = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('voters', p, n, len(m))
+    elif n * 21 > len(m) - p:
+        raise bad_count('voters', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Voter_1(m, p)
+            items.append(item)
+        o.voters = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('granting_voters', p, n, len(m))
+    elif n * 21 > len(m) - p:
+        raise bad_count('granting_voters', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Voter_1(m, p)
+            items.append(item)
+        o.granting_voters = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,6 +43,8 @@ _new = object.__new__
 
 __all__ = ['LeaveGroupRequest']
 
+_S0 = _Packer('>h')
+_S1 = _Packer('>i')
 
 
 class LeaveGroupRequest(Message):
@@ -98,8 +88,26 @@ def _d_LeaveGroupRequest_0(m, p):
     o = _new(_C_LeaveGroupRequest)
     o._unknown_tags = None
     o.members = []
-    o.group_id, p = read_string(m, p)
-    o.member_id, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -107,8 +115,28 @@ def _d_MemberIdentity_3(m, p):
     o = _new(_C_MemberIdentity)
     o._unknown_tags = None
     o.reason = None
-    o.member_id, p = read_string(m, p)
-    o.group_instance_id, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -116,13 +144,28 @@ def _d_LeaveGroupRequest_3(m, p):
     o = _new(_C_LeaveGroupRequest)
     o._unknown_tags = None
     o.member_id = ''
-    o.group_id, p = read_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_MemberIdentity_3(m, p)
-        items.append(item)
-    o.members = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MemberIdentity_3(m, p)
+            items.append(item)
+        o.members = items
     return o, p
 
 
@@ -130,8 +173,34 @@ def _d_MemberIdentity_4(m, p):
     o = _new(_C_MemberIdentity)
     o._unknown_tags = None
     o.reason = None
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -143,13 +212,36 @@ def _d_LeaveGroupRequest_4(m, p):
     o = _new(_C_LeaveGroupRequest)
     o._unknown_tags = None
     o.member_id = ''
-    o.group_id, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_MemberIdentity_4(m, p)
-        items.append(item)
-    o.members = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MemberIdentity_4(m, p)
+            items.append(item)
+        o.members = items
     if m[p] == 0:
         p += 1
     else:
@@ -160,9 +252,48 @@ def _d_LeaveGroupRequest_4(m, p):
 def _d_MemberIdentity_5(m, p):
     o = _new(_C_MemberIdentity)
     o._unknown_tags = None
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
-    o.reason, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.reason = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('reason', p, n, len(m))
+        o.reason = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -174,13 +305,36 @@ def _d_LeaveGroupRequest_5(m, p):
     o = _new(_C_LeaveGroupRequest)
     o._unknown_tags = None
     o.member_id = ''
-    o.group_id, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_MemberIdentity_5(m, p)
-        items.append(item)
-    o.members = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MemberIdentity_5(m, p)
+            items.append(item)
+        o.members = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -57,6 +45,7 @@ __all__ = ['LeaveGroupResponse']
 
 _S0 = _Packer('>h')
 _S1 = _Packer('>ih')
+_S2 = _Packer('>i')
 
 
 class LeaveGroupResponse(Message):
@@ -118,8 +107,28 @@ def _d_LeaveGroupResponse_1(m, p):
 def _d_MemberResponse_3(m, p):
     o = _new(_C_MemberResponse)
     o._unknown_tags = None
-    o.member_id, p = read_string(m, p)
-    o.group_instance_id, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
     return o, p
@@ -130,20 +139,52 @@ def _d_LeaveGroupResponse_3(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S1.unpack_from(m, p)
     p += 6
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_MemberResponse_3(m, p)
-        items.append(item)
-    o.members = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MemberResponse_3(m, p)
+            items.append(item)
+        o.members = items
     return o, p
 
 
 def _d_MemberResponse_4(m, p):
     o = _new(_C_MemberResponse)
     o._unknown_tags = None
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
     if m[p] == 0:
@@ -158,12 +199,22 @@ def _d_LeaveGroupResponse_4(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S1.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_MemberResponse_4(m, p)
-        items.append(item)
-    o.members = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MemberResponse_4(m, p)
+            items.append(item)
+        o.members = items
     if m[p] == 0:
         p += 1
     else:

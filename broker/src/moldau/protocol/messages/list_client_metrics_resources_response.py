@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -94,7 +82,20 @@ _C_ClientMetricsResource.FIELDS = (
 def _d_ClientMetricsResource_0(m, p):
     o = _new(_C_ClientMetricsResource)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -107,12 +108,22 @@ def _d_ListClientMetricsResourcesResponse_0(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 2)
-    items = []
-    for _ in range(n):
-        item, p = _d_ClientMetricsResource_0(m, p)
-        items.append(item)
-    o.client_metrics_resources = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('client_metrics_resources', p, n, len(m))
+    elif n * 2 > len(m) - p:
+        raise bad_count('client_metrics_resources', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ClientMetricsResource_0(m, p)
+            items.append(item)
+        o.client_metrics_resources = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,8 @@ _new = object.__new__
 __all__ = ['ListGroupsResponse']
 
 _S0 = _Packer('>h')
-_S1 = _Packer('>ih')
+_S1 = _Packer('>i')
+_S2 = _Packer('>ih')
 
 
 class ListGroupsResponse(Message):
@@ -103,8 +92,26 @@ def _d_ListedGroup_0(m, p):
     o._unknown_tags = None
     o.group_state = ''
     o.group_type = ''
-    o.group_id, p = read_string(m, p)
-    o.protocol_type, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -114,26 +121,38 @@ def _d_ListGroupsResponse_0(m, p):
     o.throttle_time_ms = 0
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListedGroup_0(m, p)
-        items.append(item)
-    o.groups = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListedGroup_0(m, p)
+            items.append(item)
+        o.groups = items
     return o, p
 
 
 def _d_ListGroupsResponse_1(m, p):
     o = _new(_C_ListGroupsResponse)
     o._unknown_tags = None
-    o.throttle_time_ms, o.error_code = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListedGroup_0(m, p)
-        items.append(item)
-    o.groups = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListedGroup_0(m, p)
+            items.append(item)
+        o.groups = items
     return o, p
 
 
@@ -142,8 +161,34 @@ def _d_ListedGroup_3(m, p):
     o._unknown_tags = None
     o.group_state = ''
     o.group_type = ''
-    o.group_id, p = read_compact_string(m, p)
-    o.protocol_type, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -154,14 +199,24 @@ def _d_ListedGroup_3(m, p):
 def _d_ListGroupsResponse_3(m, p):
     o = _new(_C_ListGroupsResponse)
     o._unknown_tags = None
-    o.throttle_time_ms, o.error_code = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListedGroup_3(m, p)
-        items.append(item)
-    o.groups = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListedGroup_3(m, p)
+            items.append(item)
+        o.groups = items
     if m[p] == 0:
         p += 1
     else:
@@ -173,9 +228,48 @@ def _d_ListedGroup_4(m, p):
     o = _new(_C_ListedGroup)
     o._unknown_tags = None
     o.group_type = ''
-    o.group_id, p = read_compact_string(m, p)
-    o.protocol_type, p = read_compact_string(m, p)
-    o.group_state, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_state', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_state', p, n, len(m))
+        o.group_state = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -186,14 +280,24 @@ def _d_ListedGroup_4(m, p):
 def _d_ListGroupsResponse_4(m, p):
     o = _new(_C_ListGroupsResponse)
     o._unknown_tags = None
-    o.throttle_time_ms, o.error_code = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListedGroup_4(m, p)
-        items.append(item)
-    o.groups = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListedGroup_4(m, p)
+            items.append(item)
+        o.groups = items
     if m[p] == 0:
         p += 1
     else:
@@ -204,10 +308,62 @@ def _d_ListGroupsResponse_4(m, p):
 def _d_ListedGroup_5(m, p):
     o = _new(_C_ListedGroup)
     o._unknown_tags = None
-    o.group_id, p = read_compact_string(m, p)
-    o.protocol_type, p = read_compact_string(m, p)
-    o.group_state, p = read_compact_string(m, p)
-    o.group_type, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('protocol_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_state', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_state', p, n, len(m))
+        o.group_state = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_type', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_type', p, n, len(m))
+        o.group_type = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -218,14 +374,24 @@ def _d_ListedGroup_5(m, p):
 def _d_ListGroupsResponse_5(m, p):
     o = _new(_C_ListGroupsResponse)
     o._unknown_tags = None
-    o.throttle_time_ms, o.error_code = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListedGroup_5(m, p)
-        items.append(item)
-    o.groups = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListedGroup_5(m, p)
+            items.append(item)
+        o.groups = items
     if m[p] == 0:
         p += 1
     else:
@@ -258,7 +424,7 @@ def _e_ListGroupsResponse_0(o, w):
 def _e_ListGroupsResponse_1(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('ListGroupsResponse')
-    w += _S1.pack(o.throttle_time_ms, o.error_code)
+    w += _S2.pack(o.throttle_time_ms, o.error_code)
     if o.groups is None:
         raise null_in_non_nullable('ListGroupsResponse', 'groups')
     write_array_length(w, o.groups)
@@ -280,7 +446,7 @@ def _e_ListedGroup_3(o, w):
 
 
 def _e_ListGroupsResponse_3(o, w):
-    w += _S1.pack(o.throttle_time_ms, o.error_code)
+    w += _S2.pack(o.throttle_time_ms, o.error_code)
     if o.groups is None:
         raise null_in_non_nullable('ListGroupsResponse', 'groups')
     write_compact_array_length(w, o.groups)
@@ -309,7 +475,7 @@ def _e_ListedGroup_4(o, w):
 
 
 def _e_ListGroupsResponse_4(o, w):
-    w += _S1.pack(o.throttle_time_ms, o.error_code)
+    w += _S2.pack(o.throttle_time_ms, o.error_code)
     if o.groups is None:
         raise null_in_non_nullable('ListGroupsResponse', 'groups')
     write_compact_array_length(w, o.groups)
@@ -341,7 +507,7 @@ def _e_ListedGroup_5(o, w):
 
 
 def _e_ListGroupsResponse_5(o, w):
-    w += _S1.pack(o.throttle_time_ms, o.error_code)
+    w += _S2.pack(o.throttle_time_ms, o.error_code)
     if o.groups is None:
         raise null_in_non_nullable('ListGroupsResponse', 'groups')
     write_compact_array_length(w, o.groups)

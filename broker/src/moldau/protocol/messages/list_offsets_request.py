@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,10 +44,11 @@ _new = object.__new__
 __all__ = ['ListOffsetsRequest']
 
 _S0 = _Packer('>i')
-_S1 = _Packer('>iqi')
-_S2 = _Packer('>iq')
-_S3 = _Packer('>ib')
-_S4 = _Packer('>iiq')
+_S1 = _Packer('>h')
+_S2 = _Packer('>iqi')
+_S3 = _Packer('>iq')
+_S4 = _Packer('>ib')
+_S5 = _Packer('>iiq')
 
 
 class ListOffsetsRequest(Message):
@@ -118,7 +107,7 @@ def _d_ListOffsetsPartition_0(m, p):
     o = _new(_C_ListOffsetsPartition)
     o._unknown_tags = None
     o.current_leader_epoch = -1
-    o.partition_index, o.timestamp, o.max_num_offsets = _S1.unpack_from(m, p)
+    o.partition_index, o.timestamp, o.max_num_offsets = _S2.unpack_from(m, p)
     p += 16
     return o, p
 
@@ -126,13 +115,28 @@ def _d_ListOffsetsPartition_0(m, p):
 def _d_ListOffsetsTopic_0(m, p):
     o = _new(_C_ListOffsetsTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 16)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsPartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 16 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsPartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -142,12 +146,18 @@ def _d_ListOffsetsRequest_0(m, p):
     o.isolation_level = 0
     (o.replica_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -156,7 +166,7 @@ def _d_ListOffsetsPartition_1(m, p):
     o._unknown_tags = None
     o.current_leader_epoch = -1
     o.max_num_offsets = 1
-    o.partition_index, o.timestamp = _S2.unpack_from(m, p)
+    o.partition_index, o.timestamp = _S3.unpack_from(m, p)
     p += 12
     return o, p
 
@@ -164,13 +174,28 @@ def _d_ListOffsetsPartition_1(m, p):
 def _d_ListOffsetsTopic_1(m, p):
     o = _new(_C_ListOffsetsTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsPartition_1(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsPartition_1(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -180,26 +205,38 @@ def _d_ListOffsetsRequest_1(m, p):
     o.isolation_level = 0
     (o.replica_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsTopic_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsTopic_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_ListOffsetsRequest_2(m, p):
     o = _new(_C_ListOffsetsRequest)
     o._unknown_tags = None
-    o.replica_id, o.isolation_level = _S3.unpack_from(m, p)
+    o.replica_id, o.isolation_level = _S4.unpack_from(m, p)
     p += 5
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsTopic_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsTopic_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -207,7 +244,7 @@ def _d_ListOffsetsPartition_4(m, p):
     o = _new(_C_ListOffsetsPartition)
     o._unknown_tags = None
     o.max_num_offsets = 1
-    o.partition_index, o.current_leader_epoch, o.timestamp = _S4.unpack_from(m, p)
+    o.partition_index, o.current_leader_epoch, o.timestamp = _S5.unpack_from(m, p)
     p += 16
     return o, p
 
@@ -215,27 +252,48 @@ def _d_ListOffsetsPartition_4(m, p):
 def _d_ListOffsetsTopic_4(m, p):
     o = _new(_C_ListOffsetsTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 16)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsPartition_4(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 16 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsPartition_4(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
 def _d_ListOffsetsRequest_4(m, p):
     o = _new(_C_ListOffsetsRequest)
     o._unknown_tags = None
-    o.replica_id, o.isolation_level = _S3.unpack_from(m, p)
+    o.replica_id, o.isolation_level = _S4.unpack_from(m, p)
     p += 5
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsTopic_4(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsTopic_4(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -243,7 +301,7 @@ def _d_ListOffsetsPartition_6(m, p):
     o = _new(_C_ListOffsetsPartition)
     o._unknown_tags = None
     o.max_num_offsets = 1
-    o.partition_index, o.current_leader_epoch, o.timestamp = _S4.unpack_from(m, p)
+    o.partition_index, o.current_leader_epoch, o.timestamp = _S5.unpack_from(m, p)
     p += 16
     if m[p] == 0:
         p += 1
@@ -255,13 +313,36 @@ def _d_ListOffsetsPartition_6(m, p):
 def _d_ListOffsetsTopic_6(m, p):
     o = _new(_C_ListOffsetsTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 17)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsPartition_6(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 17 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsPartition_6(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -272,14 +353,24 @@ def _d_ListOffsetsTopic_6(m, p):
 def _d_ListOffsetsRequest_6(m, p):
     o = _new(_C_ListOffsetsRequest)
     o._unknown_tags = None
-    o.replica_id, o.isolation_level = _S3.unpack_from(m, p)
+    o.replica_id, o.isolation_level = _S4.unpack_from(m, p)
     p += 5
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsTopic_6(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsTopic_6(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -290,7 +381,7 @@ def _d_ListOffsetsRequest_6(m, p):
 def _e_ListOffsetsPartition_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('ListOffsetsPartition')
-    w += _S1.pack(o.partition_index, o.timestamp, o.max_num_offsets)
+    w += _S2.pack(o.partition_index, o.timestamp, o.max_num_offsets)
 
 
 def _e_ListOffsetsTopic_0(o, w):
@@ -324,7 +415,7 @@ def _e_ListOffsetsPartition_1(o, w):
         raise non_default_absent('ListOffsetsPartition', 'max_num_offsets')
     if o._unknown_tags:
         raise tagged_fields_unsupported('ListOffsetsPartition')
-    w += _S2.pack(o.partition_index, o.timestamp)
+    w += _S3.pack(o.partition_index, o.timestamp)
 
 
 def _e_ListOffsetsTopic_1(o, w):
@@ -356,7 +447,7 @@ def _e_ListOffsetsRequest_1(o, w):
 def _e_ListOffsetsRequest_2(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('ListOffsetsRequest')
-    w += _S3.pack(o.replica_id, o.isolation_level)
+    w += _S4.pack(o.replica_id, o.isolation_level)
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsRequest', 'topics')
     write_array_length(w, o.topics)
@@ -369,7 +460,7 @@ def _e_ListOffsetsPartition_4(o, w):
         raise non_default_absent('ListOffsetsPartition', 'max_num_offsets')
     if o._unknown_tags:
         raise tagged_fields_unsupported('ListOffsetsPartition')
-    w += _S4.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
+    w += _S5.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
 
 
 def _e_ListOffsetsTopic_4(o, w):
@@ -388,7 +479,7 @@ def _e_ListOffsetsTopic_4(o, w):
 def _e_ListOffsetsRequest_4(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('ListOffsetsRequest')
-    w += _S3.pack(o.replica_id, o.isolation_level)
+    w += _S4.pack(o.replica_id, o.isolation_level)
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsRequest', 'topics')
     write_array_length(w, o.topics)
@@ -399,7 +490,7 @@ def _e_ListOffsetsRequest_4(o, w):
 def _e_ListOffsetsPartition_6(o, w):
     if o.max_num_offsets != 1:
         raise non_default_absent('ListOffsetsPartition', 'max_num_offsets')
-    w += _S4.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
+    w += _S5.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -422,7 +513,7 @@ def _e_ListOffsetsTopic_6(o, w):
 
 
 def _e_ListOffsetsRequest_6(o, w):
-    w += _S3.pack(o.replica_id, o.isolation_level)
+    w += _S4.pack(o.replica_id, o.isolation_level)
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsRequest', 'topics')
     write_compact_array_length(w, o.topics)

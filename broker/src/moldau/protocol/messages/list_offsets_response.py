@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,10 +43,11 @@ _new = object.__new__
 
 __all__ = ['ListOffsetsResponse']
 
-_S0 = _Packer('>ih')
-_S1 = _Packer('>ihqq')
-_S2 = _Packer('>i')
-_S3 = _Packer('>ihqqi')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>ih')
+_S3 = _Packer('>ihqq')
+_S4 = _Packer('>ihqqi')
 
 
 class ListOffsetsResponse(Message):
@@ -121,23 +110,44 @@ def _d_ListOffsetsPartitionResponse_0(m, p):
     o.timestamp = -1
     o.offset = -1
     o.leader_epoch = -1
-    o.partition_index, o.error_code = _S0.unpack_from(m, p)
+    o.partition_index, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    n, p = read_array_length(m, p, 8)
-    o.old_style_offsets, p = read_fixed_array(m, p, n, 'q', 8)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('old_style_offsets', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('old_style_offsets', p, n)
+    else:
+        o.old_style_offsets, p = read_fixed_array(m, p, n, 'q', 8)
     return o, p
 
 
 def _d_ListOffsetsTopicResponse_0(m, p):
     o = _new(_C_ListOffsetsTopicResponse)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsPartitionResponse_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsPartitionResponse_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -145,12 +155,18 @@ def _d_ListOffsetsResponse_0(m, p):
     o = _new(_C_ListOffsetsResponse)
     o._unknown_tags = None
     o.throttle_time_ms = 0
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsTopicResponse_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsTopicResponse_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -159,7 +175,7 @@ def _d_ListOffsetsPartitionResponse_1(m, p):
     o._unknown_tags = None
     o.old_style_offsets = []
     o.leader_epoch = -1
-    o.partition_index, o.error_code, o.timestamp, o.offset = _S1.unpack_from(m, p)
+    o.partition_index, o.error_code, o.timestamp, o.offset = _S3.unpack_from(m, p)
     p += 22
     return o, p
 
@@ -167,13 +183,28 @@ def _d_ListOffsetsPartitionResponse_1(m, p):
 def _d_ListOffsetsTopicResponse_1(m, p):
     o = _new(_C_ListOffsetsTopicResponse)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 22)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsPartitionResponse_1(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 22 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsPartitionResponse_1(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -181,26 +212,38 @@ def _d_ListOffsetsResponse_1(m, p):
     o = _new(_C_ListOffsetsResponse)
     o._unknown_tags = None
     o.throttle_time_ms = 0
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsTopicResponse_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsTopicResponse_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_ListOffsetsResponse_2(m, p):
     o = _new(_C_ListOffsetsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsTopicResponse_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsTopicResponse_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -208,7 +251,7 @@ def _d_ListOffsetsPartitionResponse_4(m, p):
     o = _new(_C_ListOffsetsPartitionResponse)
     o._unknown_tags = None
     o.old_style_offsets = []
-    o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S3.unpack_from(m, p)
+    o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S4.unpack_from(m, p)
     p += 26
     return o, p
 
@@ -216,27 +259,48 @@ def _d_ListOffsetsPartitionResponse_4(m, p):
 def _d_ListOffsetsTopicResponse_4(m, p):
     o = _new(_C_ListOffsetsTopicResponse)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 26)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsPartitionResponse_4(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 26 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsPartitionResponse_4(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
 def _d_ListOffsetsResponse_4(m, p):
     o = _new(_C_ListOffsetsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsTopicResponse_4(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsTopicResponse_4(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -244,7 +308,7 @@ def _d_ListOffsetsPartitionResponse_6(m, p):
     o = _new(_C_ListOffsetsPartitionResponse)
     o._unknown_tags = None
     o.old_style_offsets = []
-    o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S3.unpack_from(m, p)
+    o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S4.unpack_from(m, p)
     p += 26
     if m[p] == 0:
         p += 1
@@ -256,13 +320,36 @@ def _d_ListOffsetsPartitionResponse_6(m, p):
 def _d_ListOffsetsTopicResponse_6(m, p):
     o = _new(_C_ListOffsetsTopicResponse)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 27)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsPartitionResponse_6(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 27 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsPartitionResponse_6(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -273,14 +360,24 @@ def _d_ListOffsetsTopicResponse_6(m, p):
 def _d_ListOffsetsResponse_6(m, p):
     o = _new(_C_ListOffsetsResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_ListOffsetsTopicResponse_6(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ListOffsetsTopicResponse_6(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -297,7 +394,7 @@ def _e_ListOffsetsPartitionResponse_0(o, w):
         raise non_default_absent('ListOffsetsPartitionResponse', 'leader_epoch')
     if o._unknown_tags:
         raise tagged_fields_unsupported('ListOffsetsPartitionResponse')
-    w += _S0.pack(o.partition_index, o.error_code)
+    w += _S2.pack(o.partition_index, o.error_code)
     if o.old_style_offsets is None:
         raise null_in_non_nullable('ListOffsetsPartitionResponse', 'old_style_offsets')
     write_array_length(w, o.old_style_offsets)
@@ -334,7 +431,7 @@ def _e_ListOffsetsPartitionResponse_1(o, w):
         raise non_default_absent('ListOffsetsPartitionResponse', 'leader_epoch')
     if o._unknown_tags:
         raise tagged_fields_unsupported('ListOffsetsPartitionResponse')
-    w += _S1.pack(o.partition_index, o.error_code, o.timestamp, o.offset)
+    w += _S3.pack(o.partition_index, o.error_code, o.timestamp, o.offset)
 
 
 def _e_ListOffsetsTopicResponse_1(o, w):
@@ -363,7 +460,7 @@ def _e_ListOffsetsResponse_1(o, w):
 def _e_ListOffsetsResponse_2(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('ListOffsetsResponse')
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsResponse', 'topics')
     write_array_length(w, o.topics)
@@ -376,7 +473,7 @@ def _e_ListOffsetsPartitionResponse_4(o, w):
         raise non_default_absent('ListOffsetsPartitionResponse', 'old_style_offsets')
     if o._unknown_tags:
         raise tagged_fields_unsupported('ListOffsetsPartitionResponse')
-    w += _S3.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
+    w += _S4.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
 
 
 def _e_ListOffsetsTopicResponse_4(o, w):
@@ -395,7 +492,7 @@ def _e_ListOffsetsTopicResponse_4(o, w):
 def _e_ListOffsetsResponse_4(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('ListOffsetsResponse')
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsResponse', 'topics')
     write_array_length(w, o.topics)
@@ -406,7 +503,7 @@ def _e_ListOffsetsResponse_4(o, w):
 def _e_ListOffsetsPartitionResponse_6(o, w):
     if o.old_style_offsets is None or o.old_style_offsets:
         raise non_default_absent('ListOffsetsPartitionResponse', 'old_style_offsets')
-    w += _S3.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
+    w += _S4.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -429,7 +526,7 @@ def _e_ListOffsetsTopicResponse_6(o, w):
 
 
 def _e_ListOffsetsResponse_6(o, w):
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('ListOffsetsResponse', 'topics')
     write_compact_array_length(w, o.topics)

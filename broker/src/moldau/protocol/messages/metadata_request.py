@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,10 +43,12 @@ _new = object.__new__
 
 __all__ = ['MetadataRequest']
 
-_S0 = _Packer('>?')
-_S1 = _Packer('>???')
-_S2 = _Packer('>16s')
-_S3 = _Packer('>??')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>?')
+_S3 = _Packer('>???')
+_S4 = _Packer('>16s')
+_S5 = _Packer('>??')
 
 
 class MetadataRequest(Message):
@@ -102,7 +92,16 @@ def _d_MetadataRequestTopic_0(m, p):
     o = _new(_C_MetadataRequestTopic)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.name, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -112,12 +111,18 @@ def _d_MetadataRequest_0(m, p):
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
-    n, p = read_array_length(m, p, 2)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataRequestTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 2 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataRequestTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -127,9 +132,14 @@ def _d_MetadataRequest_1(m, p):
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
-    n, p = read_nullable_array_length(m, p, 2)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
     if n < 0:
+        if n != -1:
+            raise bad_length('topics', p, n, len(m))
         o.topics = None
+    elif n * 2 > len(m) - p:
+        raise bad_count('topics', p, n)
     else:
         items = []
         for _ in range(n):
@@ -144,16 +154,21 @@ def _d_MetadataRequest_4(m, p):
     o._unknown_tags = None
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
-    n, p = read_nullable_array_length(m, p, 2)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
     if n < 0:
+        if n != -1:
+            raise bad_length('topics', p, n, len(m))
         o.topics = None
+    elif n * 2 > len(m) - p:
+        raise bad_count('topics', p, n)
     else:
         items = []
         for _ in range(n):
             item, p = _d_MetadataRequestTopic_0(m, p)
             items.append(item)
         o.topics = items
-    (o.allow_auto_topic_creation,) = _S0.unpack_from(m, p)
+    (o.allow_auto_topic_creation,) = _S2.unpack_from(m, p)
     p += 1
     return o, p
 
@@ -161,16 +176,21 @@ def _d_MetadataRequest_4(m, p):
 def _d_MetadataRequest_8(m, p):
     o = _new(_C_MetadataRequest)
     o._unknown_tags = None
-    n, p = read_nullable_array_length(m, p, 2)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
     if n < 0:
+        if n != -1:
+            raise bad_length('topics', p, n, len(m))
         o.topics = None
+    elif n * 2 > len(m) - p:
+        raise bad_count('topics', p, n)
     else:
         items = []
         for _ in range(n):
             item, p = _d_MetadataRequestTopic_0(m, p)
             items.append(item)
         o.topics = items
-    o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S1.unpack_from(m, p)
+    o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S3.unpack_from(m, p)
     p += 3
     return o, p
 
@@ -179,7 +199,20 @@ def _d_MetadataRequestTopic_9(m, p):
     o = _new(_C_MetadataRequestTopic)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -190,16 +223,23 @@ def _d_MetadataRequestTopic_9(m, p):
 def _d_MetadataRequest_9(m, p):
     o = _new(_C_MetadataRequest)
     o._unknown_tags = None
-    n, p = read_compact_nullable_array_length(m, p, 2)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.topics = None
+    elif n * 2 > len(m) - p:
+        raise bad_count('topics', p, n)
     else:
         items = []
         for _ in range(n):
             item, p = _d_MetadataRequestTopic_9(m, p)
             items.append(item)
         o.topics = items
-    o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S1.unpack_from(m, p)
+    o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S3.unpack_from(m, p)
     p += 3
     if m[p] == 0:
         p += 1
@@ -211,10 +251,23 @@ def _d_MetadataRequest_9(m, p):
 def _d_MetadataRequestTopic_10(m, p):
     o = _new(_C_MetadataRequestTopic)
     o._unknown_tags = None
-    (o.topic_id,) = _S2.unpack_from(m, p)
+    (o.topic_id,) = _S4.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    o.name, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -225,16 +278,23 @@ def _d_MetadataRequestTopic_10(m, p):
 def _d_MetadataRequest_10(m, p):
     o = _new(_C_MetadataRequest)
     o._unknown_tags = None
-    n, p = read_compact_nullable_array_length(m, p, 18)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.topics = None
+    elif n * 18 > len(m) - p:
+        raise bad_count('topics', p, n)
     else:
         items = []
         for _ in range(n):
             item, p = _d_MetadataRequestTopic_10(m, p)
             items.append(item)
         o.topics = items
-    o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S1.unpack_from(m, p)
+    o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S3.unpack_from(m, p)
     p += 3
     if m[p] == 0:
         p += 1
@@ -247,16 +307,23 @@ def _d_MetadataRequest_11(m, p):
     o = _new(_C_MetadataRequest)
     o._unknown_tags = None
     o.include_cluster_authorized_operations = False
-    n, p = read_compact_nullable_array_length(m, p, 18)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.topics = None
+    elif n * 18 > len(m) - p:
+        raise bad_count('topics', p, n)
     else:
         items = []
         for _ in range(n):
             item, p = _d_MetadataRequestTopic_10(m, p)
             items.append(item)
         o.topics = items
-    o.allow_auto_topic_creation, o.include_topic_authorized_operations = _S3.unpack_from(m, p)
+    o.allow_auto_topic_creation, o.include_topic_authorized_operations = _S5.unpack_from(m, p)
     p += 2
     if m[p] == 0:
         p += 1
@@ -315,7 +382,7 @@ def _e_MetadataRequest_4(o, w):
     if o.topics is not None:
         for item in o.topics:
             _e_MetadataRequestTopic_0(item, w)
-    w += _S0.pack(o.allow_auto_topic_creation)
+    w += _S2.pack(o.allow_auto_topic_creation)
 
 
 def _e_MetadataRequest_8(o, w):
@@ -325,7 +392,7 @@ def _e_MetadataRequest_8(o, w):
     if o.topics is not None:
         for item in o.topics:
             _e_MetadataRequestTopic_0(item, w)
-    w += _S1.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
+    w += _S3.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
 
 
 def _e_MetadataRequestTopic_9(o, w):
@@ -343,7 +410,7 @@ def _e_MetadataRequest_9(o, w):
     if o.topics is not None:
         for item in o.topics:
             _e_MetadataRequestTopic_9(item, w)
-    w += _S1.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
+    w += _S3.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -351,7 +418,7 @@ def _e_MetadataRequest_9(o, w):
 
 
 def _e_MetadataRequestTopic_10(o, w):
-    w += _S2.pack(o.topic_id.bytes)
+    w += _S4.pack(o.topic_id.bytes)
     write_compact_nullable_string(w, o.name)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
@@ -364,7 +431,7 @@ def _e_MetadataRequest_10(o, w):
     if o.topics is not None:
         for item in o.topics:
             _e_MetadataRequestTopic_10(item, w)
-    w += _S1.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
+    w += _S3.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -378,7 +445,7 @@ def _e_MetadataRequest_11(o, w):
     if o.topics is not None:
         for item in o.topics:
             _e_MetadataRequestTopic_10(item, w)
-    w += _S3.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
+    w += _S5.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -158,7 +146,16 @@ def _d_MetadataResponseBroker_0(m, p):
     o.rack = None
     (o.node_id,) = _S0.unpack_from(m, p)
     p += 4
-    o.host, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     (o.port,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
@@ -171,10 +168,22 @@ def _d_MetadataResponsePartition_0(m, p):
     o.offline_replicas = []
     o.error_code, o.partition_index, o.leader_id = _S2.unpack_from(m, p)
     p += 10
-    n, p = read_array_length(m, p, 4)
-    o.replica_nodes, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_array_length(m, p, 4)
-    o.isr_nodes, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('replica_nodes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replica_nodes', p, n)
+    else:
+        o.replica_nodes, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('isr_nodes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr_nodes', p, n)
+    else:
+        o.isr_nodes, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
@@ -186,13 +195,28 @@ def _d_MetadataResponseTopic_0(m, p):
     o.topic_authorized_operations = -2147483648
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponsePartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponsePartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -203,18 +227,30 @@ def _d_MetadataResponse_0(m, p):
     o.cluster_id = None
     o.controller_id = -1
     o.cluster_authorized_operations = -2147483648
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseBroker_0(m, p)
-        items.append(item)
-    o.brokers = items
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseBroker_0(m, p)
+            items.append(item)
+        o.brokers = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -223,10 +259,30 @@ def _d_MetadataResponseBroker_1(m, p):
     o._unknown_tags = None
     (o.node_id,) = _S0.unpack_from(m, p)
     p += 4
-    o.host, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     (o.port,) = _S0.unpack_from(m, p)
     p += 4
-    o.rack, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('rack', p, n, len(m))
+        o.rack = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('rack', p, n, len(m))
+        o.rack = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -237,15 +293,30 @@ def _d_MetadataResponseTopic_1(m, p):
     o.topic_authorized_operations = -2147483648
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.name, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     (o.is_internal,) = _S3.unpack_from(m, p)
     p += 1
-    n, p = read_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponsePartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponsePartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -255,20 +326,32 @@ def _d_MetadataResponse_1(m, p):
     o.throttle_time_ms = 0
     o.cluster_id = None
     o.cluster_authorized_operations = -2147483648
-    n, p = read_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseBroker_1(m, p)
-        items.append(item)
-    o.brokers = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseBroker_1(m, p)
+            items.append(item)
+        o.brokers = items
     (o.controller_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 9)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseTopic_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 9 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseTopic_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -277,21 +360,44 @@ def _d_MetadataResponse_2(m, p):
     o._unknown_tags = None
     o.throttle_time_ms = 0
     o.cluster_authorized_operations = -2147483648
-    n, p = read_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseBroker_1(m, p)
-        items.append(item)
-    o.brokers = items
-    o.cluster_id, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseBroker_1(m, p)
+            items.append(item)
+        o.brokers = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.controller_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 9)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseTopic_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 9 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseTopic_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -301,21 +407,44 @@ def _d_MetadataResponse_3(m, p):
     o.cluster_authorized_operations = -2147483648
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseBroker_1(m, p)
-        items.append(item)
-    o.brokers = items
-    o.cluster_id, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseBroker_1(m, p)
+            items.append(item)
+        o.brokers = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.controller_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 9)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseTopic_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 9 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseTopic_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -325,12 +454,30 @@ def _d_MetadataResponsePartition_5(m, p):
     o.leader_epoch = -1
     o.error_code, o.partition_index, o.leader_id = _S2.unpack_from(m, p)
     p += 10
-    n, p = read_array_length(m, p, 4)
-    o.replica_nodes, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_array_length(m, p, 4)
-    o.isr_nodes, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_array_length(m, p, 4)
-    o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('replica_nodes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replica_nodes', p, n)
+    else:
+        o.replica_nodes, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('isr_nodes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr_nodes', p, n)
+    else:
+        o.isr_nodes, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('offline_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('offline_replicas', p, n)
+    else:
+        o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
@@ -341,15 +488,30 @@ def _d_MetadataResponseTopic_5(m, p):
     o.topic_authorized_operations = -2147483648
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.name, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     (o.is_internal,) = _S3.unpack_from(m, p)
     p += 1
-    n, p = read_array_length(m, p, 22)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponsePartition_5(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 22 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponsePartition_5(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -359,21 +521,44 @@ def _d_MetadataResponse_5(m, p):
     o.cluster_authorized_operations = -2147483648
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseBroker_1(m, p)
-        items.append(item)
-    o.brokers = items
-    o.cluster_id, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseBroker_1(m, p)
+            items.append(item)
+        o.brokers = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.controller_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 9)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseTopic_5(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 9 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseTopic_5(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -382,12 +567,30 @@ def _d_MetadataResponsePartition_7(m, p):
     o._unknown_tags = None
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S4.unpack_from(m, p)
     p += 14
-    n, p = read_array_length(m, p, 4)
-    o.replica_nodes, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_array_length(m, p, 4)
-    o.isr_nodes, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_array_length(m, p, 4)
-    o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('replica_nodes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replica_nodes', p, n)
+    else:
+        o.replica_nodes, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('isr_nodes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr_nodes', p, n)
+    else:
+        o.isr_nodes, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('offline_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('offline_replicas', p, n)
+    else:
+        o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
@@ -398,15 +601,30 @@ def _d_MetadataResponseTopic_7(m, p):
     o.topic_authorized_operations = -2147483648
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.name, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     (o.is_internal,) = _S3.unpack_from(m, p)
     p += 1
-    n, p = read_array_length(m, p, 26)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponsePartition_7(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 26 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponsePartition_7(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -416,21 +634,44 @@ def _d_MetadataResponse_7(m, p):
     o.cluster_authorized_operations = -2147483648
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseBroker_1(m, p)
-        items.append(item)
-    o.brokers = items
-    o.cluster_id, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseBroker_1(m, p)
+            items.append(item)
+        o.brokers = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.controller_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 9)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseTopic_7(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 9 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseTopic_7(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -440,15 +681,30 @@ def _d_MetadataResponseTopic_8(m, p):
     o.topic_id = ZERO_UUID
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.name, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     (o.is_internal,) = _S3.unpack_from(m, p)
     p += 1
-    n, p = read_array_length(m, p, 26)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponsePartition_7(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 26 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponsePartition_7(m, p)
+            items.append(item)
+        o.partitions = items
     (o.topic_authorized_operations,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
@@ -459,21 +715,44 @@ def _d_MetadataResponse_8(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseBroker_1(m, p)
-        items.append(item)
-    o.brokers = items
-    o.cluster_id, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseBroker_1(m, p)
+            items.append(item)
+        o.brokers = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.controller_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 13)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseTopic_8(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 13 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseTopic_8(m, p)
+            items.append(item)
+        o.topics = items
     (o.cluster_authorized_operations,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
@@ -484,10 +763,36 @@ def _d_MetadataResponseBroker_9(m, p):
     o._unknown_tags = None
     (o.node_id,) = _S0.unpack_from(m, p)
     p += 4
-    o.host, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     (o.port,) = _S0.unpack_from(m, p)
     p += 4
-    o.rack, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack', p, n, len(m))
+        o.rack = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -500,12 +805,42 @@ def _d_MetadataResponsePartition_9(m, p):
     o._unknown_tags = None
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S4.unpack_from(m, p)
     p += 14
-    n, p = read_compact_array_length(m, p, 4)
-    o.replica_nodes, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_compact_array_length(m, p, 4)
-    o.isr_nodes, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_compact_array_length(m, p, 4)
-    o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('replica_nodes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replica_nodes', p, n)
+    else:
+        o.replica_nodes, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('isr_nodes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr_nodes', p, n)
+    else:
+        o.isr_nodes, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('offline_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('offline_replicas', p, n)
+    else:
+        o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -519,15 +854,38 @@ def _d_MetadataResponseTopic_9(m, p):
     o.topic_id = ZERO_UUID
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     (o.is_internal,) = _S3.unpack_from(m, p)
     p += 1
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponsePartition_9(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponsePartition_9(m, p)
+            items.append(item)
+        o.partitions = items
     (o.topic_authorized_operations,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -542,21 +900,54 @@ def _d_MetadataResponse_9(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseBroker_9(m, p)
-        items.append(item)
-    o.brokers = items
-    o.cluster_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseBroker_9(m, p)
+            items.append(item)
+        o.brokers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.controller_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseTopic_9(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseTopic_9(m, p)
+            items.append(item)
+        o.topics = items
     (o.cluster_authorized_operations,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -571,16 +962,39 @@ def _d_MetadataResponseTopic_10(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     o.topic_id, o.is_internal = _S5.unpack_from(m, p)
     p += 17
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponsePartition_9(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponsePartition_9(m, p)
+            items.append(item)
+        o.partitions = items
     (o.topic_authorized_operations,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -595,21 +1009,54 @@ def _d_MetadataResponse_10(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseBroker_9(m, p)
-        items.append(item)
-    o.brokers = items
-    o.cluster_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseBroker_9(m, p)
+            items.append(item)
+        o.brokers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.controller_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 26)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseTopic_10(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 26 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseTopic_10(m, p)
+            items.append(item)
+        o.topics = items
     (o.cluster_authorized_operations,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -625,21 +1072,54 @@ def _d_MetadataResponse_11(m, p):
     o.cluster_authorized_operations = -2147483648
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseBroker_9(m, p)
-        items.append(item)
-    o.brokers = items
-    o.cluster_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseBroker_9(m, p)
+            items.append(item)
+        o.brokers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.controller_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 26)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseTopic_10(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 26 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseTopic_10(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -652,16 +1132,39 @@ def _d_MetadataResponseTopic_12(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.name, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
     o.topic_id, o.is_internal = _S5.unpack_from(m, p)
     p += 17
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponsePartition_9(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponsePartition_9(m, p)
+            items.append(item)
+        o.partitions = items
     (o.topic_authorized_operations,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -677,21 +1180,54 @@ def _d_MetadataResponse_12(m, p):
     o.cluster_authorized_operations = -2147483648
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 11)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseBroker_9(m, p)
-        items.append(item)
-    o.brokers = items
-    o.cluster_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('brokers', p, n, len(m))
+    elif n * 11 > len(m) - p:
+        raise bad_count('brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseBroker_9(m, p)
+            items.append(item)
+        o.brokers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.cluster_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('cluster_id', p, n, len(m))
+        o.cluster_id = str(m[p:e], 'utf-8')
+        p = e
     (o.controller_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 26)
-    items = []
-    for _ in range(n):
-        item, p = _d_MetadataResponseTopic_12(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 26 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_MetadataResponseTopic_12(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:

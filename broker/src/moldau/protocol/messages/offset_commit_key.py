@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,7 +43,8 @@ _new = object.__new__
 
 __all__ = ['OffsetCommitKey']
 
-_S0 = _Packer('>i')
+_S0 = _Packer('>h')
+_S1 = _Packer('>i')
 
 
 class OffsetCommitKey(Message):
@@ -83,9 +72,27 @@ _C_OffsetCommitKey.FIELDS = (
 def _d_OffsetCommitKey_0(m, p):
     o = _new(_C_OffsetCommitKey)
     o._unknown_tags = None
-    o.group, p = read_string(m, p)
-    o.topic, p = read_string(m, p)
-    (o.partition,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group', p, n, len(m))
+        o.group = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (o.partition,) = _S1.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -99,7 +106,7 @@ def _e_OffsetCommitKey_0(o, w):
     if o.topic is None:
         raise null_in_non_nullable('OffsetCommitKey', 'topic')
     write_string(w, o.topic)
-    w += _S0.pack(o.partition)
+    w += _S1.pack(o.partition)
 
 
 OffsetCommitKey._DECODERS = (_d_OffsetCommitKey_0, _d_OffsetCommitKey_0,)

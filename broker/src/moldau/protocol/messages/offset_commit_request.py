@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,11 +43,12 @@ _new = object.__new__
 
 __all__ = ['OffsetCommitRequest']
 
-_S0 = _Packer('>iq')
+_S0 = _Packer('>h')
 _S1 = _Packer('>i')
-_S2 = _Packer('>iqq')
-_S3 = _Packer('>q')
-_S4 = _Packer('>iqi')
+_S2 = _Packer('>iq')
+_S3 = _Packer('>iqq')
+_S4 = _Packer('>q')
+_S5 = _Packer('>iqi')
 
 
 class OffsetCommitRequest(Message):
@@ -127,22 +116,48 @@ def _d_OffsetCommitRequestPartition_0(m, p):
     o._unknown_tags = None
     o.committed_leader_epoch = -1
     o.commit_timestamp = -1
-    o.partition_index, o.committed_offset = _S0.unpack_from(m, p)
+    o.partition_index, o.committed_offset = _S2.unpack_from(m, p)
     p += 12
-    o.committed_metadata, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('committed_metadata', p, n, len(m))
+        o.committed_metadata = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('committed_metadata', p, n, len(m))
+        o.committed_metadata = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_OffsetCommitRequestTopic_0(m, p):
     o = _new(_C_OffsetCommitRequestTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitRequestPartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitRequestPartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -153,13 +168,28 @@ def _d_OffsetCommitRequest_0(m, p):
     o.member_id = ''
     o.group_instance_id = None
     o.retention_time_ms = -1
-    o.group_id, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitRequestTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitRequestTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -167,22 +197,48 @@ def _d_OffsetCommitRequestPartition_1(m, p):
     o = _new(_C_OffsetCommitRequestPartition)
     o._unknown_tags = None
     o.committed_leader_epoch = -1
-    o.partition_index, o.committed_offset, o.commit_timestamp = _S2.unpack_from(m, p)
+    o.partition_index, o.committed_offset, o.commit_timestamp = _S3.unpack_from(m, p)
     p += 20
-    o.committed_metadata, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('committed_metadata', p, n, len(m))
+        o.committed_metadata = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('committed_metadata', p, n, len(m))
+        o.committed_metadata = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_OffsetCommitRequestTopic_1(m, p):
     o = _new(_C_OffsetCommitRequestTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 22)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitRequestPartition_1(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 22 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitRequestPartition_1(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -191,16 +247,40 @@ def _d_OffsetCommitRequest_1(m, p):
     o._unknown_tags = None
     o.group_instance_id = None
     o.retention_time_ms = -1
-    o.group_id, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
     (o.generation_id_or_member_epoch,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitRequestTopic_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitRequestTopic_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -208,18 +288,42 @@ def _d_OffsetCommitRequest_2(m, p):
     o = _new(_C_OffsetCommitRequest)
     o._unknown_tags = None
     o.group_instance_id = None
-    o.group_id, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
     (o.generation_id_or_member_epoch,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_string(m, p)
-    (o.retention_time_ms,) = _S3.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (o.retention_time_ms,) = _S4.unpack_from(m, p)
     p += 8
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitRequestTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitRequestTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -228,16 +332,40 @@ def _d_OffsetCommitRequest_5(m, p):
     o._unknown_tags = None
     o.group_instance_id = None
     o.retention_time_ms = -1
-    o.group_id, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
     (o.generation_id_or_member_epoch,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitRequestTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitRequestTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -245,22 +373,48 @@ def _d_OffsetCommitRequestPartition_6(m, p):
     o = _new(_C_OffsetCommitRequestPartition)
     o._unknown_tags = None
     o.commit_timestamp = -1
-    o.partition_index, o.committed_offset, o.committed_leader_epoch = _S4.unpack_from(m, p)
+    o.partition_index, o.committed_offset, o.committed_leader_epoch = _S5.unpack_from(m, p)
     p += 16
-    o.committed_metadata, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('committed_metadata', p, n, len(m))
+        o.committed_metadata = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('committed_metadata', p, n, len(m))
+        o.committed_metadata = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_OffsetCommitRequestTopic_6(m, p):
     o = _new(_C_OffsetCommitRequestTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitRequestPartition_6(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitRequestPartition_6(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -269,16 +423,40 @@ def _d_OffsetCommitRequest_6(m, p):
     o._unknown_tags = None
     o.group_instance_id = None
     o.retention_time_ms = -1
-    o.group_id, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
     (o.generation_id_or_member_epoch,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitRequestTopic_6(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitRequestTopic_6(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -286,17 +464,52 @@ def _d_OffsetCommitRequest_7(m, p):
     o = _new(_C_OffsetCommitRequest)
     o._unknown_tags = None
     o.retention_time_ms = -1
-    o.group_id, p = read_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
     (o.generation_id_or_member_epoch,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_string(m, p)
-    o.group_instance_id, p = read_nullable_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitRequestTopic_6(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitRequestTopic_6(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -304,9 +517,22 @@ def _d_OffsetCommitRequestPartition_8(m, p):
     o = _new(_C_OffsetCommitRequestPartition)
     o._unknown_tags = None
     o.commit_timestamp = -1
-    o.partition_index, o.committed_offset, o.committed_leader_epoch = _S4.unpack_from(m, p)
+    o.partition_index, o.committed_offset, o.committed_leader_epoch = _S5.unpack_from(m, p)
     p += 16
-    o.committed_metadata, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.committed_metadata = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('committed_metadata', p, n, len(m))
+        o.committed_metadata = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -317,13 +543,36 @@ def _d_OffsetCommitRequestPartition_8(m, p):
 def _d_OffsetCommitRequestTopic_8(m, p):
     o = _new(_C_OffsetCommitRequestTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitRequestPartition_8(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitRequestPartition_8(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -335,17 +584,66 @@ def _d_OffsetCommitRequest_8(m, p):
     o = _new(_C_OffsetCommitRequest)
     o._unknown_tags = None
     o.retention_time_ms = -1
-    o.group_id, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
     (o.generation_id_or_member_epoch,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitRequestTopic_8(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitRequestTopic_8(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -358,7 +656,7 @@ def _e_OffsetCommitRequestPartition_0(o, w):
         raise non_default_absent('OffsetCommitRequestPartition', 'commit_timestamp')
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetCommitRequestPartition')
-    w += _S0.pack(o.partition_index, o.committed_offset)
+    w += _S2.pack(o.partition_index, o.committed_offset)
     write_nullable_string(w, o.committed_metadata)
 
 
@@ -393,7 +691,7 @@ def _e_OffsetCommitRequest_0(o, w):
 def _e_OffsetCommitRequestPartition_1(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetCommitRequestPartition')
-    w += _S2.pack(o.partition_index, o.committed_offset, o.commit_timestamp)
+    w += _S3.pack(o.partition_index, o.committed_offset, o.commit_timestamp)
     write_nullable_string(w, o.committed_metadata)
 
 
@@ -441,7 +739,7 @@ def _e_OffsetCommitRequest_2(o, w):
     if o.member_id is None:
         raise null_in_non_nullable('OffsetCommitRequest', 'member_id')
     write_string(w, o.member_id)
-    w += _S3.pack(o.retention_time_ms)
+    w += _S4.pack(o.retention_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetCommitRequest', 'topics')
     write_array_length(w, o.topics)
@@ -473,7 +771,7 @@ def _e_OffsetCommitRequestPartition_6(o, w):
         raise non_default_absent('OffsetCommitRequestPartition', 'commit_timestamp')
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetCommitRequestPartition')
-    w += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    w += _S5.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_nullable_string(w, o.committed_metadata)
 
 
@@ -530,7 +828,7 @@ def _e_OffsetCommitRequest_7(o, w):
 def _e_OffsetCommitRequestPartition_8(o, w):
     if o.commit_timestamp != -1:
         raise non_default_absent('OffsetCommitRequestPartition', 'commit_timestamp')
-    w += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    w += _S5.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_compact_nullable_string(w, o.committed_metadata)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)

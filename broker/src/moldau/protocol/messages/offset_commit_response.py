@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,9 @@ _new = object.__new__
 
 __all__ = ['OffsetCommitResponse']
 
-_S0 = _Packer('>ih')
-_S1 = _Packer('>i')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>ih')
 
 
 class OffsetCommitResponse(Message):
@@ -108,7 +97,7 @@ _C_OffsetCommitResponsePartition.FIELDS = (
 def _d_OffsetCommitResponsePartition_0(m, p):
     o = _new(_C_OffsetCommitResponsePartition)
     o._unknown_tags = None
-    o.partition_index, o.error_code = _S0.unpack_from(m, p)
+    o.partition_index, o.error_code = _S2.unpack_from(m, p)
     p += 6
     return o, p
 
@@ -116,13 +105,28 @@ def _d_OffsetCommitResponsePartition_0(m, p):
 def _d_OffsetCommitResponseTopic_0(m, p):
     o = _new(_C_OffsetCommitResponseTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitResponsePartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitResponsePartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -130,33 +134,45 @@ def _d_OffsetCommitResponse_0(m, p):
     o = _new(_C_OffsetCommitResponse)
     o._unknown_tags = None
     o.throttle_time_ms = 0
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitResponseTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitResponseTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_OffsetCommitResponse_3(m, p):
     o = _new(_C_OffsetCommitResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitResponseTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitResponseTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_OffsetCommitResponsePartition_8(m, p):
     o = _new(_C_OffsetCommitResponsePartition)
     o._unknown_tags = None
-    o.partition_index, o.error_code = _S0.unpack_from(m, p)
+    o.partition_index, o.error_code = _S2.unpack_from(m, p)
     p += 6
     if m[p] == 0:
         p += 1
@@ -168,13 +184,36 @@ def _d_OffsetCommitResponsePartition_8(m, p):
 def _d_OffsetCommitResponseTopic_8(m, p):
     o = _new(_C_OffsetCommitResponseTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitResponsePartition_8(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitResponsePartition_8(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -185,14 +224,24 @@ def _d_OffsetCommitResponseTopic_8(m, p):
 def _d_OffsetCommitResponse_8(m, p):
     o = _new(_C_OffsetCommitResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetCommitResponseTopic_8(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetCommitResponseTopic_8(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -203,7 +252,7 @@ def _d_OffsetCommitResponse_8(m, p):
 def _e_OffsetCommitResponsePartition_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetCommitResponsePartition')
-    w += _S0.pack(o.partition_index, o.error_code)
+    w += _S2.pack(o.partition_index, o.error_code)
 
 
 def _e_OffsetCommitResponseTopic_0(o, w):
@@ -232,7 +281,7 @@ def _e_OffsetCommitResponse_0(o, w):
 def _e_OffsetCommitResponse_3(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetCommitResponse')
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetCommitResponse', 'topics')
     write_array_length(w, o.topics)
@@ -241,7 +290,7 @@ def _e_OffsetCommitResponse_3(o, w):
 
 
 def _e_OffsetCommitResponsePartition_8(o, w):
-    w += _S0.pack(o.partition_index, o.error_code)
+    w += _S2.pack(o.partition_index, o.error_code)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -264,7 +313,7 @@ def _e_OffsetCommitResponseTopic_8(o, w):
 
 
 def _e_OffsetCommitResponse_8(o, w):
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetCommitResponse', 'topics')
     write_compact_array_length(w, o.topics)

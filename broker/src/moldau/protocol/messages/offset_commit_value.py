@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,8 +44,9 @@ _new = object.__new__
 __all__ = ['OffsetCommitValue']
 
 _S0 = _Packer('>q')
-_S1 = _Packer('>qq')
-_S2 = _Packer('>qi')
+_S1 = _Packer('>h')
+_S2 = _Packer('>qq')
+_S3 = _Packer('>qi')
 
 
 class OffsetCommitValue(Message):
@@ -93,7 +82,16 @@ def _d_OffsetCommitValue_0(m, p):
     o.expire_timestamp = -1
     (o.offset,) = _S0.unpack_from(m, p)
     p += 8
-    o.metadata, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = str(m[p:e], 'utf-8')
+        p = e
     (o.commit_timestamp,) = _S0.unpack_from(m, p)
     p += 8
     return o, p
@@ -105,8 +103,17 @@ def _d_OffsetCommitValue_1(m, p):
     o.leader_epoch = -1
     (o.offset,) = _S0.unpack_from(m, p)
     p += 8
-    o.metadata, p = read_string(m, p)
-    o.commit_timestamp, o.expire_timestamp = _S1.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = str(m[p:e], 'utf-8')
+        p = e
+    o.commit_timestamp, o.expire_timestamp = _S2.unpack_from(m, p)
     p += 16
     return o, p
 
@@ -115,9 +122,18 @@ def _d_OffsetCommitValue_3(m, p):
     o = _new(_C_OffsetCommitValue)
     o._unknown_tags = None
     o.expire_timestamp = -1
-    o.offset, o.leader_epoch = _S2.unpack_from(m, p)
+    o.offset, o.leader_epoch = _S3.unpack_from(m, p)
     p += 12
-    o.metadata, p = read_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = str(m[p:e], 'utf-8')
+        p = e
     (o.commit_timestamp,) = _S0.unpack_from(m, p)
     p += 8
     return o, p
@@ -127,9 +143,22 @@ def _d_OffsetCommitValue_4(m, p):
     o = _new(_C_OffsetCommitValue)
     o._unknown_tags = None
     o.expire_timestamp = -1
-    o.offset, o.leader_epoch = _S2.unpack_from(m, p)
+    o.offset, o.leader_epoch = _S3.unpack_from(m, p)
     p += 12
-    o.metadata, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('metadata', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = str(m[p:e], 'utf-8')
+        p = e
     (o.commit_timestamp,) = _S0.unpack_from(m, p)
     p += 8
     if m[p] == 0:
@@ -156,13 +185,13 @@ def _e_OffsetCommitValue_1(o, w):
     if o.metadata is None:
         raise null_in_non_nullable('OffsetCommitValue', 'metadata')
     write_string(w, o.metadata)
-    w += _S1.pack(o.commit_timestamp, o.expire_timestamp)
+    w += _S2.pack(o.commit_timestamp, o.expire_timestamp)
 
 
 def _e_OffsetCommitValue_3(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetCommitValue')
-    w += _S2.pack(o.offset, o.leader_epoch)
+    w += _S3.pack(o.offset, o.leader_epoch)
     if o.metadata is None:
         raise null_in_non_nullable('OffsetCommitValue', 'metadata')
     write_string(w, o.metadata)
@@ -170,7 +199,7 @@ def _e_OffsetCommitValue_3(o, w):
 
 
 def _e_OffsetCommitValue_4(o, w):
-    w += _S2.pack(o.offset, o.leader_epoch)
+    w += _S3.pack(o.offset, o.leader_epoch)
     if o.metadata is None:
         raise null_in_non_nullable('OffsetCommitValue', 'metadata')
     write_compact_string(w, o.metadata)

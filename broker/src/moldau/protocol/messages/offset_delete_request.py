@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,7 +43,8 @@ _new = object.__new__
 
 __all__ = ['OffsetDeleteRequest']
 
-_S0 = _Packer('>i')
+_S0 = _Packer('>h')
+_S1 = _Packer('>i')
 
 
 class OffsetDeleteRequest(Message):
@@ -105,7 +94,7 @@ _C_OffsetDeleteRequestPartition.FIELDS = (
 def _d_OffsetDeleteRequestPartition_0(m, p):
     o = _new(_C_OffsetDeleteRequestPartition)
     o._unknown_tags = None
-    (o.partition_index,) = _S0.unpack_from(m, p)
+    (o.partition_index,) = _S1.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -113,33 +102,63 @@ def _d_OffsetDeleteRequestPartition_0(m, p):
 def _d_OffsetDeleteRequestTopic_0(m, p):
     o = _new(_C_OffsetDeleteRequestTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetDeleteRequestPartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetDeleteRequestPartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
 def _d_OffsetDeleteRequest_0(m, p):
     o = _new(_C_OffsetDeleteRequest)
     o._unknown_tags = None
-    o.group_id, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetDeleteRequestTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetDeleteRequestTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _e_OffsetDeleteRequestPartition_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetDeleteRequestPartition')
-    w += _S0.pack(o.partition_index)
+    w += _S1.pack(o.partition_index)
 
 
 def _e_OffsetDeleteRequestTopic_0(o, w):

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,9 @@ _new = object.__new__
 
 __all__ = ['OffsetFetchRequest']
 
-_S0 = _Packer('>?')
+_S0 = _Packer('>h')
 _S1 = _Packer('>i')
+_S2 = _Packer('>?')
 
 
 class OffsetFetchRequest(Message):
@@ -129,9 +118,24 @@ _C_OffsetFetchRequestTopics.FIELDS = (
 def _d_OffsetFetchRequestTopic_0(m, p):
     o = _new(_C_OffsetFetchRequestTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_indexes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partition_indexes', p, n)
+    else:
+        o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
@@ -140,13 +144,28 @@ def _d_OffsetFetchRequest_0(m, p):
     o._unknown_tags = None
     o.groups = []
     o.require_stable = False
-    o.group_id, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchRequestTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchRequestTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -155,10 +174,24 @@ def _d_OffsetFetchRequest_2(m, p):
     o._unknown_tags = None
     o.groups = []
     o.require_stable = False
-    o.group_id, p = read_string(m, p)
-    n, p = read_nullable_array_length(m, p, 6)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
     if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('topics', p, n, len(m))
         o.topics = None
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
     else:
         items = []
         for _ in range(n):
@@ -171,9 +204,32 @@ def _d_OffsetFetchRequest_2(m, p):
 def _d_OffsetFetchRequestTopic_6(m, p):
     o = _new(_C_OffsetFetchRequestTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_indexes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partition_indexes', p, n)
+    else:
+        o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -186,10 +242,30 @@ def _d_OffsetFetchRequest_6(m, p):
     o._unknown_tags = None
     o.groups = []
     o.require_stable = False
-    o.group_id, p = read_compact_string(m, p)
-    n, p = read_compact_nullable_array_length(m, p, 3)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.topics = None
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
     else:
         items = []
         for _ in range(n):
@@ -207,17 +283,37 @@ def _d_OffsetFetchRequest_7(m, p):
     o = _new(_C_OffsetFetchRequest)
     o._unknown_tags = None
     o.groups = []
-    o.group_id, p = read_compact_string(m, p)
-    n, p = read_compact_nullable_array_length(m, p, 3)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.topics = None
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
     else:
         items = []
         for _ in range(n):
             item, p = _d_OffsetFetchRequestTopic_6(m, p)
             items.append(item)
         o.topics = items
-    (o.require_stable,) = _S0.unpack_from(m, p)
+    (o.require_stable,) = _S2.unpack_from(m, p)
     p += 1
     if m[p] == 0:
         p += 1
@@ -229,9 +325,32 @@ def _d_OffsetFetchRequest_7(m, p):
 def _d_OffsetFetchRequestTopics_8(m, p):
     o = _new(_C_OffsetFetchRequestTopics)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_indexes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partition_indexes', p, n)
+    else:
+        o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -244,10 +363,30 @@ def _d_OffsetFetchRequestGroup_8(m, p):
     o._unknown_tags = None
     o.member_id = None
     o.member_epoch = -1
-    o.group_id, p = read_compact_string(m, p)
-    n, p = read_compact_nullable_array_length(m, p, 3)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.topics = None
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
     else:
         items = []
         for _ in range(n):
@@ -266,13 +405,23 @@ def _d_OffsetFetchRequest_8(m, p):
     o._unknown_tags = None
     o.group_id = ''
     o.topics = []
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchRequestGroup_8(m, p)
-        items.append(item)
-    o.groups = items
-    (o.require_stable,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchRequestGroup_8(m, p)
+            items.append(item)
+        o.groups = items
+    (o.require_stable,) = _S2.unpack_from(m, p)
     p += 1
     if m[p] == 0:
         p += 1
@@ -284,13 +433,46 @@ def _d_OffsetFetchRequest_8(m, p):
 def _d_OffsetFetchRequestGroup_9(m, p):
     o = _new(_C_OffsetFetchRequestGroup)
     o._unknown_tags = None
-    o.group_id, p = read_compact_string(m, p)
-    o.member_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.member_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
     (o.member_epoch,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_compact_nullable_array_length(m, p, 3)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.topics = None
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
     else:
         items = []
         for _ in range(n):
@@ -309,13 +491,23 @@ def _d_OffsetFetchRequest_9(m, p):
     o._unknown_tags = None
     o.group_id = ''
     o.topics = []
-    n, p = read_compact_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchRequestGroup_9(m, p)
-        items.append(item)
-    o.groups = items
-    (o.require_stable,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchRequestGroup_9(m, p)
+            items.append(item)
+        o.groups = items
+    (o.require_stable,) = _S2.unpack_from(m, p)
     p += 1
     if m[p] == 0:
         p += 1
@@ -411,7 +603,7 @@ def _e_OffsetFetchRequest_7(o, w):
     if o.topics is not None:
         for item in o.topics:
             _e_OffsetFetchRequestTopic_6(item, w)
-    w += _S0.pack(o.require_stable)
+    w += _S2.pack(o.require_stable)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -456,7 +648,7 @@ def _e_OffsetFetchRequest_8(o, w):
     write_compact_array_length(w, o.groups)
     for item in o.groups:
         _e_OffsetFetchRequestGroup_8(item, w)
-    w += _S0.pack(o.require_stable)
+    w += _S2.pack(o.require_stable)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -489,7 +681,7 @@ def _e_OffsetFetchRequest_9(o, w):
     write_compact_array_length(w, o.groups)
     for item in o.groups:
         _e_OffsetFetchRequestGroup_9(item, w)
-    w += _S0.pack(o.require_stable)
+    w += _S2.pack(o.require_stable)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,9 +43,9 @@ _new = object.__new__
 
 __all__ = ['OffsetFetchResponse']
 
-_S0 = _Packer('>iq')
+_S0 = _Packer('>i')
 _S1 = _Packer('>h')
-_S2 = _Packer('>i')
+_S2 = _Packer('>iq')
 _S3 = _Packer('>iqi')
 
 
@@ -168,9 +156,20 @@ def _d_OffsetFetchResponsePartition_0(m, p):
     o = _new(_C_OffsetFetchResponsePartition)
     o._unknown_tags = None
     o.committed_leader_epoch = -1
-    o.partition_index, o.committed_offset = _S0.unpack_from(m, p)
+    o.partition_index, o.committed_offset = _S2.unpack_from(m, p)
     p += 12
-    o.metadata, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = str(m[p:e], 'utf-8')
+        p = e
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
     return o, p
@@ -179,13 +178,28 @@ def _d_OffsetFetchResponsePartition_0(m, p):
 def _d_OffsetFetchResponseTopic_0(m, p):
     o = _new(_C_OffsetFetchResponseTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 16)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchResponsePartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 16 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchResponsePartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -195,12 +209,18 @@ def _d_OffsetFetchResponse_0(m, p):
     o.throttle_time_ms = 0
     o.error_code = 0
     o.groups = []
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchResponseTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchResponseTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
@@ -209,12 +229,18 @@ def _d_OffsetFetchResponse_2(m, p):
     o._unknown_tags = None
     o.throttle_time_ms = 0
     o.groups = []
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchResponseTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchResponseTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
     return o, p
@@ -224,14 +250,20 @@ def _d_OffsetFetchResponse_3(m, p):
     o = _new(_C_OffsetFetchResponse)
     o._unknown_tags = None
     o.groups = []
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchResponseTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchResponseTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
     return o, p
@@ -242,7 +274,18 @@ def _d_OffsetFetchResponsePartition_5(m, p):
     o._unknown_tags = None
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    o.metadata, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = str(m[p:e], 'utf-8')
+        p = e
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
     return o, p
@@ -251,13 +294,28 @@ def _d_OffsetFetchResponsePartition_5(m, p):
 def _d_OffsetFetchResponseTopic_5(m, p):
     o = _new(_C_OffsetFetchResponseTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 20)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchResponsePartition_5(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 20 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchResponsePartition_5(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -265,14 +323,20 @@ def _d_OffsetFetchResponse_5(m, p):
     o = _new(_C_OffsetFetchResponse)
     o._unknown_tags = None
     o.groups = []
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchResponseTopic_5(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchResponseTopic_5(m, p)
+            items.append(item)
+        o.topics = items
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
     return o, p
@@ -283,7 +347,20 @@ def _d_OffsetFetchResponsePartition_6(m, p):
     o._unknown_tags = None
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    o.metadata, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.metadata = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = str(m[p:e], 'utf-8')
+        p = e
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
     if m[p] == 0:
@@ -296,13 +373,36 @@ def _d_OffsetFetchResponsePartition_6(m, p):
 def _d_OffsetFetchResponseTopic_6(m, p):
     o = _new(_C_OffsetFetchResponseTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 20)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchResponsePartition_6(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 20 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchResponsePartition_6(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -314,14 +414,24 @@ def _d_OffsetFetchResponse_6(m, p):
     o = _new(_C_OffsetFetchResponse)
     o._unknown_tags = None
     o.groups = []
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchResponseTopic_6(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchResponseTopic_6(m, p)
+            items.append(item)
+        o.topics = items
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
     if m[p] == 0:
@@ -336,7 +446,20 @@ def _d_OffsetFetchResponsePartitions_8(m, p):
     o._unknown_tags = None
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    o.metadata, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.metadata = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('metadata', p, n, len(m))
+        o.metadata = str(m[p:e], 'utf-8')
+        p = e
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
     if m[p] == 0:
@@ -349,13 +472,36 @@ def _d_OffsetFetchResponsePartitions_8(m, p):
 def _d_OffsetFetchResponseTopics_8(m, p):
     o = _new(_C_OffsetFetchResponseTopics)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 20)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchResponsePartitions_8(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 20 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchResponsePartitions_8(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -366,13 +512,36 @@ def _d_OffsetFetchResponseTopics_8(m, p):
 def _d_OffsetFetchResponseGroup_8(m, p):
     o = _new(_C_OffsetFetchResponseGroup)
     o._unknown_tags = None
-    o.group_id, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchResponseTopics_8(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchResponseTopics_8(m, p)
+            items.append(item)
+        o.topics = items
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
     if m[p] == 0:
@@ -387,14 +556,24 @@ def _d_OffsetFetchResponse_8(m, p):
     o._unknown_tags = None
     o.topics = []
     o.error_code = 0
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetFetchResponseGroup_8(m, p)
-        items.append(item)
-    o.groups = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetFetchResponseGroup_8(m, p)
+            items.append(item)
+        o.groups = items
     if m[p] == 0:
         p += 1
     else:
@@ -405,7 +584,7 @@ def _d_OffsetFetchResponse_8(m, p):
 def _e_OffsetFetchResponsePartition_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetFetchResponsePartition')
-    w += _S0.pack(o.partition_index, o.committed_offset)
+    w += _S2.pack(o.partition_index, o.committed_offset)
     write_nullable_string(w, o.metadata)
     w += _S1.pack(o.error_code)
 
@@ -453,7 +632,7 @@ def _e_OffsetFetchResponse_3(o, w):
         raise non_default_absent('OffsetFetchResponse', 'groups')
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetFetchResponse')
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetFetchResponse', 'topics')
     write_array_length(w, o.topics)
@@ -488,7 +667,7 @@ def _e_OffsetFetchResponse_5(o, w):
         raise non_default_absent('OffsetFetchResponse', 'groups')
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetFetchResponse')
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetFetchResponse', 'topics')
     write_array_length(w, o.topics)
@@ -525,7 +704,7 @@ def _e_OffsetFetchResponseTopic_6(o, w):
 def _e_OffsetFetchResponse_6(o, w):
     if o.groups is None or o.groups:
         raise non_default_absent('OffsetFetchResponse', 'groups')
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetFetchResponse', 'topics')
     write_compact_array_length(w, o.topics)
@@ -572,7 +751,7 @@ def _e_OffsetFetchResponseGroup_8(o, w):
 def _e_OffsetFetchResponse_8(o, w):
     if o.topics is None or o.topics:
         raise non_default_absent('OffsetFetchResponse', 'topics')
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.groups is None:
         raise null_in_non_nullable('OffsetFetchResponse', 'groups')
     write_compact_array_length(w, o.groups)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,9 +43,10 @@ _new = object.__new__
 
 __all__ = ['OffsetForLeaderEpochRequest']
 
-_S0 = _Packer('>ii')
-_S1 = _Packer('>iii')
-_S2 = _Packer('>i')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>ii')
+_S3 = _Packer('>iii')
 
 
 class OffsetForLeaderEpochRequest(Message):
@@ -112,7 +101,7 @@ def _d_OffsetForLeaderPartition_0(m, p):
     o = _new(_C_OffsetForLeaderPartition)
     o._unknown_tags = None
     o.current_leader_epoch = -1
-    o.partition, o.leader_epoch = _S0.unpack_from(m, p)
+    o.partition, o.leader_epoch = _S2.unpack_from(m, p)
     p += 8
     return o, p
 
@@ -120,13 +109,28 @@ def _d_OffsetForLeaderPartition_0(m, p):
 def _d_OffsetForLeaderTopic_0(m, p):
     o = _new(_C_OffsetForLeaderTopic)
     o._unknown_tags = None
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetForLeaderPartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetForLeaderPartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -134,19 +138,25 @@ def _d_OffsetForLeaderEpochRequest_0(m, p):
     o = _new(_C_OffsetForLeaderEpochRequest)
     o._unknown_tags = None
     o.replica_id = -2
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetForLeaderTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetForLeaderTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_OffsetForLeaderPartition_2(m, p):
     o = _new(_C_OffsetForLeaderPartition)
     o._unknown_tags = None
-    o.partition, o.current_leader_epoch, o.leader_epoch = _S1.unpack_from(m, p)
+    o.partition, o.current_leader_epoch, o.leader_epoch = _S3.unpack_from(m, p)
     p += 12
     return o, p
 
@@ -154,13 +164,28 @@ def _d_OffsetForLeaderPartition_2(m, p):
 def _d_OffsetForLeaderTopic_2(m, p):
     o = _new(_C_OffsetForLeaderTopic)
     o._unknown_tags = None
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetForLeaderPartition_2(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetForLeaderPartition_2(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -168,33 +193,45 @@ def _d_OffsetForLeaderEpochRequest_2(m, p):
     o = _new(_C_OffsetForLeaderEpochRequest)
     o._unknown_tags = None
     o.replica_id = -2
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetForLeaderTopic_2(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetForLeaderTopic_2(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_OffsetForLeaderEpochRequest_3(m, p):
     o = _new(_C_OffsetForLeaderEpochRequest)
     o._unknown_tags = None
-    (o.replica_id,) = _S2.unpack_from(m, p)
+    (o.replica_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetForLeaderTopic_2(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetForLeaderTopic_2(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_OffsetForLeaderPartition_4(m, p):
     o = _new(_C_OffsetForLeaderPartition)
     o._unknown_tags = None
-    o.partition, o.current_leader_epoch, o.leader_epoch = _S1.unpack_from(m, p)
+    o.partition, o.current_leader_epoch, o.leader_epoch = _S3.unpack_from(m, p)
     p += 12
     if m[p] == 0:
         p += 1
@@ -206,13 +243,36 @@ def _d_OffsetForLeaderPartition_4(m, p):
 def _d_OffsetForLeaderTopic_4(m, p):
     o = _new(_C_OffsetForLeaderTopic)
     o._unknown_tags = None
-    o.topic, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 13)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetForLeaderPartition_4(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 13 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetForLeaderPartition_4(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -223,14 +283,24 @@ def _d_OffsetForLeaderTopic_4(m, p):
 def _d_OffsetForLeaderEpochRequest_4(m, p):
     o = _new(_C_OffsetForLeaderEpochRequest)
     o._unknown_tags = None
-    (o.replica_id,) = _S2.unpack_from(m, p)
+    (o.replica_id,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetForLeaderTopic_4(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetForLeaderTopic_4(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -241,7 +311,7 @@ def _d_OffsetForLeaderEpochRequest_4(m, p):
 def _e_OffsetForLeaderPartition_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetForLeaderPartition')
-    w += _S0.pack(o.partition, o.leader_epoch)
+    w += _S2.pack(o.partition, o.leader_epoch)
 
 
 def _e_OffsetForLeaderTopic_0(o, w):
@@ -270,7 +340,7 @@ def _e_OffsetForLeaderEpochRequest_0(o, w):
 def _e_OffsetForLeaderPartition_2(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetForLeaderPartition')
-    w += _S1.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
+    w += _S3.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
 
 
 def _e_OffsetForLeaderTopic_2(o, w):
@@ -299,7 +369,7 @@ def _e_OffsetForLeaderEpochRequest_2(o, w):
 def _e_OffsetForLeaderEpochRequest_3(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetForLeaderEpochRequest')
-    w += _S2.pack(o.replica_id)
+    w += _S0.pack(o.replica_id)
     if o.topics is None:
         raise null_in_non_nullable('OffsetForLeaderEpochRequest', 'topics')
     write_array_length(w, o.topics)
@@ -308,7 +378,7 @@ def _e_OffsetForLeaderEpochRequest_3(o, w):
 
 
 def _e_OffsetForLeaderPartition_4(o, w):
-    w += _S1.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
+    w += _S3.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -331,7 +401,7 @@ def _e_OffsetForLeaderTopic_4(o, w):
 
 
 def _e_OffsetForLeaderEpochRequest_4(o, w):
-    w += _S2.pack(o.replica_id)
+    w += _S0.pack(o.replica_id)
     if o.topics is None:
         raise null_in_non_nullable('OffsetForLeaderEpochRequest', 'topics')
     write_compact_array_length(w, o.topics)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,9 +43,10 @@ _new = object.__new__
 
 __all__ = ['OffsetForLeaderEpochResponse']
 
-_S0 = _Packer('>hiq')
-_S1 = _Packer('>hiiq')
-_S2 = _Packer('>i')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>hiq')
+_S3 = _Packer('>hiiq')
 
 
 class OffsetForLeaderEpochResponse(Message):
@@ -114,7 +103,7 @@ def _d_EpochEndOffset_0(m, p):
     o = _new(_C_EpochEndOffset)
     o._unknown_tags = None
     o.leader_epoch = -1
-    o.error_code, o.partition, o.end_offset = _S0.unpack_from(m, p)
+    o.error_code, o.partition, o.end_offset = _S2.unpack_from(m, p)
     p += 14
     return o, p
 
@@ -122,13 +111,28 @@ def _d_EpochEndOffset_0(m, p):
 def _d_OffsetForLeaderTopicResult_0(m, p):
     o = _new(_C_OffsetForLeaderTopicResult)
     o._unknown_tags = None
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_EpochEndOffset_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EpochEndOffset_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -136,19 +140,25 @@ def _d_OffsetForLeaderEpochResponse_0(m, p):
     o = _new(_C_OffsetForLeaderEpochResponse)
     o._unknown_tags = None
     o.throttle_time_ms = 0
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetForLeaderTopicResult_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetForLeaderTopicResult_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_EpochEndOffset_1(m, p):
     o = _new(_C_EpochEndOffset)
     o._unknown_tags = None
-    o.error_code, o.partition, o.leader_epoch, o.end_offset = _S1.unpack_from(m, p)
+    o.error_code, o.partition, o.leader_epoch, o.end_offset = _S3.unpack_from(m, p)
     p += 18
     return o, p
 
@@ -156,13 +166,28 @@ def _d_EpochEndOffset_1(m, p):
 def _d_OffsetForLeaderTopicResult_1(m, p):
     o = _new(_C_OffsetForLeaderTopicResult)
     o._unknown_tags = None
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_EpochEndOffset_1(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EpochEndOffset_1(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -170,33 +195,45 @@ def _d_OffsetForLeaderEpochResponse_1(m, p):
     o = _new(_C_OffsetForLeaderEpochResponse)
     o._unknown_tags = None
     o.throttle_time_ms = 0
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetForLeaderTopicResult_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetForLeaderTopicResult_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_OffsetForLeaderEpochResponse_2(m, p):
     o = _new(_C_OffsetForLeaderEpochResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetForLeaderTopicResult_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetForLeaderTopicResult_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_EpochEndOffset_4(m, p):
     o = _new(_C_EpochEndOffset)
     o._unknown_tags = None
-    o.error_code, o.partition, o.leader_epoch, o.end_offset = _S1.unpack_from(m, p)
+    o.error_code, o.partition, o.leader_epoch, o.end_offset = _S3.unpack_from(m, p)
     p += 18
     if m[p] == 0:
         p += 1
@@ -208,13 +245,36 @@ def _d_EpochEndOffset_4(m, p):
 def _d_OffsetForLeaderTopicResult_4(m, p):
     o = _new(_C_OffsetForLeaderTopicResult)
     o._unknown_tags = None
-    o.topic, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 19)
-    items = []
-    for _ in range(n):
-        item, p = _d_EpochEndOffset_4(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 19 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_EpochEndOffset_4(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -225,14 +285,24 @@ def _d_OffsetForLeaderTopicResult_4(m, p):
 def _d_OffsetForLeaderEpochResponse_4(m, p):
     o = _new(_C_OffsetForLeaderEpochResponse)
     o._unknown_tags = None
-    (o.throttle_time_ms,) = _S2.unpack_from(m, p)
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_OffsetForLeaderTopicResult_4(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_OffsetForLeaderTopicResult_4(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -243,7 +313,7 @@ def _d_OffsetForLeaderEpochResponse_4(m, p):
 def _e_EpochEndOffset_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('EpochEndOffset')
-    w += _S0.pack(o.error_code, o.partition, o.end_offset)
+    w += _S2.pack(o.error_code, o.partition, o.end_offset)
 
 
 def _e_OffsetForLeaderTopicResult_0(o, w):
@@ -272,7 +342,7 @@ def _e_OffsetForLeaderEpochResponse_0(o, w):
 def _e_EpochEndOffset_1(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('EpochEndOffset')
-    w += _S1.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
+    w += _S3.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
 
 
 def _e_OffsetForLeaderTopicResult_1(o, w):
@@ -301,7 +371,7 @@ def _e_OffsetForLeaderEpochResponse_1(o, w):
 def _e_OffsetForLeaderEpochResponse_2(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('OffsetForLeaderEpochResponse')
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetForLeaderEpochResponse', 'topics')
     write_array_length(w, o.topics)
@@ -310,7 +380,7 @@ def _e_OffsetForLeaderEpochResponse_2(o, w):
 
 
 def _e_EpochEndOffset_4(o, w):
-    w += _S1.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
+    w += _S3.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -333,7 +403,7 @@ def _e_OffsetForLeaderTopicResult_4(o, w):
 
 
 def _e_OffsetForLeaderEpochResponse_4(o, w):
-    w += _S2.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o.topics is None:
         raise null_in_non_nullable('OffsetForLeaderEpochResponse', 'topics')
     write_compact_array_length(w, o.topics)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -57,6 +45,7 @@ __all__ = ['ProduceRequest']
 
 _S0 = _Packer('>hi')
 _S1 = _Packer('>i')
+_S2 = _Packer('>h')
 
 
 class ProduceRequest(Message):
@@ -114,20 +103,46 @@ def _d_PartitionProduceData_0(m, p):
     o._unknown_tags = None
     (o.index,) = _S1.unpack_from(m, p)
     p += 4
-    o.records, p = read_records(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        if n != -1:
+            raise bad_length('records', p, n, len(m))
+        o.records = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('records', p, n, len(m))
+        o.records = m[p:e]
+        p = e
     return o, p
 
 
 def _d_TopicProduceData_0(m, p):
     o = _new(_C_TopicProduceData)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionProduceData_0(m, p)
-        items.append(item)
-    o.partition_data = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_data', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('partition_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionProduceData_0(m, p)
+            items.append(item)
+        o.partition_data = items
     return o, p
 
 
@@ -137,27 +152,50 @@ def _d_ProduceRequest_0(m, p):
     o.transactional_id = None
     o.acks, o.timeout_ms = _S0.unpack_from(m, p)
     p += 6
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicProduceData_0(m, p)
-        items.append(item)
-    o.topic_data = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topic_data', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topic_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicProduceData_0(m, p)
+            items.append(item)
+        o.topic_data = items
     return o, p
 
 
 def _d_ProduceRequest_3(m, p):
     o = _new(_C_ProduceRequest)
     o._unknown_tags = None
-    o.transactional_id, p = read_nullable_string(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
     o.acks, o.timeout_ms = _S0.unpack_from(m, p)
     p += 6
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicProduceData_0(m, p)
-        items.append(item)
-    o.topic_data = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topic_data', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topic_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicProduceData_0(m, p)
+            items.append(item)
+        o.topic_data = items
     return o, p
 
 
@@ -166,7 +204,20 @@ def _d_PartitionProduceData_9(m, p):
     o._unknown_tags = None
     (o.index,) = _S1.unpack_from(m, p)
     p += 4
-    o.records, p = read_compact_records(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.records = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('records', p, n, len(m))
+        o.records = m[p:e]
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -177,13 +228,36 @@ def _d_PartitionProduceData_9(m, p):
 def _d_TopicProduceData_9(m, p):
     o = _new(_C_TopicProduceData)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionProduceData_9(m, p)
-        items.append(item)
-    o.partition_data = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_data', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('partition_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionProduceData_9(m, p)
+            items.append(item)
+        o.partition_data = items
     if m[p] == 0:
         p += 1
     else:
@@ -194,15 +268,38 @@ def _d_TopicProduceData_9(m, p):
 def _d_ProduceRequest_9(m, p):
     o = _new(_C_ProduceRequest)
     o._unknown_tags = None
-    o.transactional_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.transactional_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
     o.acks, o.timeout_ms = _S0.unpack_from(m, p)
     p += 6
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicProduceData_9(m, p)
-        items.append(item)
-    o.topic_data = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_data', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topic_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicProduceData_9(m, p)
+            items.append(item)
+        o.topic_data = items
     if m[p] == 0:
         p += 1
     else:

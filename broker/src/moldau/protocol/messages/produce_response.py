@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,11 +43,12 @@ _new = object.__new__
 
 __all__ = ['ProduceResponse']
 
-_S0 = _Packer('>ihq')
-_S1 = _Packer('>i')
-_S2 = _Packer('>ihqq')
-_S3 = _Packer('>ihqqq')
-_S4 = _Packer('>ii')
+_S0 = _Packer('>i')
+_S1 = _Packer('>h')
+_S2 = _Packer('>ihq')
+_S3 = _Packer('>ihqq')
+_S4 = _Packer('>ihqqq')
+_S5 = _Packer('>ii')
 
 
 class ProduceResponse(Message):
@@ -163,6 +152,7 @@ _C_NodeEndpoint.FIELDS = (
     FieldSpec('port', 'Port', 'int32', None, None, (10, 32767), None, None, None, False, 0),
     FieldSpec('rack', 'Rack', 'string', None, None, (10, 32767), (10, 32767), None, None, False, None),
 )
+_DEFAULT_LeaderIdAndEpoch = _C_LeaderIdAndEpoch()
 
 
 def _d_PartitionProduceResponse_0(m, p):
@@ -172,8 +162,8 @@ def _d_PartitionProduceResponse_0(m, p):
     o.log_start_offset = -1
     o.record_errors = []
     o.error_message = None
-    o.current_leader = _C_LeaderIdAndEpoch()
-    o.index, o.error_code, o.base_offset = _S0.unpack_from(m, p)
+    o.current_leader = _default_LeaderIdAndEpoch()
+    o.index, o.error_code, o.base_offset = _S2.unpack_from(m, p)
     p += 14
     return o, p
 
@@ -181,13 +171,28 @@ def _d_PartitionProduceResponse_0(m, p):
 def _d_TopicProduceResponse_0(m, p):
     o = _new(_C_TopicProduceResponse)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionProduceResponse_0(m, p)
-        items.append(item)
-    o.partition_responses = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_responses', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('partition_responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionProduceResponse_0(m, p)
+            items.append(item)
+        o.partition_responses = items
     return o, p
 
 
@@ -196,12 +201,18 @@ def _d_ProduceResponse_0(m, p):
     o._unknown_tags = None
     o.throttle_time_ms = 0
     o.node_endpoints = []
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicProduceResponse_0(m, p)
-        items.append(item)
-    o.responses = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicProduceResponse_0(m, p)
+            items.append(item)
+        o.responses = items
     return o, p
 
 
@@ -209,13 +220,19 @@ def _d_ProduceResponse_1(m, p):
     o = _new(_C_ProduceResponse)
     o._unknown_tags = None
     o.node_endpoints = []
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicProduceResponse_0(m, p)
-        items.append(item)
-    o.responses = items
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicProduceResponse_0(m, p)
+            items.append(item)
+        o.responses = items
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -226,8 +243,8 @@ def _d_PartitionProduceResponse_2(m, p):
     o.log_start_offset = -1
     o.record_errors = []
     o.error_message = None
-    o.current_leader = _C_LeaderIdAndEpoch()
-    o.index, o.error_code, o.base_offset, o.log_append_time_ms = _S2.unpack_from(m, p)
+    o.current_leader = _default_LeaderIdAndEpoch()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms = _S3.unpack_from(m, p)
     p += 22
     return o, p
 
@@ -235,13 +252,28 @@ def _d_PartitionProduceResponse_2(m, p):
 def _d_TopicProduceResponse_2(m, p):
     o = _new(_C_TopicProduceResponse)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 22)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionProduceResponse_2(m, p)
-        items.append(item)
-    o.partition_responses = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_responses', p, n, len(m))
+    elif n * 22 > len(m) - p:
+        raise bad_count('partition_responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionProduceResponse_2(m, p)
+            items.append(item)
+        o.partition_responses = items
     return o, p
 
 
@@ -249,13 +281,19 @@ def _d_ProduceResponse_2(m, p):
     o = _new(_C_ProduceResponse)
     o._unknown_tags = None
     o.node_endpoints = []
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicProduceResponse_2(m, p)
-        items.append(item)
-    o.responses = items
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicProduceResponse_2(m, p)
+            items.append(item)
+        o.responses = items
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -265,8 +303,8 @@ def _d_PartitionProduceResponse_5(m, p):
     o._unknown_tags = None
     o.record_errors = []
     o.error_message = None
-    o.current_leader = _C_LeaderIdAndEpoch()
-    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S3.unpack_from(m, p)
+    o.current_leader = _default_LeaderIdAndEpoch()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S4.unpack_from(m, p)
     p += 30
     return o, p
 
@@ -274,13 +312,28 @@ def _d_PartitionProduceResponse_5(m, p):
 def _d_TopicProduceResponse_5(m, p):
     o = _new(_C_TopicProduceResponse)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 30)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionProduceResponse_5(m, p)
-        items.append(item)
-    o.partition_responses = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_responses', p, n, len(m))
+    elif n * 30 > len(m) - p:
+        raise bad_count('partition_responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionProduceResponse_5(m, p)
+            items.append(item)
+        o.partition_responses = items
     return o, p
 
 
@@ -288,13 +341,19 @@ def _d_ProduceResponse_5(m, p):
     o = _new(_C_ProduceResponse)
     o._unknown_tags = None
     o.node_endpoints = []
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicProduceResponse_5(m, p)
-        items.append(item)
-    o.responses = items
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicProduceResponse_5(m, p)
+            items.append(item)
+        o.responses = items
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -302,38 +361,81 @@ def _d_ProduceResponse_5(m, p):
 def _d_BatchIndexAndErrorMessage_8(m, p):
     o = _new(_C_BatchIndexAndErrorMessage)
     o._unknown_tags = None
-    (o.batch_index,) = _S1.unpack_from(m, p)
+    (o.batch_index,) = _S0.unpack_from(m, p)
     p += 4
-    o.batch_index_error_message, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('batch_index_error_message', p, n, len(m))
+        o.batch_index_error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('batch_index_error_message', p, n, len(m))
+        o.batch_index_error_message = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_PartitionProduceResponse_8(m, p):
     o = _new(_C_PartitionProduceResponse)
     o._unknown_tags = None
-    o.current_leader = _C_LeaderIdAndEpoch()
-    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S3.unpack_from(m, p)
+    o.current_leader = _default_LeaderIdAndEpoch()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S4.unpack_from(m, p)
     p += 30
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_BatchIndexAndErrorMessage_8(m, p)
-        items.append(item)
-    o.record_errors = items
-    o.error_message, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('record_errors', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('record_errors', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_BatchIndexAndErrorMessage_8(m, p)
+            items.append(item)
+        o.record_errors = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_TopicProduceResponse_8(m, p):
     o = _new(_C_TopicProduceResponse)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 36)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionProduceResponse_8(m, p)
-        items.append(item)
-    o.partition_responses = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_responses', p, n, len(m))
+    elif n * 36 > len(m) - p:
+        raise bad_count('partition_responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionProduceResponse_8(m, p)
+            items.append(item)
+        o.partition_responses = items
     return o, p
 
 
@@ -341,13 +443,19 @@ def _d_ProduceResponse_8(m, p):
     o = _new(_C_ProduceResponse)
     o._unknown_tags = None
     o.node_endpoints = []
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicProduceResponse_8(m, p)
-        items.append(item)
-    o.responses = items
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicProduceResponse_8(m, p)
+            items.append(item)
+        o.responses = items
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -355,9 +463,22 @@ def _d_ProduceResponse_8(m, p):
 def _d_BatchIndexAndErrorMessage_9(m, p):
     o = _new(_C_BatchIndexAndErrorMessage)
     o._unknown_tags = None
-    (o.batch_index,) = _S1.unpack_from(m, p)
+    (o.batch_index,) = _S0.unpack_from(m, p)
     p += 4
-    o.batch_index_error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.batch_index_error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('batch_index_error_message', p, n, len(m))
+        o.batch_index_error_message = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -368,16 +489,39 @@ def _d_BatchIndexAndErrorMessage_9(m, p):
 def _d_PartitionProduceResponse_9(m, p):
     o = _new(_C_PartitionProduceResponse)
     o._unknown_tags = None
-    o.current_leader = _C_LeaderIdAndEpoch()
-    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S3.unpack_from(m, p)
+    o.current_leader = _default_LeaderIdAndEpoch()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S4.unpack_from(m, p)
     p += 30
-    n, p = read_compact_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_BatchIndexAndErrorMessage_9(m, p)
-        items.append(item)
-    o.record_errors = items
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('record_errors', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('record_errors', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_BatchIndexAndErrorMessage_9(m, p)
+            items.append(item)
+        o.record_errors = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -388,13 +532,36 @@ def _d_PartitionProduceResponse_9(m, p):
 def _d_TopicProduceResponse_9(m, p):
     o = _new(_C_TopicProduceResponse)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 33)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionProduceResponse_9(m, p)
-        items.append(item)
-    o.partition_responses = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_responses', p, n, len(m))
+    elif n * 33 > len(m) - p:
+        raise bad_count('partition_responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionProduceResponse_9(m, p)
+            items.append(item)
+        o.partition_responses = items
     if m[p] == 0:
         p += 1
     else:
@@ -406,13 +573,23 @@ def _d_ProduceResponse_9(m, p):
     o = _new(_C_ProduceResponse)
     o._unknown_tags = None
     o.node_endpoints = []
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicProduceResponse_9(m, p)
-        items.append(item)
-    o.responses = items
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicProduceResponse_9(m, p)
+            items.append(item)
+        o.responses = items
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
         p += 1
@@ -424,7 +601,7 @@ def _d_ProduceResponse_9(m, p):
 def _d_LeaderIdAndEpoch_10(m, p):
     o = _new(_C_LeaderIdAndEpoch)
     o._unknown_tags = None
-    o.leader_id, o.leader_epoch = _S4.unpack_from(m, p)
+    o.leader_id, o.leader_epoch = _S5.unpack_from(m, p)
     p += 8
     if m[p] == 0:
         p += 1
@@ -450,16 +627,39 @@ def _t_PartitionProduceResponse_10(o, m, p):
 def _d_PartitionProduceResponse_10(m, p):
     o = _new(_C_PartitionProduceResponse)
     o._unknown_tags = None
-    o.current_leader = _C_LeaderIdAndEpoch()
-    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S3.unpack_from(m, p)
+    o.current_leader = _default_LeaderIdAndEpoch()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S4.unpack_from(m, p)
     p += 30
-    n, p = read_compact_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_BatchIndexAndErrorMessage_9(m, p)
-        items.append(item)
-    o.record_errors = items
-    o.error_message, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('record_errors', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('record_errors', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_BatchIndexAndErrorMessage_9(m, p)
+            items.append(item)
+        o.record_errors = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -470,13 +670,36 @@ def _d_PartitionProduceResponse_10(m, p):
 def _d_TopicProduceResponse_10(m, p):
     o = _new(_C_TopicProduceResponse)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 33)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionProduceResponse_10(m, p)
-        items.append(item)
-    o.partition_responses = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_responses', p, n, len(m))
+    elif n * 33 > len(m) - p:
+        raise bad_count('partition_responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionProduceResponse_10(m, p)
+            items.append(item)
+        o.partition_responses = items
     if m[p] == 0:
         p += 1
     else:
@@ -487,12 +710,38 @@ def _d_TopicProduceResponse_10(m, p):
 def _d_NodeEndpoint_10(m, p):
     o = _new(_C_NodeEndpoint)
     o._unknown_tags = None
-    (o.node_id,) = _S1.unpack_from(m, p)
+    (o.node_id,) = _S0.unpack_from(m, p)
     p += 4
-    o.host, p = read_compact_string(m, p)
-    (o.port,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    (o.port,) = _S0.unpack_from(m, p)
     p += 4
-    o.rack, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack', p, n, len(m))
+        o.rack = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -506,12 +755,22 @@ def _t_ProduceResponse_10(o, m, p):
         tag, size, p = read_tag_header(m, p)
         end = p + size
         if tag == 0:
-            n, p = read_compact_array_length(m, p, 11)
-            items = []
-            for _ in range(n):
-                item, p = _d_NodeEndpoint_10(m, p)
-                items.append(item)
-            o.node_endpoints = items
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('node_endpoints', p, n, len(m))
+            elif n * 11 > len(m) - p:
+                raise bad_count('node_endpoints', p, n)
+            else:
+                items = []
+                for _ in range(n):
+                    item, p = _d_NodeEndpoint_10(m, p)
+                    items.append(item)
+                o.node_endpoints = items
             check_tag_end(tag, end, p)
         else:
             keep_unknown_tag(o, tag, m[p:end])
@@ -523,13 +782,23 @@ def _d_ProduceResponse_10(m, p):
     o = _new(_C_ProduceResponse)
     o._unknown_tags = None
     o.node_endpoints = []
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicProduceResponse_10(m, p)
-        items.append(item)
-    o.responses = items
-    (o.throttle_time_ms,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('responses', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('responses', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicProduceResponse_10(m, p)
+            items.append(item)
+        o.responses = items
+    (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
         p += 1
@@ -539,11 +808,11 @@ def _d_ProduceResponse_10(m, p):
 
 
 def _e_PartitionProduceResponse_0(o, w):
-    if o.current_leader != _C_LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionProduceResponse')
-    w += _S0.pack(o.index, o.error_code, o.base_offset)
+    w += _S2.pack(o.index, o.error_code, o.base_offset)
 
 
 def _e_TopicProduceResponse_0(o, w):
@@ -581,15 +850,15 @@ def _e_ProduceResponse_1(o, w):
     write_array_length(w, o.responses)
     for item in o.responses:
         _e_TopicProduceResponse_0(item, w)
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
 
 
 def _e_PartitionProduceResponse_2(o, w):
-    if o.current_leader != _C_LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionProduceResponse')
-    w += _S2.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
+    w += _S3.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
 
 
 def _e_TopicProduceResponse_2(o, w):
@@ -615,15 +884,15 @@ def _e_ProduceResponse_2(o, w):
     write_array_length(w, o.responses)
     for item in o.responses:
         _e_TopicProduceResponse_2(item, w)
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
 
 
 def _e_PartitionProduceResponse_5(o, w):
-    if o.current_leader != _C_LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionProduceResponse')
-    w += _S3.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
+    w += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
 
 
 def _e_TopicProduceResponse_5(o, w):
@@ -649,22 +918,22 @@ def _e_ProduceResponse_5(o, w):
     write_array_length(w, o.responses)
     for item in o.responses:
         _e_TopicProduceResponse_5(item, w)
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
 
 
 def _e_BatchIndexAndErrorMessage_8(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('BatchIndexAndErrorMessage')
-    w += _S1.pack(o.batch_index)
+    w += _S0.pack(o.batch_index)
     write_nullable_string(w, o.batch_index_error_message)
 
 
 def _e_PartitionProduceResponse_8(o, w):
-    if o.current_leader != _C_LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionProduceResponse')
-    w += _S3.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
+    w += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     if o.record_errors is None:
         raise null_in_non_nullable('PartitionProduceResponse', 'record_errors')
     write_array_length(w, o.record_errors)
@@ -696,11 +965,11 @@ def _e_ProduceResponse_8(o, w):
     write_array_length(w, o.responses)
     for item in o.responses:
         _e_TopicProduceResponse_8(item, w)
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
 
 
 def _e_BatchIndexAndErrorMessage_9(o, w):
-    w += _S1.pack(o.batch_index)
+    w += _S0.pack(o.batch_index)
     write_compact_nullable_string(w, o.batch_index_error_message)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
@@ -709,9 +978,9 @@ def _e_BatchIndexAndErrorMessage_9(o, w):
 
 
 def _e_PartitionProduceResponse_9(o, w):
-    if o.current_leader != _C_LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
-    w += _S3.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
+    w += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     if o.record_errors is None:
         raise null_in_non_nullable('PartitionProduceResponse', 'record_errors')
     write_compact_array_length(w, o.record_errors)
@@ -747,7 +1016,7 @@ def _e_ProduceResponse_9(o, w):
     write_compact_array_length(w, o.responses)
     for item in o.responses:
         _e_TopicProduceResponse_9(item, w)
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -755,7 +1024,7 @@ def _e_ProduceResponse_9(o, w):
 
 
 def _e_LeaderIdAndEpoch_10(o, w):
-    w += _S4.pack(o.leader_id, o.leader_epoch)
+    w += _S5.pack(o.leader_id, o.leader_epoch)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -763,7 +1032,7 @@ def _e_LeaderIdAndEpoch_10(o, w):
 
 
 def _e_PartitionProduceResponse_10(o, w):
-    w += _S3.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
+    w += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     if o.record_errors is None:
         raise null_in_non_nullable('PartitionProduceResponse', 'record_errors')
     write_compact_array_length(w, o.record_errors)
@@ -771,7 +1040,7 @@ def _e_PartitionProduceResponse_10(o, w):
         _e_BatchIndexAndErrorMessage_9(item, w)
     write_compact_nullable_string(w, o.error_message)
     tags = list(o._unknown_tags or ())
-    if o.current_leader != _C_LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         t = bytearray()
         if o.current_leader is None:
             raise null_in_non_nullable('PartitionProduceResponse', 'current_leader')
@@ -796,11 +1065,11 @@ def _e_TopicProduceResponse_10(o, w):
 
 
 def _e_NodeEndpoint_10(o, w):
-    w += _S1.pack(o.node_id)
+    w += _S0.pack(o.node_id)
     if o.host is None:
         raise null_in_non_nullable('NodeEndpoint', 'host')
     write_compact_string(w, o.host)
-    w += _S1.pack(o.port)
+    w += _S0.pack(o.port)
     write_compact_nullable_string(w, o.rack)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
@@ -814,7 +1083,7 @@ def _e_ProduceResponse_10(o, w):
     write_compact_array_length(w, o.responses)
     for item in o.responses:
         _e_TopicProduceResponse_10(item, w)
-    w += _S1.pack(o.throttle_time_ms)
+    w += _S0.pack(o.throttle_time_ms)
     tags = list(o._unknown_tags or ())
     if o.node_endpoints is None or o.node_endpoints:
         t = bytearray()
@@ -825,6 +1094,14 @@ def _e_ProduceResponse_10(o, w):
             _e_NodeEndpoint_10(item, t)
         tags.append((0, t))
     write_tagged(w, tags)
+
+
+def _default_LeaderIdAndEpoch():
+    o = _new(_C_LeaderIdAndEpoch)
+    o._unknown_tags = None
+    o.leader_id = -1
+    o.leader_epoch = -1
+    return o
 
 
 ProduceResponse._DECODERS = (_d_ProduceResponse_0, _d_ProduceResponse_1, _d_ProduceResponse_2, _d_ProduceResponse_2, _d_ProduceResponse_2, _d_ProduceResponse_5, _d_ProduceResponse_5, _d_ProduceResponse_5, _d_ProduceResponse_8, _d_ProduceResponse_9, _d_ProduceResponse_10, _d_ProduceResponse_10,)

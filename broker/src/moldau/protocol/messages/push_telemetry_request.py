@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -90,7 +78,20 @@ def _d_PushTelemetryRequest_0(m, p):
     o.client_instance_id, o.subscription_id, o.terminating, o.compression_type = _S0.unpack_from(m, p)
     p += 22
     o.client_instance_id = as_uuid(o.client_instance_id)
-    o.metrics, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('metrics', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('metrics', p, n, len(m))
+        o.metrics = bytes(m[p:e])
+        p = e
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,6 +44,7 @@ _new = object.__new__
 __all__ = ['RequestHeader']
 
 _S0 = _Packer('>hhi')
+_S1 = _Packer('>h')
 
 
 class RequestHeader(Message):
@@ -96,7 +85,18 @@ def _d_RequestHeader_1(m, p):
     o._unknown_tags = None
     o.request_api_key, o.request_api_version, o.correlation_id = _S0.unpack_from(m, p)
     p += 8
-    o.client_id, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -105,7 +105,18 @@ def _d_RequestHeader_2(m, p):
     o._unknown_tags = None
     o.request_api_key, o.request_api_version, o.correlation_id = _S0.unpack_from(m, p)
     p += 8
-    o.client_id, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:

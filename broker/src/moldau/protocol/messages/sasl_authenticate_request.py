@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,6 +43,7 @@ _new = object.__new__
 
 __all__ = ['SaslAuthenticateRequest']
 
+_S0 = _Packer('>i')
 
 
 class SaslAuthenticateRequest(Message):
@@ -78,14 +67,36 @@ _C_SaslAuthenticateRequest.FIELDS = (
 def _d_SaslAuthenticateRequest_0(m, p):
     o = _new(_C_SaslAuthenticateRequest)
     o._unknown_tags = None
-    o.auth_bytes, p = read_bytes(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('auth_bytes', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('auth_bytes', p, n, len(m))
+        o.auth_bytes = bytes(m[p:e])
+        p = e
     return o, p
 
 
 def _d_SaslAuthenticateRequest_2(m, p):
     o = _new(_C_SaslAuthenticateRequest)
     o._unknown_tags = None
-    o.auth_bytes, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('auth_bytes', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('auth_bytes', p, n, len(m))
+        o.auth_bytes = bytes(m[p:e])
+        p = e
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,8 @@ _new = object.__new__
 __all__ = ['SaslAuthenticateResponse']
 
 _S0 = _Packer('>h')
-_S1 = _Packer('>q')
+_S1 = _Packer('>i')
+_S2 = _Packer('>q')
 
 
 class SaslAuthenticateResponse(Message):
@@ -89,8 +78,28 @@ def _d_SaslAuthenticateResponse_0(m, p):
     o.session_lifetime_ms = 0
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
-    o.auth_bytes, p = read_bytes(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('auth_bytes', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('auth_bytes', p, n, len(m))
+        o.auth_bytes = bytes(m[p:e])
+        p = e
     return o, p
 
 
@@ -99,9 +108,29 @@ def _d_SaslAuthenticateResponse_1(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_nullable_string(m, p)
-    o.auth_bytes, p = read_bytes(m, p)
-    (o.session_lifetime_ms,) = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('auth_bytes', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('auth_bytes', p, n, len(m))
+        o.auth_bytes = bytes(m[p:e])
+        p = e
+    (o.session_lifetime_ms,) = _S2.unpack_from(m, p)
     p += 8
     return o, p
 
@@ -111,9 +140,35 @@ def _d_SaslAuthenticateResponse_2(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_compact_nullable_string(m, p)
-    o.auth_bytes, p = read_compact_bytes(m, p)
-    (o.session_lifetime_ms,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('auth_bytes', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('auth_bytes', p, n, len(m))
+        o.auth_bytes = bytes(m[p:e])
+        p = e
+    (o.session_lifetime_ms,) = _S2.unpack_from(m, p)
     p += 8
     if m[p] == 0:
         p += 1
@@ -140,7 +195,7 @@ def _e_SaslAuthenticateResponse_1(o, w):
     if o.auth_bytes is None:
         raise null_in_non_nullable('SaslAuthenticateResponse', 'auth_bytes')
     write_bytes(w, o.auth_bytes)
-    w += _S1.pack(o.session_lifetime_ms)
+    w += _S2.pack(o.session_lifetime_ms)
 
 
 def _e_SaslAuthenticateResponse_2(o, w):
@@ -149,7 +204,7 @@ def _e_SaslAuthenticateResponse_2(o, w):
     if o.auth_bytes is None:
         raise null_in_non_nullable('SaslAuthenticateResponse', 'auth_bytes')
     write_compact_bytes(w, o.auth_bytes)
-    w += _S1.pack(o.session_lifetime_ms)
+    w += _S2.pack(o.session_lifetime_ms)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,6 +44,7 @@ _new = object.__new__
 __all__ = ['SaslHandshakeResponse']
 
 _S0 = _Packer('>h')
+_S1 = _Packer('>i')
 
 
 class SaslHandshakeResponse(Message):
@@ -83,12 +72,27 @@ def _d_SaslHandshakeResponse_0(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_array_length(m, p, 2)
-    items = []
-    for _ in range(n):
-        item, p = read_string(m, p)
-        items.append(item)
-    o.mechanisms = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('mechanisms', p, n, len(m))
+    elif n * 2 > len(m) - p:
+        raise bad_count('mechanisms', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            (n,) = _S0.unpack_from(m, p)
+            p += 2
+            if n < 0:
+                raise bad_length('mechanisms', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m):
+                    raise bad_length('mechanisms', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.mechanisms = items
     return o, p
 
 

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -154,8 +142,18 @@ def _d_AcknowledgementBatch_0(m, p):
     o._unknown_tags = None
     o.first_offset, o.last_offset = _S3.unpack_from(m, p)
     p += 16
-    n, p = read_compact_array_length(m, p, 1)
-    o.acknowledge_types, p = read_fixed_array(m, p, n, 'b', 1)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('acknowledge_types', p, n, len(m))
+    elif n * 1 > len(m) - p:
+        raise bad_count('acknowledge_types', p, n)
+    else:
+        o.acknowledge_types, p = read_fixed_array(m, p, n, 'b', 1)
     if m[p] == 0:
         p += 1
     else:
@@ -168,12 +166,22 @@ def _d_FetchPartition_0(m, p):
     o._unknown_tags = None
     o.partition_index, o.partition_max_bytes = _S2.unpack_from(m, p)
     p += 8
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_AcknowledgementBatch_0(m, p)
-        items.append(item)
-    o.acknowledgement_batches = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('acknowledgement_batches', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('acknowledgement_batches', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_AcknowledgementBatch_0(m, p)
+            items.append(item)
+        o.acknowledgement_batches = items
     if m[p] == 0:
         p += 1
     else:
@@ -187,12 +195,22 @@ def _d_FetchTopic_0(m, p):
     (o.topic_id,) = _S1.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchPartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchPartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -206,8 +224,18 @@ def _d_ForgottenTopic_0(m, p):
     (o.topic_id,) = _S1.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -218,22 +246,68 @@ def _d_ForgottenTopic_0(m, p):
 def _d_ShareFetchRequest_0(m, p):
     o = _new(_C_ShareFetchRequest)
     o._unknown_tags = None
-    o.group_id, p = read_compact_nullable_string(m, p)
-    o.member_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.member_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
     o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes = _S0.unpack_from(m, p)
     p += 16
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_FetchTopic_0(m, p)
-        items.append(item)
-    o.topics = items
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_ForgottenTopic_0(m, p)
-        items.append(item)
-    o.forgotten_topics_data = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FetchTopic_0(m, p)
+            items.append(item)
+        o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('forgotten_topics_data', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('forgotten_topics_data', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_ForgottenTopic_0(m, p)
+            items.append(item)
+        o.forgotten_topics_data = items
     if m[p] == 0:
         p += 1
     else:

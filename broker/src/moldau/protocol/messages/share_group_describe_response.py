@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -163,9 +151,32 @@ def _d_TopicPartitions_0(m, p):
     (o.topic_id,) = _S3.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -176,12 +187,22 @@ def _d_TopicPartitions_0(m, p):
 def _d_Assignment_0(m, p):
     o = _new(_C_Assignment)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 19)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicPartitions_0(m, p)
-        items.append(item)
-    o.topic_partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_partitions', p, n, len(m))
+    elif n * 19 > len(m) - p:
+        raise bad_count('topic_partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicPartitions_0(m, p)
+            items.append(item)
+        o.topic_partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -192,18 +213,93 @@ def _d_Assignment_0(m, p):
 def _d_Member_0(m, p):
     o = _new(_C_Member)
     o._unknown_tags = None
-    o.member_id, p = read_compact_string(m, p)
-    o.rack_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack_id', p, n, len(m))
+        o.rack_id = str(m[p:e], 'utf-8')
+        p = e
     (o.member_epoch,) = _S0.unpack_from(m, p)
     p += 4
-    o.client_id, p = read_compact_string(m, p)
-    o.client_host, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 1)
-    items = []
-    for _ in range(n):
-        item, p = read_compact_string(m, p)
-        items.append(item)
-    o.subscribed_topic_names = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('client_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('client_host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('client_host', p, n, len(m))
+        o.client_host = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('subscribed_topic_names', p, n, len(m))
+    elif n * 1 > len(m) - p:
+        raise bad_count('subscribed_topic_names', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('subscribed_topic_names', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m) or n > 0x7FFF:
+                    raise bad_length('subscribed_topic_names', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.subscribed_topic_names = items
     o.assignment, p = _d_Assignment_0(m, p)
     if m[p] == 0:
         p += 1
@@ -217,18 +313,80 @@ def _d_DescribedGroup_0(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S1.unpack_from(m, p)
     p += 2
-    o.error_message, p = read_compact_nullable_string(m, p)
-    o.group_id, p = read_compact_string(m, p)
-    o.group_state, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_state', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_state', p, n, len(m))
+        o.group_state = str(m[p:e], 'utf-8')
+        p = e
     o.group_epoch, o.assignment_epoch = _S2.unpack_from(m, p)
     p += 8
-    o.assignor_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_Member_0(m, p)
-        items.append(item)
-    o.members = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('assignor_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('assignor_name', p, n, len(m))
+        o.assignor_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('members', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('members', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_Member_0(m, p)
+            items.append(item)
+        o.members = items
     (o.authorized_operations,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -243,12 +401,22 @@ def _d_ShareGroupDescribeResponse_0(m, p):
     o._unknown_tags = None
     (o.throttle_time_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 20)
-    items = []
-    for _ in range(n):
-        item, p = _d_DescribedGroup_0(m, p)
-        items.append(item)
-    o.groups = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('groups', p, n, len(m))
+    elif n * 20 > len(m) - p:
+        raise bad_count('groups', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_DescribedGroup_0(m, p)
+            items.append(item)
+        o.groups = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -120,8 +108,18 @@ def _d_TopicPartitions_0(m, p):
     (o.topic_id,) = _S2.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -132,12 +130,22 @@ def _d_TopicPartitions_0(m, p):
 def _d_Assignment_0(m, p):
     o = _new(_C_Assignment)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicPartitions_0(m, p)
-        items.append(item)
-    o.topic_partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('topic_partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicPartitions_0(m, p)
+            items.append(item)
+        o.topic_partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -150,8 +158,34 @@ def _d_ShareGroupHeartbeatResponse_0(m, p):
     o._unknown_tags = None
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
-    o.error_message, p = read_compact_nullable_string(m, p)
-    o.member_id, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('error_message', p, n, len(m))
+        o.error_message = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.member_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
     o.member_epoch, o.heartbeat_interval_ms = _S1.unpack_from(m, p)
     p += 8
     if m[p] >= 0x80:

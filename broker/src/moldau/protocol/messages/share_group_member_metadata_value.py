@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -84,15 +72,77 @@ _C_ShareGroupMemberMetadataValue.FIELDS = (
 def _d_ShareGroupMemberMetadataValue_0(m, p):
     o = _new(_C_ShareGroupMemberMetadataValue)
     o._unknown_tags = None
-    o.rack_id, p = read_compact_nullable_string(m, p)
-    o.client_id, p = read_compact_string(m, p)
-    o.client_host, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 1)
-    items = []
-    for _ in range(n):
-        item, p = read_compact_string(m, p)
-        items.append(item)
-    o.subscribed_topic_names = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack_id', p, n, len(m))
+        o.rack_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('client_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('client_id', p, n, len(m))
+        o.client_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('client_host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('client_host', p, n, len(m))
+        o.client_host = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('subscribed_topic_names', p, n, len(m))
+    elif n * 1 > len(m) - p:
+        raise bad_count('subscribed_topic_names', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('subscribed_topic_names', p, n, len(m))
+            else:
+                e = p + n
+                if e > len(m) or n > 0x7FFF:
+                    raise bad_length('subscribed_topic_names', p, n, len(m))
+                item = str(m[p:e], 'utf-8')
+                p = e
+            items.append(item)
+        o.subscribed_topic_names = items
     if m[p] == 0:
         p += 1
     else:

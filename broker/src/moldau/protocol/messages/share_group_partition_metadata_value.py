@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -112,9 +100,32 @@ def _d_TopicPartitionsInfo_0(m, p):
     (o.topic_id,) = _S0.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        o.partitions, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -128,7 +139,20 @@ def _d_TopicInfo_0(m, p):
     (o.topic_id,) = _S0.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    o.topic_name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -139,18 +163,38 @@ def _d_TopicInfo_0(m, p):
 def _d_ShareGroupPartitionMetadataValue_0(m, p):
     o = _new(_C_ShareGroupPartitionMetadataValue)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 19)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicPartitionsInfo_0(m, p)
-        items.append(item)
-    o.initialized_topics = items
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicInfo_0(m, p)
-        items.append(item)
-    o.deleting_topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('initialized_topics', p, n, len(m))
+    elif n * 19 > len(m) - p:
+        raise bad_count('initialized_topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicPartitionsInfo_0(m, p)
+            items.append(item)
+        o.initialized_topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('deleting_topics', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('deleting_topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicInfo_0(m, p)
+            items.append(item)
+        o.deleting_topics = items
     if m[p] == 0:
         p += 1
     else:

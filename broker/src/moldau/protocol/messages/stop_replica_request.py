@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -57,9 +45,10 @@ __all__ = ['StopReplicaRequest']
 
 _S0 = _Packer('>ii?')
 _S1 = _Packer('>i')
-_S2 = _Packer('>iiq?')
-_S3 = _Packer('>iiq')
-_S4 = _Packer('>i?iq')
+_S2 = _Packer('>h')
+_S3 = _Packer('>iiq?')
+_S4 = _Packer('>iiq')
+_S5 = _Packer('>i?iq')
 
 
 class StopReplicaRequest(Message):
@@ -151,7 +140,16 @@ _C_StopReplicaPartitionState.FIELDS = (
 def _d_StopReplicaPartitionV0_0(m, p):
     o = _new(_C_StopReplicaPartitionV0)
     o._unknown_tags = None
-    o.topic_name, p = read_string(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
     (o.partition_index,) = _S1.unpack_from(m, p)
     p += 4
     return o, p
@@ -166,21 +164,42 @@ def _d_StopReplicaRequest_0(m, p):
     o.topic_states = []
     o.controller_id, o.controller_epoch, o.delete_partitions = _S0.unpack_from(m, p)
     p += 9
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_StopReplicaPartitionV0_0(m, p)
-        items.append(item)
-    o.ungrouped_partitions = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('ungrouped_partitions', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('ungrouped_partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_StopReplicaPartitionV0_0(m, p)
+            items.append(item)
+        o.ungrouped_partitions = items
     return o, p
 
 
 def _d_StopReplicaTopicV1_1(m, p):
     o = _new(_C_StopReplicaTopicV1)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_indexes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partition_indexes', p, n)
+    else:
+        o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
@@ -190,23 +209,52 @@ def _d_StopReplicaRequest_1(m, p):
     o.is_k_raft_controller = False
     o.ungrouped_partitions = []
     o.topic_states = []
-    o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions = _S2.unpack_from(m, p)
+    o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions = _S3.unpack_from(m, p)
     p += 17
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_StopReplicaTopicV1_1(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_StopReplicaTopicV1_1(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_StopReplicaTopicV1_2(m, p):
     o = _new(_C_StopReplicaTopicV1)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_indexes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partition_indexes', p, n)
+    else:
+        o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -220,14 +268,24 @@ def _d_StopReplicaRequest_2(m, p):
     o.is_k_raft_controller = False
     o.ungrouped_partitions = []
     o.topic_states = []
-    o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions = _S2.unpack_from(m, p)
+    o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions = _S3.unpack_from(m, p)
     p += 17
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_StopReplicaTopicV1_2(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_StopReplicaTopicV1_2(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -250,13 +308,36 @@ def _d_StopReplicaPartitionState_3(m, p):
 def _d_StopReplicaTopicState_3(m, p):
     o = _new(_C_StopReplicaTopicState)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_StopReplicaPartitionState_3(m, p)
-        items.append(item)
-    o.partition_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_states', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_StopReplicaPartitionState_3(m, p)
+            items.append(item)
+        o.partition_states = items
     if m[p] == 0:
         p += 1
     else:
@@ -271,14 +352,24 @@ def _d_StopReplicaRequest_3(m, p):
     o.delete_partitions = False
     o.ungrouped_partitions = []
     o.topics = []
-    o.controller_id, o.controller_epoch, o.broker_epoch = _S3.unpack_from(m, p)
+    o.controller_id, o.controller_epoch, o.broker_epoch = _S4.unpack_from(m, p)
     p += 16
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_StopReplicaTopicState_3(m, p)
-        items.append(item)
-    o.topic_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_states', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topic_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_StopReplicaTopicState_3(m, p)
+            items.append(item)
+        o.topic_states = items
     if m[p] == 0:
         p += 1
     else:
@@ -292,14 +383,24 @@ def _d_StopReplicaRequest_4(m, p):
     o.delete_partitions = False
     o.ungrouped_partitions = []
     o.topics = []
-    o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch = _S4.unpack_from(m, p)
+    o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch = _S5.unpack_from(m, p)
     p += 17
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_StopReplicaTopicState_3(m, p)
-        items.append(item)
-    o.topic_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_states', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topic_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_StopReplicaTopicState_3(m, p)
+            items.append(item)
+        o.topic_states = items
     if m[p] == 0:
         p += 1
     else:
@@ -354,7 +455,7 @@ def _e_StopReplicaRequest_1(o, w):
         raise non_default_absent('StopReplicaRequest', 'topic_states')
     if o._unknown_tags:
         raise tagged_fields_unsupported('StopReplicaRequest')
-    w += _S2.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
+    w += _S3.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
     if o.topics is None:
         raise null_in_non_nullable('StopReplicaRequest', 'topics')
     write_array_length(w, o.topics)
@@ -383,7 +484,7 @@ def _e_StopReplicaRequest_2(o, w):
         raise non_default_absent('StopReplicaRequest', 'ungrouped_partitions')
     if o.topic_states is None or o.topic_states:
         raise non_default_absent('StopReplicaRequest', 'topic_states')
-    w += _S2.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
+    w += _S3.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
     if o.topics is None:
         raise null_in_non_nullable('StopReplicaRequest', 'topics')
     write_compact_array_length(w, o.topics)
@@ -427,7 +528,7 @@ def _e_StopReplicaRequest_3(o, w):
         raise non_default_absent('StopReplicaRequest', 'ungrouped_partitions')
     if o.topics is None or o.topics:
         raise non_default_absent('StopReplicaRequest', 'topics')
-    w += _S3.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    w += _S4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:
         raise null_in_non_nullable('StopReplicaRequest', 'topic_states')
     write_compact_array_length(w, o.topic_states)
@@ -446,7 +547,7 @@ def _e_StopReplicaRequest_4(o, w):
         raise non_default_absent('StopReplicaRequest', 'ungrouped_partitions')
     if o.topics is None or o.topics:
         raise non_default_absent('StopReplicaRequest', 'topics')
-    w += _S4.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
+    w += _S5.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
     if o.topic_states is None:
         raise null_in_non_nullable('StopReplicaRequest', 'topic_states')
     write_compact_array_length(w, o.topic_states)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,8 @@ _new = object.__new__
 __all__ = ['StopReplicaResponse']
 
 _S0 = _Packer('>h')
-_S1 = _Packer('>ih')
+_S1 = _Packer('>i')
+_S2 = _Packer('>ih')
 
 
 class StopReplicaResponse(Message):
@@ -97,8 +86,17 @@ _C_StopReplicaPartitionError.FIELDS = (
 def _d_StopReplicaPartitionError_0(m, p):
     o = _new(_C_StopReplicaPartitionError)
     o._unknown_tags = None
-    o.topic_name, p = read_string(m, p)
-    o.partition_index, o.error_code = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    o.partition_index, o.error_code = _S2.unpack_from(m, p)
     p += 6
     return o, p
 
@@ -108,20 +106,39 @@ def _d_StopReplicaResponse_0(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_StopReplicaPartitionError_0(m, p)
-        items.append(item)
-    o.partition_errors = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_errors', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('partition_errors', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_StopReplicaPartitionError_0(m, p)
+            items.append(item)
+        o.partition_errors = items
     return o, p
 
 
 def _d_StopReplicaPartitionError_2(m, p):
     o = _new(_C_StopReplicaPartitionError)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    o.partition_index, o.error_code = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    o.partition_index, o.error_code = _S2.unpack_from(m, p)
     p += 6
     if m[p] == 0:
         p += 1
@@ -135,12 +152,22 @@ def _d_StopReplicaResponse_2(m, p):
     o._unknown_tags = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_compact_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_StopReplicaPartitionError_2(m, p)
-        items.append(item)
-    o.partition_errors = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_errors', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('partition_errors', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_StopReplicaPartitionError_2(m, p)
+            items.append(item)
+        o.partition_errors = items
     if m[p] == 0:
         p += 1
     else:
@@ -154,7 +181,7 @@ def _e_StopReplicaPartitionError_0(o, w):
     if o.topic_name is None:
         raise null_in_non_nullable('StopReplicaPartitionError', 'topic_name')
     write_string(w, o.topic_name)
-    w += _S1.pack(o.partition_index, o.error_code)
+    w += _S2.pack(o.partition_index, o.error_code)
 
 
 def _e_StopReplicaResponse_0(o, w):
@@ -172,7 +199,7 @@ def _e_StopReplicaPartitionError_2(o, w):
     if o.topic_name is None:
         raise null_in_non_nullable('StopReplicaPartitionError', 'topic_name')
     write_compact_string(w, o.topic_name)
-    w += _S1.pack(o.partition_index, o.error_code)
+    w += _S2.pack(o.partition_index, o.error_code)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,7 +43,8 @@ _new = object.__new__
 
 __all__ = ['SyncGroupRequest']
 
-_S0 = _Packer('>i')
+_S0 = _Packer('>h')
+_S1 = _Packer('>i')
 
 
 class SyncGroupRequest(Message):
@@ -104,8 +93,26 @@ _C_SyncGroupRequestAssignment.FIELDS = (
 def _d_SyncGroupRequestAssignment_0(m, p):
     o = _new(_C_SyncGroupRequestAssignment)
     o._unknown_tags = None
-    o.member_id, p = read_string(m, p)
-    o.assignment, p = read_bytes(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('assignment', p, n, len(m))
+        o.assignment = bytes(m[p:e])
+        p = e
     return o, p
 
 
@@ -115,16 +122,40 @@ def _d_SyncGroupRequest_0(m, p):
     o.group_instance_id = None
     o.protocol_type = None
     o.protocol_name = None
-    o.group_id, p = read_string(m, p)
-    (o.generation_id,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (o.generation_id,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_SyncGroupRequestAssignment_0(m, p)
-        items.append(item)
-    o.assignments = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('assignments', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('assignments', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_SyncGroupRequestAssignment_0(m, p)
+            items.append(item)
+        o.assignments = items
     return o, p
 
 
@@ -133,25 +164,86 @@ def _d_SyncGroupRequest_3(m, p):
     o._unknown_tags = None
     o.protocol_type = None
     o.protocol_name = None
-    o.group_id, p = read_string(m, p)
-    (o.generation_id,) = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (o.generation_id,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_string(m, p)
-    o.group_instance_id, p = read_nullable_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_SyncGroupRequestAssignment_0(m, p)
-        items.append(item)
-    o.assignments = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('assignments', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('assignments', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_SyncGroupRequestAssignment_0(m, p)
+            items.append(item)
+        o.assignments = items
     return o, p
 
 
 def _d_SyncGroupRequestAssignment_4(m, p):
     o = _new(_C_SyncGroupRequestAssignment)
     o._unknown_tags = None
-    o.member_id, p = read_compact_string(m, p)
-    o.assignment, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('assignment', p, n, len(m))
+        o.assignment = bytes(m[p:e])
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -164,17 +256,66 @@ def _d_SyncGroupRequest_4(m, p):
     o._unknown_tags = None
     o.protocol_type = None
     o.protocol_name = None
-    o.group_id, p = read_compact_string(m, p)
-    (o.generation_id,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (o.generation_id,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_SyncGroupRequestAssignment_4(m, p)
-        items.append(item)
-    o.assignments = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('assignments', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('assignments', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_SyncGroupRequestAssignment_4(m, p)
+            items.append(item)
+        o.assignments = items
     if m[p] == 0:
         p += 1
     else:
@@ -185,19 +326,94 @@ def _d_SyncGroupRequest_4(m, p):
 def _d_SyncGroupRequest_5(m, p):
     o = _new(_C_SyncGroupRequest)
     o._unknown_tags = None
-    o.group_id, p = read_compact_string(m, p)
-    (o.generation_id,) = _S0.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    (o.generation_id,) = _S1.unpack_from(m, p)
     p += 4
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
-    o.protocol_type, p = read_compact_nullable_string(m, p)
-    o.protocol_name, p = read_compact_nullable_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_SyncGroupRequestAssignment_4(m, p)
-        items.append(item)
-    o.assignments = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.protocol_type = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.protocol_name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_name', p, n, len(m))
+        o.protocol_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('assignments', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('assignments', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_SyncGroupRequestAssignment_4(m, p)
+            items.append(item)
+        o.assignments = items
     if m[p] == 0:
         p += 1
     else:
@@ -224,7 +440,7 @@ def _e_SyncGroupRequest_0(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('SyncGroupRequest', 'group_id')
     write_string(w, o.group_id)
-    w += _S0.pack(o.generation_id)
+    w += _S1.pack(o.generation_id)
     if o.member_id is None:
         raise null_in_non_nullable('SyncGroupRequest', 'member_id')
     write_string(w, o.member_id)
@@ -241,7 +457,7 @@ def _e_SyncGroupRequest_3(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('SyncGroupRequest', 'group_id')
     write_string(w, o.group_id)
-    w += _S0.pack(o.generation_id)
+    w += _S1.pack(o.generation_id)
     if o.member_id is None:
         raise null_in_non_nullable('SyncGroupRequest', 'member_id')
     write_string(w, o.member_id)
@@ -270,7 +486,7 @@ def _e_SyncGroupRequest_4(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('SyncGroupRequest', 'group_id')
     write_compact_string(w, o.group_id)
-    w += _S0.pack(o.generation_id)
+    w += _S1.pack(o.generation_id)
     if o.member_id is None:
         raise null_in_non_nullable('SyncGroupRequest', 'member_id')
     write_compact_string(w, o.member_id)
@@ -290,7 +506,7 @@ def _e_SyncGroupRequest_5(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('SyncGroupRequest', 'group_id')
     write_compact_string(w, o.group_id)
-    w += _S0.pack(o.generation_id)
+    w += _S1.pack(o.generation_id)
     if o.member_id is None:
         raise null_in_non_nullable('SyncGroupRequest', 'member_id')
     write_compact_string(w, o.member_id)

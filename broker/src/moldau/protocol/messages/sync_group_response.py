@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,8 @@ _new = object.__new__
 __all__ = ['SyncGroupResponse']
 
 _S0 = _Packer('>h')
-_S1 = _Packer('>ih')
+_S1 = _Packer('>i')
+_S2 = _Packer('>ih')
 
 
 class SyncGroupResponse(Message):
@@ -93,7 +82,16 @@ def _d_SyncGroupResponse_0(m, p):
     o.protocol_name = None
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    o.assignment, p = read_bytes(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('assignment', p, n, len(m))
+        o.assignment = bytes(m[p:e])
+        p = e
     return o, p
 
 
@@ -102,9 +100,18 @@ def _d_SyncGroupResponse_1(m, p):
     o._unknown_tags = None
     o.protocol_type = None
     o.protocol_name = None
-    o.throttle_time_ms, o.error_code = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    o.assignment, p = read_bytes(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('assignment', p, n, len(m))
+        o.assignment = bytes(m[p:e])
+        p = e
     return o, p
 
 
@@ -113,9 +120,22 @@ def _d_SyncGroupResponse_4(m, p):
     o._unknown_tags = None
     o.protocol_type = None
     o.protocol_name = None
-    o.throttle_time_ms, o.error_code = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    o.assignment, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('assignment', p, n, len(m))
+        o.assignment = bytes(m[p:e])
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -126,11 +146,50 @@ def _d_SyncGroupResponse_4(m, p):
 def _d_SyncGroupResponse_5(m, p):
     o = _new(_C_SyncGroupResponse)
     o._unknown_tags = None
-    o.throttle_time_ms, o.error_code = _S1.unpack_from(m, p)
+    o.throttle_time_ms, o.error_code = _S2.unpack_from(m, p)
     p += 6
-    o.protocol_type, p = read_compact_nullable_string(m, p)
-    o.protocol_name, p = read_compact_nullable_string(m, p)
-    o.assignment, p = read_compact_bytes(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.protocol_type = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_type', p, n, len(m))
+        o.protocol_type = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.protocol_name = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('protocol_name', p, n, len(m))
+        o.protocol_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('assignment', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('assignment', p, n, len(m))
+        o.assignment = bytes(m[p:e])
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -150,14 +209,14 @@ def _e_SyncGroupResponse_0(o, w):
 def _e_SyncGroupResponse_1(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('SyncGroupResponse')
-    w += _S1.pack(o.throttle_time_ms, o.error_code)
+    w += _S2.pack(o.throttle_time_ms, o.error_code)
     if o.assignment is None:
         raise null_in_non_nullable('SyncGroupResponse', 'assignment')
     write_bytes(w, o.assignment)
 
 
 def _e_SyncGroupResponse_4(o, w):
-    w += _S1.pack(o.throttle_time_ms, o.error_code)
+    w += _S2.pack(o.throttle_time_ms, o.error_code)
     if o.assignment is None:
         raise null_in_non_nullable('SyncGroupResponse', 'assignment')
     write_compact_bytes(w, o.assignment)
@@ -168,7 +227,7 @@ def _e_SyncGroupResponse_4(o, w):
 
 
 def _e_SyncGroupResponse_5(o, w):
-    w += _S1.pack(o.throttle_time_ms, o.error_code)
+    w += _S2.pack(o.throttle_time_ms, o.error_code)
     write_compact_nullable_string(w, o.protocol_type)
     write_compact_nullable_string(w, o.protocol_name)
     if o.assignment is None:

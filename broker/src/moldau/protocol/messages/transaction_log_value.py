@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,7 +44,9 @@ _new = object.__new__
 __all__ = ['TransactionLogValue']
 
 _S0 = _Packer('>qhib')
-_S1 = _Packer('>qq')
+_S1 = _Packer('>i')
+_S2 = _Packer('>h')
+_S3 = _Packer('>qq')
 
 
 class TransactionLogValue(Message):
@@ -105,9 +95,24 @@ _C_PartitionsSchema.FIELDS = (
 def _d_PartitionsSchema_0(m, p):
     o = _new(_C_PartitionsSchema)
     o._unknown_tags = None
-    o.topic, p = read_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    o.partition_ids, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_ids', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partition_ids', p, n)
+    else:
+        o.partition_ids, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
@@ -116,16 +121,21 @@ def _d_TransactionLogValue_0(m, p):
     o._unknown_tags = None
     o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status = _S0.unpack_from(m, p)
     p += 15
-    n, p = read_nullable_array_length(m, p, 6)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
     if n < 0:
+        if n != -1:
+            raise bad_length('transaction_partitions', p, n, len(m))
         o.transaction_partitions = None
+    elif n * 6 > len(m) - p:
+        raise bad_count('transaction_partitions', p, n)
     else:
         items = []
         for _ in range(n):
             item, p = _d_PartitionsSchema_0(m, p)
             items.append(item)
         o.transaction_partitions = items
-    o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms = _S1.unpack_from(m, p)
+    o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms = _S3.unpack_from(m, p)
     p += 16
     return o, p
 
@@ -133,9 +143,32 @@ def _d_TransactionLogValue_0(m, p):
 def _d_PartitionsSchema_1(m, p):
     o = _new(_C_PartitionsSchema)
     o._unknown_tags = None
-    o.topic, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partition_ids, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic', p, n, len(m))
+        o.topic = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_ids', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partition_ids', p, n)
+    else:
+        o.partition_ids, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -148,16 +181,23 @@ def _d_TransactionLogValue_1(m, p):
     o._unknown_tags = None
     o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status = _S0.unpack_from(m, p)
     p += 15
-    n, p = read_compact_nullable_array_length(m, p, 3)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
     if n < 0:
         o.transaction_partitions = None
+    elif n * 3 > len(m) - p:
+        raise bad_count('transaction_partitions', p, n)
     else:
         items = []
         for _ in range(n):
             item, p = _d_PartitionsSchema_1(m, p)
             items.append(item)
         o.transaction_partitions = items
-    o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms = _S1.unpack_from(m, p)
+    o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms = _S3.unpack_from(m, p)
     p += 16
     if m[p] == 0:
         p += 1
@@ -186,7 +226,7 @@ def _e_TransactionLogValue_0(o, w):
     if o.transaction_partitions is not None:
         for item in o.transaction_partitions:
             _e_PartitionsSchema_0(item, w)
-    w += _S1.pack(o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms)
+    w += _S3.pack(o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms)
 
 
 def _e_PartitionsSchema_1(o, w):
@@ -209,7 +249,7 @@ def _e_TransactionLogValue_1(o, w):
     if o.transaction_partitions is not None:
         for item in o.transaction_partitions:
             _e_PartitionsSchema_1(item, w)
-    w += _S1.pack(o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms)
+    w += _S3.pack(o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

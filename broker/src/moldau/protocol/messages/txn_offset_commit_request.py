@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,10 +43,12 @@ _new = object.__new__
 
 __all__ = ['TxnOffsetCommitRequest']
 
-_S0 = _Packer('>qh')
-_S1 = _Packer('>iq')
-_S2 = _Packer('>iqi')
-_S3 = _Packer('>qhi')
+_S0 = _Packer('>h')
+_S1 = _Packer('>qh')
+_S2 = _Packer('>i')
+_S3 = _Packer('>iq')
+_S4 = _Packer('>iqi')
+_S5 = _Packer('>qhi')
 
 
 class TxnOffsetCommitRequest(Message):
@@ -127,22 +117,48 @@ def _d_TxnOffsetCommitRequestPartition_0(m, p):
     o = _new(_C_TxnOffsetCommitRequestPartition)
     o._unknown_tags = None
     o.committed_leader_epoch = -1
-    o.partition_index, o.committed_offset = _S1.unpack_from(m, p)
+    o.partition_index, o.committed_offset = _S3.unpack_from(m, p)
     p += 12
-    o.committed_metadata, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('committed_metadata', p, n, len(m))
+        o.committed_metadata = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('committed_metadata', p, n, len(m))
+        o.committed_metadata = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_TxnOffsetCommitRequestTopic_0(m, p):
     o = _new(_C_TxnOffsetCommitRequestTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 14)
-    items = []
-    for _ in range(n):
-        item, p = _d_TxnOffsetCommitRequestPartition_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 14 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TxnOffsetCommitRequestPartition_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -152,38 +168,88 @@ def _d_TxnOffsetCommitRequest_0(m, p):
     o.generation_id = -1
     o.member_id = ''
     o.group_instance_id = None
-    o.transactional_id, p = read_string(m, p)
-    o.group_id, p = read_string(m, p)
-    o.producer_id, o.producer_epoch = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('transactional_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    o.producer_id, o.producer_epoch = _S1.unpack_from(m, p)
     p += 10
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TxnOffsetCommitRequestTopic_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TxnOffsetCommitRequestTopic_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_TxnOffsetCommitRequestPartition_2(m, p):
     o = _new(_C_TxnOffsetCommitRequestPartition)
     o._unknown_tags = None
-    o.partition_index, o.committed_offset, o.committed_leader_epoch = _S2.unpack_from(m, p)
+    o.partition_index, o.committed_offset, o.committed_leader_epoch = _S4.unpack_from(m, p)
     p += 16
-    o.committed_metadata, p = read_nullable_string(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('committed_metadata', p, n, len(m))
+        o.committed_metadata = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('committed_metadata', p, n, len(m))
+        o.committed_metadata = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
 def _d_TxnOffsetCommitRequestTopic_2(m, p):
     o = _new(_C_TxnOffsetCommitRequestTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_TxnOffsetCommitRequestPartition_2(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TxnOffsetCommitRequestPartition_2(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
@@ -193,25 +259,62 @@ def _d_TxnOffsetCommitRequest_2(m, p):
     o.generation_id = -1
     o.member_id = ''
     o.group_instance_id = None
-    o.transactional_id, p = read_string(m, p)
-    o.group_id, p = read_string(m, p)
-    o.producer_id, o.producer_epoch = _S0.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('transactional_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    o.producer_id, o.producer_epoch = _S1.unpack_from(m, p)
     p += 10
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_TxnOffsetCommitRequestTopic_2(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TxnOffsetCommitRequestTopic_2(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_TxnOffsetCommitRequestPartition_3(m, p):
     o = _new(_C_TxnOffsetCommitRequestPartition)
     o._unknown_tags = None
-    o.partition_index, o.committed_offset, o.committed_leader_epoch = _S2.unpack_from(m, p)
+    o.partition_index, o.committed_offset, o.committed_leader_epoch = _S4.unpack_from(m, p)
     p += 16
-    o.committed_metadata, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.committed_metadata = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('committed_metadata', p, n, len(m))
+        o.committed_metadata = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -222,13 +325,36 @@ def _d_TxnOffsetCommitRequestPartition_3(m, p):
 def _d_TxnOffsetCommitRequestTopic_3(m, p):
     o = _new(_C_TxnOffsetCommitRequestTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 18)
-    items = []
-    for _ in range(n):
-        item, p = _d_TxnOffsetCommitRequestPartition_3(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 18 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TxnOffsetCommitRequestPartition_3(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -239,18 +365,80 @@ def _d_TxnOffsetCommitRequestTopic_3(m, p):
 def _d_TxnOffsetCommitRequest_3(m, p):
     o = _new(_C_TxnOffsetCommitRequest)
     o._unknown_tags = None
-    o.transactional_id, p = read_compact_string(m, p)
-    o.group_id, p = read_compact_string(m, p)
-    o.producer_id, o.producer_epoch, o.generation_id = _S3.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('transactional_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('transactional_id', p, n, len(m))
+        o.transactional_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('group_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_id', p, n, len(m))
+        o.group_id = str(m[p:e], 'utf-8')
+        p = e
+    o.producer_id, o.producer_epoch, o.generation_id = _S5.unpack_from(m, p)
     p += 14
-    o.member_id, p = read_compact_string(m, p)
-    o.group_instance_id, p = read_compact_nullable_string(m, p)
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TxnOffsetCommitRequestTopic_3(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('member_id', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('member_id', p, n, len(m))
+        o.member_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('group_instance_id', p, n, len(m))
+        o.group_instance_id = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TxnOffsetCommitRequestTopic_3(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -261,7 +449,7 @@ def _d_TxnOffsetCommitRequest_3(m, p):
 def _e_TxnOffsetCommitRequestPartition_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('TxnOffsetCommitRequestPartition')
-    w += _S1.pack(o.partition_index, o.committed_offset)
+    w += _S3.pack(o.partition_index, o.committed_offset)
     write_nullable_string(w, o.committed_metadata)
 
 
@@ -293,7 +481,7 @@ def _e_TxnOffsetCommitRequest_0(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('TxnOffsetCommitRequest', 'group_id')
     write_string(w, o.group_id)
-    w += _S0.pack(o.producer_id, o.producer_epoch)
+    w += _S1.pack(o.producer_id, o.producer_epoch)
     if o.topics is None:
         raise null_in_non_nullable('TxnOffsetCommitRequest', 'topics')
     write_array_length(w, o.topics)
@@ -304,7 +492,7 @@ def _e_TxnOffsetCommitRequest_0(o, w):
 def _e_TxnOffsetCommitRequestPartition_2(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('TxnOffsetCommitRequestPartition')
-    w += _S2.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    w += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_nullable_string(w, o.committed_metadata)
 
 
@@ -336,7 +524,7 @@ def _e_TxnOffsetCommitRequest_2(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('TxnOffsetCommitRequest', 'group_id')
     write_string(w, o.group_id)
-    w += _S0.pack(o.producer_id, o.producer_epoch)
+    w += _S1.pack(o.producer_id, o.producer_epoch)
     if o.topics is None:
         raise null_in_non_nullable('TxnOffsetCommitRequest', 'topics')
     write_array_length(w, o.topics)
@@ -345,7 +533,7 @@ def _e_TxnOffsetCommitRequest_2(o, w):
 
 
 def _e_TxnOffsetCommitRequestPartition_3(o, w):
-    w += _S2.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    w += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_compact_nullable_string(w, o.committed_metadata)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
@@ -375,7 +563,7 @@ def _e_TxnOffsetCommitRequest_3(o, w):
     if o.group_id is None:
         raise null_in_non_nullable('TxnOffsetCommitRequest', 'group_id')
     write_compact_string(w, o.group_id)
-    w += _S3.pack(o.producer_id, o.producer_epoch, o.generation_id)
+    w += _S5.pack(o.producer_id, o.producer_epoch, o.generation_id)
     if o.member_id is None:
         raise null_in_non_nullable('TxnOffsetCommitRequest', 'member_id')
     write_compact_string(w, o.member_id)

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -104,7 +92,20 @@ def _d_FeatureUpdateKey_0(m, p):
     o = _new(_C_FeatureUpdateKey)
     o._unknown_tags = None
     o.upgrade_type = 1
-    o.feature, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('feature', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('feature', p, n, len(m))
+        o.feature = str(m[p:e], 'utf-8')
+        p = e
     o.max_version_level, o.allow_downgrade = _S1.unpack_from(m, p)
     p += 3
     if m[p] == 0:
@@ -120,12 +121,22 @@ def _d_UpdateFeaturesRequest_0(m, p):
     o.validate_only = False
     (o.timeout_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_FeatureUpdateKey_0(m, p)
-        items.append(item)
-    o.feature_updates = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('feature_updates', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('feature_updates', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FeatureUpdateKey_0(m, p)
+            items.append(item)
+        o.feature_updates = items
     if m[p] == 0:
         p += 1
     else:
@@ -137,7 +148,20 @@ def _d_FeatureUpdateKey_1(m, p):
     o = _new(_C_FeatureUpdateKey)
     o._unknown_tags = None
     o.allow_downgrade = False
-    o.feature, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('feature', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('feature', p, n, len(m))
+        o.feature = str(m[p:e], 'utf-8')
+        p = e
     o.max_version_level, o.upgrade_type = _S2.unpack_from(m, p)
     p += 3
     if m[p] == 0:
@@ -152,12 +176,22 @@ def _d_UpdateFeaturesRequest_1(m, p):
     o._unknown_tags = None
     (o.timeout_ms,) = _S0.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 5)
-    items = []
-    for _ in range(n):
-        item, p = _d_FeatureUpdateKey_1(m, p)
-        items.append(item)
-    o.feature_updates = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('feature_updates', p, n, len(m))
+    elif n * 5 > len(m) - p:
+        raise bad_count('feature_updates', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_FeatureUpdateKey_1(m, p)
+            items.append(item)
+        o.feature_updates = items
     (o.validate_only,) = _S3.unpack_from(m, p)
     p += 1
     if m[p] == 0:

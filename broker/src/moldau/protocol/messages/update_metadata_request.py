@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -56,9 +44,9 @@ _new = object.__new__
 __all__ = ['UpdateMetadataRequest']
 
 _S0 = _Packer('>ii')
-_S1 = _Packer('>iiii')
-_S2 = _Packer('>i')
-_S3 = _Packer('>h')
+_S1 = _Packer('>i')
+_S2 = _Packer('>h')
+_S3 = _Packer('>iiii')
 _S4 = _Packer('>iiq')
 _S5 = _Packer('>16s')
 _S6 = _Packer('>i?iq')
@@ -179,15 +167,36 @@ def _d_UpdateMetadataPartitionState_0(m, p):
     o = _new(_C_UpdateMetadataPartitionState)
     o._unknown_tags = None
     o.offline_replicas = []
-    o.topic_name, p = read_string(m, p)
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S1.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    n, p = read_array_length(m, p, 4)
-    o.isr, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.zk_version,) = _S2.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 4)
-    o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    if n < 0:
+        raise bad_length('isr', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr', p, n)
+    else:
+        o.isr, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.zk_version,) = _S1.unpack_from(m, p)
+    p += 4
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replicas', p, n)
+    else:
+        o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
@@ -196,10 +205,19 @@ def _d_UpdateMetadataBroker_0(m, p):
     o._unknown_tags = None
     o.endpoints = []
     o.rack = ''
-    (o.id,) = _S2.unpack_from(m, p)
+    (o.id,) = _S1.unpack_from(m, p)
     p += 4
-    o.v0_host, p = read_string(m, p)
-    (o.v0_port,) = _S2.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('v0_host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('v0_host', p, n, len(m))
+        o.v0_host = str(m[p:e], 'utf-8')
+        p = e
+    (o.v0_port,) = _S1.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -213,18 +231,30 @@ def _d_UpdateMetadataRequest_0(m, p):
     o.topic_states = []
     o.controller_id, o.controller_epoch = _S0.unpack_from(m, p)
     p += 8
-    n, p = read_array_length(m, p, 30)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataPartitionState_0(m, p)
-        items.append(item)
-    o.ungrouped_partition_states = items
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataBroker_0(m, p)
-        items.append(item)
-    o.live_brokers = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('ungrouped_partition_states', p, n, len(m))
+    elif n * 30 > len(m) - p:
+        raise bad_count('ungrouped_partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataPartitionState_0(m, p)
+            items.append(item)
+        o.ungrouped_partition_states = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('live_brokers', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataBroker_0(m, p)
+            items.append(item)
+        o.live_brokers = items
     return o, p
 
 
@@ -232,10 +262,19 @@ def _d_UpdateMetadataEndpoint_1(m, p):
     o = _new(_C_UpdateMetadataEndpoint)
     o._unknown_tags = None
     o.listener = ''
-    (o.port,) = _S2.unpack_from(m, p)
+    (o.port,) = _S1.unpack_from(m, p)
     p += 4
-    o.host, p = read_string(m, p)
-    (o.security_protocol,) = _S3.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    (o.security_protocol,) = _S2.unpack_from(m, p)
     p += 2
     return o, p
 
@@ -246,14 +285,20 @@ def _d_UpdateMetadataBroker_1(m, p):
     o.v0_host = ''
     o.v0_port = 0
     o.rack = ''
-    (o.id,) = _S2.unpack_from(m, p)
+    (o.id,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataEndpoint_1(m, p)
-        items.append(item)
-    o.endpoints = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('endpoints', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('endpoints', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataEndpoint_1(m, p)
+            items.append(item)
+        o.endpoints = items
     return o, p
 
 
@@ -266,18 +311,30 @@ def _d_UpdateMetadataRequest_1(m, p):
     o.topic_states = []
     o.controller_id, o.controller_epoch = _S0.unpack_from(m, p)
     p += 8
-    n, p = read_array_length(m, p, 30)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataPartitionState_0(m, p)
-        items.append(item)
-    o.ungrouped_partition_states = items
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataBroker_1(m, p)
-        items.append(item)
-    o.live_brokers = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('ungrouped_partition_states', p, n, len(m))
+    elif n * 30 > len(m) - p:
+        raise bad_count('ungrouped_partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataPartitionState_0(m, p)
+            items.append(item)
+        o.ungrouped_partition_states = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('live_brokers', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('live_brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataBroker_1(m, p)
+            items.append(item)
+        o.live_brokers = items
     return o, p
 
 
@@ -286,15 +343,32 @@ def _d_UpdateMetadataBroker_2(m, p):
     o._unknown_tags = None
     o.v0_host = ''
     o.v0_port = 0
-    (o.id,) = _S2.unpack_from(m, p)
+    (o.id,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 8)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataEndpoint_1(m, p)
-        items.append(item)
-    o.endpoints = items
-    o.rack, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('endpoints', p, n, len(m))
+    elif n * 8 > len(m) - p:
+        raise bad_count('endpoints', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataEndpoint_1(m, p)
+            items.append(item)
+        o.endpoints = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('rack', p, n, len(m))
+        o.rack = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('rack', p, n, len(m))
+        o.rack = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -307,29 +381,59 @@ def _d_UpdateMetadataRequest_2(m, p):
     o.topic_states = []
     o.controller_id, o.controller_epoch = _S0.unpack_from(m, p)
     p += 8
-    n, p = read_array_length(m, p, 30)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataPartitionState_0(m, p)
-        items.append(item)
-    o.ungrouped_partition_states = items
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataBroker_2(m, p)
-        items.append(item)
-    o.live_brokers = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('ungrouped_partition_states', p, n, len(m))
+    elif n * 30 > len(m) - p:
+        raise bad_count('ungrouped_partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataPartitionState_0(m, p)
+            items.append(item)
+        o.ungrouped_partition_states = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('live_brokers', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataBroker_2(m, p)
+            items.append(item)
+        o.live_brokers = items
     return o, p
 
 
 def _d_UpdateMetadataEndpoint_3(m, p):
     o = _new(_C_UpdateMetadataEndpoint)
     o._unknown_tags = None
-    (o.port,) = _S2.unpack_from(m, p)
+    (o.port,) = _S1.unpack_from(m, p)
     p += 4
-    o.host, p = read_string(m, p)
-    o.listener, p = read_string(m, p)
-    (o.security_protocol,) = _S3.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('listener', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('listener', p, n, len(m))
+        o.listener = str(m[p:e], 'utf-8')
+        p = e
+    (o.security_protocol,) = _S2.unpack_from(m, p)
     p += 2
     return o, p
 
@@ -339,15 +443,32 @@ def _d_UpdateMetadataBroker_3(m, p):
     o._unknown_tags = None
     o.v0_host = ''
     o.v0_port = 0
-    (o.id,) = _S2.unpack_from(m, p)
+    (o.id,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataEndpoint_3(m, p)
-        items.append(item)
-    o.endpoints = items
-    o.rack, p = read_nullable_string(m, p)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('endpoints', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('endpoints', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataEndpoint_3(m, p)
+            items.append(item)
+        o.endpoints = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        if n != -1:
+            raise bad_length('rack', p, n, len(m))
+        o.rack = None
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('rack', p, n, len(m))
+        o.rack = str(m[p:e], 'utf-8')
+        p = e
     return o, p
 
 
@@ -360,35 +481,74 @@ def _d_UpdateMetadataRequest_3(m, p):
     o.topic_states = []
     o.controller_id, o.controller_epoch = _S0.unpack_from(m, p)
     p += 8
-    n, p = read_array_length(m, p, 30)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataPartitionState_0(m, p)
-        items.append(item)
-    o.ungrouped_partition_states = items
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataBroker_3(m, p)
-        items.append(item)
-    o.live_brokers = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('ungrouped_partition_states', p, n, len(m))
+    elif n * 30 > len(m) - p:
+        raise bad_count('ungrouped_partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataPartitionState_0(m, p)
+            items.append(item)
+        o.ungrouped_partition_states = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('live_brokers', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataBroker_3(m, p)
+            items.append(item)
+        o.live_brokers = items
     return o, p
 
 
 def _d_UpdateMetadataPartitionState_4(m, p):
     o = _new(_C_UpdateMetadataPartitionState)
     o._unknown_tags = None
-    o.topic_name, p = read_string(m, p)
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S1.unpack_from(m, p)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    n, p = read_array_length(m, p, 4)
-    o.isr, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.zk_version,) = _S2.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 4)
-    o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_array_length(m, p, 4)
-    o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    if n < 0:
+        raise bad_length('isr', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr', p, n)
+    else:
+        o.isr, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.zk_version,) = _S1.unpack_from(m, p)
+    p += 4
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replicas', p, n)
+    else:
+        o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('offline_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('offline_replicas', p, n)
+    else:
+        o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
@@ -401,18 +561,30 @@ def _d_UpdateMetadataRequest_4(m, p):
     o.topic_states = []
     o.controller_id, o.controller_epoch = _S0.unpack_from(m, p)
     p += 8
-    n, p = read_array_length(m, p, 34)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataPartitionState_4(m, p)
-        items.append(item)
-    o.ungrouped_partition_states = items
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataBroker_3(m, p)
-        items.append(item)
-    o.live_brokers = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('ungrouped_partition_states', p, n, len(m))
+    elif n * 34 > len(m) - p:
+        raise bad_count('ungrouped_partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataPartitionState_4(m, p)
+            items.append(item)
+        o.ungrouped_partition_states = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('live_brokers', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataBroker_3(m, p)
+            items.append(item)
+        o.live_brokers = items
     return o, p
 
 
@@ -420,16 +592,34 @@ def _d_UpdateMetadataPartitionState_5(m, p):
     o = _new(_C_UpdateMetadataPartitionState)
     o._unknown_tags = None
     o.topic_name = ''
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S1.unpack_from(m, p)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    n, p = read_array_length(m, p, 4)
-    o.isr, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.zk_version,) = _S2.unpack_from(m, p)
+    (n,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_array_length(m, p, 4)
-    o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_array_length(m, p, 4)
-    o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    if n < 0:
+        raise bad_length('isr', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr', p, n)
+    else:
+        o.isr, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.zk_version,) = _S1.unpack_from(m, p)
+    p += 4
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replicas', p, n)
+    else:
+        o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('offline_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('offline_replicas', p, n)
+    else:
+        o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
@@ -437,13 +627,28 @@ def _d_UpdateMetadataTopicState_5(m, p):
     o = _new(_C_UpdateMetadataTopicState)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic_name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 32)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataPartitionState_5(m, p)
-        items.append(item)
-    o.partition_states = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_states', p, n, len(m))
+    elif n * 32 > len(m) - p:
+        raise bad_count('partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataPartitionState_5(m, p)
+            items.append(item)
+        o.partition_states = items
     return o, p
 
 
@@ -455,18 +660,30 @@ def _d_UpdateMetadataRequest_5(m, p):
     o.ungrouped_partition_states = []
     o.controller_id, o.controller_epoch, o.broker_epoch = _S4.unpack_from(m, p)
     p += 16
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataTopicState_5(m, p)
-        items.append(item)
-    o.topic_states = items
-    n, p = read_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataBroker_3(m, p)
-        items.append(item)
-    o.live_brokers = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topic_states', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topic_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataTopicState_5(m, p)
+            items.append(item)
+        o.topic_states = items
+    (n,) = _S1.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('live_brokers', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('live_brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataBroker_3(m, p)
+            items.append(item)
+        o.live_brokers = items
     return o, p
 
 
@@ -474,16 +691,46 @@ def _d_UpdateMetadataPartitionState_6(m, p):
     o = _new(_C_UpdateMetadataPartitionState)
     o._unknown_tags = None
     o.topic_name = ''
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S1.unpack_from(m, p)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(m, p)
     p += 16
-    n, p = read_compact_array_length(m, p, 4)
-    o.isr, p = read_fixed_array(m, p, n, 'i', 4)
-    (o.zk_version,) = _S2.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('isr', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('isr', p, n)
+    else:
+        o.isr, p = read_fixed_array(m, p, n, 'i', 4)
+    (o.zk_version,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 4)
-    o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
-    n, p = read_compact_array_length(m, p, 4)
-    o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('replicas', p, n)
+    else:
+        o.replicas, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('offline_replicas', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('offline_replicas', p, n)
+    else:
+        o.offline_replicas, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -495,13 +742,36 @@ def _d_UpdateMetadataTopicState_6(m, p):
     o = _new(_C_UpdateMetadataTopicState)
     o._unknown_tags = None
     o.topic_id = ZERO_UUID
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 24)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataPartitionState_6(m, p)
-        items.append(item)
-    o.partition_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_states', p, n, len(m))
+    elif n * 24 > len(m) - p:
+        raise bad_count('partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataPartitionState_6(m, p)
+            items.append(item)
+        o.partition_states = items
     if m[p] == 0:
         p += 1
     else:
@@ -512,11 +782,37 @@ def _d_UpdateMetadataTopicState_6(m, p):
 def _d_UpdateMetadataEndpoint_6(m, p):
     o = _new(_C_UpdateMetadataEndpoint)
     o._unknown_tags = None
-    (o.port,) = _S2.unpack_from(m, p)
+    (o.port,) = _S1.unpack_from(m, p)
     p += 4
-    o.host, p = read_compact_string(m, p)
-    o.listener, p = read_compact_string(m, p)
-    (o.security_protocol,) = _S3.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('listener', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('listener', p, n, len(m))
+        o.listener = str(m[p:e], 'utf-8')
+        p = e
+    (o.security_protocol,) = _S2.unpack_from(m, p)
     p += 2
     if m[p] == 0:
         p += 1
@@ -530,15 +826,38 @@ def _d_UpdateMetadataBroker_6(m, p):
     o._unknown_tags = None
     o.v0_host = ''
     o.v0_port = 0
-    (o.id,) = _S2.unpack_from(m, p)
+    (o.id,) = _S1.unpack_from(m, p)
     p += 4
-    n, p = read_compact_array_length(m, p, 9)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataEndpoint_6(m, p)
-        items.append(item)
-    o.endpoints = items
-    o.rack, p = read_compact_nullable_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('endpoints', p, n, len(m))
+    elif n * 9 > len(m) - p:
+        raise bad_count('endpoints', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataEndpoint_6(m, p)
+            items.append(item)
+        o.endpoints = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        o.rack = None
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('rack', p, n, len(m))
+        o.rack = str(m[p:e], 'utf-8')
+        p = e
     if m[p] == 0:
         p += 1
     else:
@@ -554,18 +873,38 @@ def _d_UpdateMetadataRequest_6(m, p):
     o.ungrouped_partition_states = []
     o.controller_id, o.controller_epoch, o.broker_epoch = _S4.unpack_from(m, p)
     p += 16
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataTopicState_6(m, p)
-        items.append(item)
-    o.topic_states = items
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataBroker_6(m, p)
-        items.append(item)
-    o.live_brokers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_states', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topic_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataTopicState_6(m, p)
+            items.append(item)
+        o.topic_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('live_brokers', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('live_brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataBroker_6(m, p)
+            items.append(item)
+        o.live_brokers = items
     if m[p] == 0:
         p += 1
     else:
@@ -576,16 +915,39 @@ def _d_UpdateMetadataRequest_6(m, p):
 def _d_UpdateMetadataTopicState_7(m, p):
     o = _new(_C_UpdateMetadataTopicState)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
     (o.topic_id,) = _S5.unpack_from(m, p)
     p += 16
     o.topic_id = as_uuid(o.topic_id)
-    n, p = read_compact_array_length(m, p, 24)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataPartitionState_6(m, p)
-        items.append(item)
-    o.partition_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_states', p, n, len(m))
+    elif n * 24 > len(m) - p:
+        raise bad_count('partition_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataPartitionState_6(m, p)
+            items.append(item)
+        o.partition_states = items
     if m[p] == 0:
         p += 1
     else:
@@ -601,18 +963,38 @@ def _d_UpdateMetadataRequest_7(m, p):
     o.ungrouped_partition_states = []
     o.controller_id, o.controller_epoch, o.broker_epoch = _S4.unpack_from(m, p)
     p += 16
-    n, p = read_compact_array_length(m, p, 19)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataTopicState_7(m, p)
-        items.append(item)
-    o.topic_states = items
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataBroker_6(m, p)
-        items.append(item)
-    o.live_brokers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_states', p, n, len(m))
+    elif n * 19 > len(m) - p:
+        raise bad_count('topic_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataTopicState_7(m, p)
+            items.append(item)
+        o.topic_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('live_brokers', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('live_brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataBroker_6(m, p)
+            items.append(item)
+        o.live_brokers = items
     if m[p] == 0:
         p += 1
     else:
@@ -642,18 +1024,38 @@ def _d_UpdateMetadataRequest_8(m, p):
     o.ungrouped_partition_states = []
     o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch = _S6.unpack_from(m, p)
     p += 17
-    n, p = read_compact_array_length(m, p, 19)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataTopicState_7(m, p)
-        items.append(item)
-    o.topic_states = items
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_UpdateMetadataBroker_6(m, p)
-        items.append(item)
-    o.live_brokers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_states', p, n, len(m))
+    elif n * 19 > len(m) - p:
+        raise bad_count('topic_states', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataTopicState_7(m, p)
+            items.append(item)
+        o.topic_states = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('live_brokers', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('live_brokers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_UpdateMetadataBroker_6(m, p)
+            items.append(item)
+        o.live_brokers = items
     if m[p] == 0:
         p += 1
     else:
@@ -667,12 +1069,12 @@ def _e_UpdateMetadataPartitionState_0(o, w):
     if o.topic_name is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'topic_name')
     write_string(w, o.topic_name)
-    w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    w += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'isr')
     write_array_length(w, o.isr)
     write_fixed_array(w, o.isr, 'i')
-    w += _S2.pack(o.zk_version)
+    w += _S1.pack(o.zk_version)
     if o.replicas is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'replicas')
     write_array_length(w, o.replicas)
@@ -682,11 +1084,11 @@ def _e_UpdateMetadataPartitionState_0(o, w):
 def _e_UpdateMetadataBroker_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('UpdateMetadataBroker')
-    w += _S2.pack(o.id)
+    w += _S1.pack(o.id)
     if o.v0_host is None:
         raise null_in_non_nullable('UpdateMetadataBroker', 'v0_host')
     write_string(w, o.v0_host)
-    w += _S2.pack(o.v0_port)
+    w += _S1.pack(o.v0_port)
 
 
 def _e_UpdateMetadataRequest_0(o, w):
@@ -714,17 +1116,17 @@ def _e_UpdateMetadataRequest_0(o, w):
 def _e_UpdateMetadataEndpoint_1(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('UpdateMetadataEndpoint')
-    w += _S2.pack(o.port)
+    w += _S1.pack(o.port)
     if o.host is None:
         raise null_in_non_nullable('UpdateMetadataEndpoint', 'host')
     write_string(w, o.host)
-    w += _S3.pack(o.security_protocol)
+    w += _S2.pack(o.security_protocol)
 
 
 def _e_UpdateMetadataBroker_1(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('UpdateMetadataBroker')
-    w += _S2.pack(o.id)
+    w += _S1.pack(o.id)
     if o.endpoints is None:
         raise null_in_non_nullable('UpdateMetadataBroker', 'endpoints')
     write_array_length(w, o.endpoints)
@@ -757,7 +1159,7 @@ def _e_UpdateMetadataRequest_1(o, w):
 def _e_UpdateMetadataBroker_2(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('UpdateMetadataBroker')
-    w += _S2.pack(o.id)
+    w += _S1.pack(o.id)
     if o.endpoints is None:
         raise null_in_non_nullable('UpdateMetadataBroker', 'endpoints')
     write_array_length(w, o.endpoints)
@@ -791,20 +1193,20 @@ def _e_UpdateMetadataRequest_2(o, w):
 def _e_UpdateMetadataEndpoint_3(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('UpdateMetadataEndpoint')
-    w += _S2.pack(o.port)
+    w += _S1.pack(o.port)
     if o.host is None:
         raise null_in_non_nullable('UpdateMetadataEndpoint', 'host')
     write_string(w, o.host)
     if o.listener is None:
         raise null_in_non_nullable('UpdateMetadataEndpoint', 'listener')
     write_string(w, o.listener)
-    w += _S3.pack(o.security_protocol)
+    w += _S2.pack(o.security_protocol)
 
 
 def _e_UpdateMetadataBroker_3(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('UpdateMetadataBroker')
-    w += _S2.pack(o.id)
+    w += _S1.pack(o.id)
     if o.endpoints is None:
         raise null_in_non_nullable('UpdateMetadataBroker', 'endpoints')
     write_array_length(w, o.endpoints)
@@ -841,12 +1243,12 @@ def _e_UpdateMetadataPartitionState_4(o, w):
     if o.topic_name is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'topic_name')
     write_string(w, o.topic_name)
-    w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    w += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'isr')
     write_array_length(w, o.isr)
     write_fixed_array(w, o.isr, 'i')
-    w += _S2.pack(o.zk_version)
+    w += _S1.pack(o.zk_version)
     if o.replicas is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'replicas')
     write_array_length(w, o.replicas)
@@ -882,12 +1284,12 @@ def _e_UpdateMetadataRequest_4(o, w):
 def _e_UpdateMetadataPartitionState_5(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('UpdateMetadataPartitionState')
-    w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    w += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'isr')
     write_array_length(w, o.isr)
     write_fixed_array(w, o.isr, 'i')
-    w += _S2.pack(o.zk_version)
+    w += _S1.pack(o.zk_version)
     if o.replicas is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'replicas')
     write_array_length(w, o.replicas)
@@ -934,12 +1336,12 @@ def _e_UpdateMetadataRequest_5(o, w):
 
 
 def _e_UpdateMetadataPartitionState_6(o, w):
-    w += _S1.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    w += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     if o.isr is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'isr')
     write_compact_array_length(w, o.isr)
     write_fixed_array(w, o.isr, 'i')
-    w += _S2.pack(o.zk_version)
+    w += _S1.pack(o.zk_version)
     if o.replicas is None:
         raise null_in_non_nullable('UpdateMetadataPartitionState', 'replicas')
     write_compact_array_length(w, o.replicas)
@@ -970,14 +1372,14 @@ def _e_UpdateMetadataTopicState_6(o, w):
 
 
 def _e_UpdateMetadataEndpoint_6(o, w):
-    w += _S2.pack(o.port)
+    w += _S1.pack(o.port)
     if o.host is None:
         raise null_in_non_nullable('UpdateMetadataEndpoint', 'host')
     write_compact_string(w, o.host)
     if o.listener is None:
         raise null_in_non_nullable('UpdateMetadataEndpoint', 'listener')
     write_compact_string(w, o.listener)
-    w += _S3.pack(o.security_protocol)
+    w += _S2.pack(o.security_protocol)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -985,7 +1387,7 @@ def _e_UpdateMetadataEndpoint_6(o, w):
 
 
 def _e_UpdateMetadataBroker_6(o, w):
-    w += _S2.pack(o.id)
+    w += _S1.pack(o.id)
     if o.endpoints is None:
         raise null_in_non_nullable('UpdateMetadataBroker', 'endpoints')
     write_compact_array_length(w, o.endpoints)

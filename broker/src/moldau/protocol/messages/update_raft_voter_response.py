@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -97,6 +85,7 @@ _C_CurrentLeader.FIELDS = (
     FieldSpec('host', 'Host', 'string', None, None, (0, 32767), None, None, None, False, ''),
     FieldSpec('port', 'Port', 'int32', None, None, (0, 32767), None, None, None, False, 0),
 )
+_DEFAULT_CurrentLeader = _C_CurrentLeader()
 
 
 def _d_CurrentLeader_0(m, p):
@@ -104,7 +93,20 @@ def _d_CurrentLeader_0(m, p):
     o._unknown_tags = None
     o.leader_id, o.leader_epoch = _S1.unpack_from(m, p)
     p += 8
-    o.host, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     (o.port,) = _S2.unpack_from(m, p)
     p += 4
     if m[p] == 0:
@@ -131,7 +133,7 @@ def _t_UpdateRaftVoterResponse_0(o, m, p):
 def _d_UpdateRaftVoterResponse_0(m, p):
     o = _new(_C_UpdateRaftVoterResponse)
     o._unknown_tags = None
-    o.current_leader = _C_CurrentLeader()
+    o.current_leader = _default_CurrentLeader()
     o.throttle_time_ms, o.error_code = _S0.unpack_from(m, p)
     p += 6
     if m[p] == 0:
@@ -156,13 +158,23 @@ def _e_CurrentLeader_0(o, w):
 def _e_UpdateRaftVoterResponse_0(o, w):
     w += _S0.pack(o.throttle_time_ms, o.error_code)
     tags = list(o._unknown_tags or ())
-    if o.current_leader != _C_CurrentLeader():
+    if o.current_leader != _DEFAULT_CurrentLeader:
         t = bytearray()
         if o.current_leader is None:
             raise null_in_non_nullable('UpdateRaftVoterResponse', 'current_leader')
         _e_CurrentLeader_0(o.current_leader, t)
         tags.append((0, t))
     write_tagged(w, tags)
+
+
+def _default_CurrentLeader():
+    o = _new(_C_CurrentLeader)
+    o._unknown_tags = None
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.host = ''
+    o.port = 0
+    return o
 
 
 UpdateRaftVoterResponse._DECODERS = (_d_UpdateRaftVoterResponse_0,)

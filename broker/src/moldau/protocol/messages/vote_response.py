@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -145,13 +133,36 @@ def _d_PartitionData_0(m, p):
 def _d_TopicData_0(m, p):
     o = _new(_C_TopicData)
     o._unknown_tags = None
-    o.topic_name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 16)
-    items = []
-    for _ in range(n):
-        item, p = _d_PartitionData_0(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topic_name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('topic_name', p, n, len(m))
+        o.topic_name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 16 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_PartitionData_0(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -165,12 +176,22 @@ def _d_VoteResponse_0(m, p):
     o.node_endpoints = []
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_0(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_0(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -183,7 +204,20 @@ def _d_NodeEndpoint_1(m, p):
     o._unknown_tags = None
     (o.node_id,) = _S2.unpack_from(m, p)
     p += 4
-    o.host, p = read_compact_string(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('host', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('host', p, n, len(m))
+        o.host = str(m[p:e], 'utf-8')
+        p = e
     (o.port,) = _S3.unpack_from(m, p)
     p += 2
     if m[p] == 0:
@@ -199,12 +233,22 @@ def _t_VoteResponse_1(o, m, p):
         tag, size, p = read_tag_header(m, p)
         end = p + size
         if tag == 0:
-            n, p = read_compact_array_length(m, p, 8)
-            items = []
-            for _ in range(n):
-                item, p = _d_NodeEndpoint_1(m, p)
-                items.append(item)
-            o.node_endpoints = items
+            n = m[p]
+            if n > 0x7F:
+                n, p = read_uvarint(m, p)
+            else:
+                p += 1
+            n -= 1
+            if n < 0:
+                raise bad_length('node_endpoints', p, n, len(m))
+            elif n * 8 > len(m) - p:
+                raise bad_count('node_endpoints', p, n)
+            else:
+                items = []
+                for _ in range(n):
+                    item, p = _d_NodeEndpoint_1(m, p)
+                    items.append(item)
+                o.node_endpoints = items
             check_tag_end(tag, end, p)
         else:
             keep_unknown_tag(o, tag, m[p:end])
@@ -218,12 +262,22 @@ def _d_VoteResponse_1(m, p):
     o.node_endpoints = []
     (o.error_code,) = _S0.unpack_from(m, p)
     p += 2
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_TopicData_0(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_TopicData_0(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,9 @@ _new = object.__new__
 
 __all__ = ['WriteTxnMarkersRequest']
 
-_S0 = _Packer('>qh?')
-_S1 = _Packer('>i')
+_S0 = _Packer('>i')
+_S1 = _Packer('>qh?')
+_S2 = _Packer('>h')
 
 
 class WriteTxnMarkersRequest(Message):
@@ -112,24 +101,45 @@ _C_WritableTxnMarkerTopic.FIELDS = (
 def _d_WritableTxnMarkerTopic_0(m, p):
     o = _new(_C_WritableTxnMarkerTopic)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 4)
-    o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partition_indexes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partition_indexes', p, n)
+    else:
+        o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
     return o, p
 
 
 def _d_WritableTxnMarker_0(m, p):
     o = _new(_C_WritableTxnMarker)
     o._unknown_tags = None
-    o.producer_id, o.producer_epoch, o.transaction_result = _S0.unpack_from(m, p)
+    o.producer_id, o.producer_epoch, o.transaction_result = _S1.unpack_from(m, p)
     p += 11
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_WritableTxnMarkerTopic_0(m, p)
-        items.append(item)
-    o.topics = items
-    (o.coordinator_epoch,) = _S1.unpack_from(m, p)
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_WritableTxnMarkerTopic_0(m, p)
+            items.append(item)
+        o.topics = items
+    (o.coordinator_epoch,) = _S0.unpack_from(m, p)
     p += 4
     return o, p
 
@@ -137,21 +147,50 @@ def _d_WritableTxnMarker_0(m, p):
 def _d_WriteTxnMarkersRequest_0(m, p):
     o = _new(_C_WriteTxnMarkersRequest)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 19)
-    items = []
-    for _ in range(n):
-        item, p = _d_WritableTxnMarker_0(m, p)
-        items.append(item)
-    o.markers = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('markers', p, n, len(m))
+    elif n * 19 > len(m) - p:
+        raise bad_count('markers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_WritableTxnMarker_0(m, p)
+            items.append(item)
+        o.markers = items
     return o, p
 
 
 def _d_WritableTxnMarkerTopic_1(m, p):
     o = _new(_C_WritableTxnMarkerTopic)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 4)
-    o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partition_indexes', p, n, len(m))
+    elif n * 4 > len(m) - p:
+        raise bad_count('partition_indexes', p, n)
+    else:
+        o.partition_indexes, p = read_fixed_array(m, p, n, 'i', 4)
     if m[p] == 0:
         p += 1
     else:
@@ -162,15 +201,25 @@ def _d_WritableTxnMarkerTopic_1(m, p):
 def _d_WritableTxnMarker_1(m, p):
     o = _new(_C_WritableTxnMarker)
     o._unknown_tags = None
-    o.producer_id, o.producer_epoch, o.transaction_result = _S0.unpack_from(m, p)
+    o.producer_id, o.producer_epoch, o.transaction_result = _S1.unpack_from(m, p)
     p += 11
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_WritableTxnMarkerTopic_1(m, p)
-        items.append(item)
-    o.topics = items
-    (o.coordinator_epoch,) = _S1.unpack_from(m, p)
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_WritableTxnMarkerTopic_1(m, p)
+            items.append(item)
+        o.topics = items
+    (o.coordinator_epoch,) = _S0.unpack_from(m, p)
     p += 4
     if m[p] == 0:
         p += 1
@@ -182,12 +231,22 @@ def _d_WritableTxnMarker_1(m, p):
 def _d_WriteTxnMarkersRequest_1(m, p):
     o = _new(_C_WriteTxnMarkersRequest)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 17)
-    items = []
-    for _ in range(n):
-        item, p = _d_WritableTxnMarker_1(m, p)
-        items.append(item)
-    o.markers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('markers', p, n, len(m))
+    elif n * 17 > len(m) - p:
+        raise bad_count('markers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_WritableTxnMarker_1(m, p)
+            items.append(item)
+        o.markers = items
     if m[p] == 0:
         p += 1
     else:
@@ -210,13 +269,13 @@ def _e_WritableTxnMarkerTopic_0(o, w):
 def _e_WritableTxnMarker_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('WritableTxnMarker')
-    w += _S0.pack(o.producer_id, o.producer_epoch, o.transaction_result)
+    w += _S1.pack(o.producer_id, o.producer_epoch, o.transaction_result)
     if o.topics is None:
         raise null_in_non_nullable('WritableTxnMarker', 'topics')
     write_array_length(w, o.topics)
     for item in o.topics:
         _e_WritableTxnMarkerTopic_0(item, w)
-    w += _S1.pack(o.coordinator_epoch)
+    w += _S0.pack(o.coordinator_epoch)
 
 
 def _e_WriteTxnMarkersRequest_0(o, w):
@@ -244,13 +303,13 @@ def _e_WritableTxnMarkerTopic_1(o, w):
 
 
 def _e_WritableTxnMarker_1(o, w):
-    w += _S0.pack(o.producer_id, o.producer_epoch, o.transaction_result)
+    w += _S1.pack(o.producer_id, o.producer_epoch, o.transaction_result)
     if o.topics is None:
         raise null_in_non_nullable('WritableTxnMarker', 'topics')
     write_compact_array_length(w, o.topics)
     for item in o.topics:
         _e_WritableTxnMarkerTopic_1(item, w)
-    w += _S1.pack(o.coordinator_epoch)
+    w += _S0.pack(o.coordinator_epoch)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:

@@ -11,25 +11,13 @@ from moldau.protocol._runtime import (
     Message,
     Struct,
     as_uuid,
+    bad_count,
+    bad_length,
     check_tag_end,
     keep_unknown_tag,
     non_default_absent,
     null_in_non_nullable,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_array_length,
-    read_compact_nullable_bytes,
-    read_compact_nullable_string,
-    read_compact_records,
-    read_compact_string,
     read_fixed_array,
-    read_nullable_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_records,
-    read_string,
     read_tag_header,
     read_unknown_tags,
     read_uuid_array,
@@ -55,8 +43,10 @@ _new = object.__new__
 
 __all__ = ['WriteTxnMarkersResponse']
 
-_S0 = _Packer('>q')
-_S1 = _Packer('>ih')
+_S0 = _Packer('>i')
+_S1 = _Packer('>q')
+_S2 = _Packer('>h')
+_S3 = _Packer('>ih')
 
 
 class WriteTxnMarkersResponse(Message):
@@ -119,7 +109,7 @@ _C_WritableTxnMarkerPartitionResult.FIELDS = (
 def _d_WritableTxnMarkerPartitionResult_0(m, p):
     o = _new(_C_WritableTxnMarkerPartitionResult)
     o._unknown_tags = None
-    o.partition_index, o.error_code = _S1.unpack_from(m, p)
+    o.partition_index, o.error_code = _S3.unpack_from(m, p)
     p += 6
     return o, p
 
@@ -127,46 +117,73 @@ def _d_WritableTxnMarkerPartitionResult_0(m, p):
 def _d_WritableTxnMarkerTopicResult_0(m, p):
     o = _new(_C_WritableTxnMarkerTopicResult)
     o._unknown_tags = None
-    o.name, p = read_string(m, p)
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_WritableTxnMarkerPartitionResult_0(m, p)
-        items.append(item)
-    o.partitions = items
+    (n,) = _S2.unpack_from(m, p)
+    p += 2
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m):
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_WritableTxnMarkerPartitionResult_0(m, p)
+            items.append(item)
+        o.partitions = items
     return o, p
 
 
 def _d_WritableTxnMarkerResult_0(m, p):
     o = _new(_C_WritableTxnMarkerResult)
     o._unknown_tags = None
-    (o.producer_id,) = _S0.unpack_from(m, p)
+    (o.producer_id,) = _S1.unpack_from(m, p)
     p += 8
-    n, p = read_array_length(m, p, 6)
-    items = []
-    for _ in range(n):
-        item, p = _d_WritableTxnMarkerTopicResult_0(m, p)
-        items.append(item)
-    o.topics = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 6 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_WritableTxnMarkerTopicResult_0(m, p)
+            items.append(item)
+        o.topics = items
     return o, p
 
 
 def _d_WriteTxnMarkersResponse_0(m, p):
     o = _new(_C_WriteTxnMarkersResponse)
     o._unknown_tags = None
-    n, p = read_array_length(m, p, 12)
-    items = []
-    for _ in range(n):
-        item, p = _d_WritableTxnMarkerResult_0(m, p)
-        items.append(item)
-    o.markers = items
+    (n,) = _S0.unpack_from(m, p)
+    p += 4
+    if n < 0:
+        raise bad_length('markers', p, n, len(m))
+    elif n * 12 > len(m) - p:
+        raise bad_count('markers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_WritableTxnMarkerResult_0(m, p)
+            items.append(item)
+        o.markers = items
     return o, p
 
 
 def _d_WritableTxnMarkerPartitionResult_1(m, p):
     o = _new(_C_WritableTxnMarkerPartitionResult)
     o._unknown_tags = None
-    o.partition_index, o.error_code = _S1.unpack_from(m, p)
+    o.partition_index, o.error_code = _S3.unpack_from(m, p)
     p += 6
     if m[p] == 0:
         p += 1
@@ -178,13 +195,36 @@ def _d_WritableTxnMarkerPartitionResult_1(m, p):
 def _d_WritableTxnMarkerTopicResult_1(m, p):
     o = _new(_C_WritableTxnMarkerTopicResult)
     o._unknown_tags = None
-    o.name, p = read_compact_string(m, p)
-    n, p = read_compact_array_length(m, p, 7)
-    items = []
-    for _ in range(n):
-        item, p = _d_WritableTxnMarkerPartitionResult_1(m, p)
-        items.append(item)
-    o.partitions = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('name', p, n, len(m))
+    else:
+        e = p + n
+        if e > len(m) or n > 0x7FFF:
+            raise bad_length('name', p, n, len(m))
+        o.name = str(m[p:e], 'utf-8')
+        p = e
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('partitions', p, n, len(m))
+    elif n * 7 > len(m) - p:
+        raise bad_count('partitions', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_WritableTxnMarkerPartitionResult_1(m, p)
+            items.append(item)
+        o.partitions = items
     if m[p] == 0:
         p += 1
     else:
@@ -195,14 +235,24 @@ def _d_WritableTxnMarkerTopicResult_1(m, p):
 def _d_WritableTxnMarkerResult_1(m, p):
     o = _new(_C_WritableTxnMarkerResult)
     o._unknown_tags = None
-    (o.producer_id,) = _S0.unpack_from(m, p)
+    (o.producer_id,) = _S1.unpack_from(m, p)
     p += 8
-    n, p = read_compact_array_length(m, p, 3)
-    items = []
-    for _ in range(n):
-        item, p = _d_WritableTxnMarkerTopicResult_1(m, p)
-        items.append(item)
-    o.topics = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('topics', p, n, len(m))
+    elif n * 3 > len(m) - p:
+        raise bad_count('topics', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_WritableTxnMarkerTopicResult_1(m, p)
+            items.append(item)
+        o.topics = items
     if m[p] == 0:
         p += 1
     else:
@@ -213,12 +263,22 @@ def _d_WritableTxnMarkerResult_1(m, p):
 def _d_WriteTxnMarkersResponse_1(m, p):
     o = _new(_C_WriteTxnMarkersResponse)
     o._unknown_tags = None
-    n, p = read_compact_array_length(m, p, 10)
-    items = []
-    for _ in range(n):
-        item, p = _d_WritableTxnMarkerResult_1(m, p)
-        items.append(item)
-    o.markers = items
+    n = m[p]
+    if n > 0x7F:
+        n, p = read_uvarint(m, p)
+    else:
+        p += 1
+    n -= 1
+    if n < 0:
+        raise bad_length('markers', p, n, len(m))
+    elif n * 10 > len(m) - p:
+        raise bad_count('markers', p, n)
+    else:
+        items = []
+        for _ in range(n):
+            item, p = _d_WritableTxnMarkerResult_1(m, p)
+            items.append(item)
+        o.markers = items
     if m[p] == 0:
         p += 1
     else:
@@ -229,7 +289,7 @@ def _d_WriteTxnMarkersResponse_1(m, p):
 def _e_WritableTxnMarkerPartitionResult_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('WritableTxnMarkerPartitionResult')
-    w += _S1.pack(o.partition_index, o.error_code)
+    w += _S3.pack(o.partition_index, o.error_code)
 
 
 def _e_WritableTxnMarkerTopicResult_0(o, w):
@@ -248,7 +308,7 @@ def _e_WritableTxnMarkerTopicResult_0(o, w):
 def _e_WritableTxnMarkerResult_0(o, w):
     if o._unknown_tags:
         raise tagged_fields_unsupported('WritableTxnMarkerResult')
-    w += _S0.pack(o.producer_id)
+    w += _S1.pack(o.producer_id)
     if o.topics is None:
         raise null_in_non_nullable('WritableTxnMarkerResult', 'topics')
     write_array_length(w, o.topics)
@@ -267,7 +327,7 @@ def _e_WriteTxnMarkersResponse_0(o, w):
 
 
 def _e_WritableTxnMarkerPartitionResult_1(o, w):
-    w += _S1.pack(o.partition_index, o.error_code)
+    w += _S3.pack(o.partition_index, o.error_code)
     if o._unknown_tags:
         write_tagged(w, o._unknown_tags)
     else:
@@ -290,7 +350,7 @@ def _e_WritableTxnMarkerTopicResult_1(o, w):
 
 
 def _e_WritableTxnMarkerResult_1(o, w):
-    w += _S0.pack(o.producer_id)
+    w += _S1.pack(o.producer_id)
     if o.topics is None:
         raise null_in_non_nullable('WritableTxnMarkerResult', 'topics')
     write_compact_array_length(w, o.topics)
