@@ -72,8 +72,8 @@ def record_batch(size: int, seed: int = 1) -> bytes:
     raise RuntimeError(f"could not build a batch of exactly {size} bytes")
 
 
-def produce_payload(partitions: int, batch: bytes) -> bytes:
-    """A Produce v9 request (header v2 + body), without the 4-byte size: one topic."""
+def produce_payload(partitions: int, batch: bytes, version: int = 9) -> bytes:
+    """A Produce request (v9: header v2; v8: header v1) without the 4-byte size: one topic."""
     from moldau.protocol.headers import encode_request
     from moldau.protocol.messages import ProduceRequest, RequestHeader
 
@@ -92,7 +92,10 @@ def produce_payload(partitions: int, batch: bytes) -> bytes:
         ],
     )
     header = RequestHeader(
-        request_api_key=0, request_api_version=9, correlation_id=42, client_id="bench-producer"
+        request_api_key=0,
+        request_api_version=version,
+        correlation_id=42,
+        client_id="bench-producer",
     )
     return encode_request(header, body)[4:]
 
@@ -196,6 +199,21 @@ def kafka_python_decode_request() -> Callable[[bytes], Any]:
     return decode
 
 
+def kafka_python_classic_decode_request() -> Callable[[bytes], Any]:
+    """kafka-python's hand-written classes (kafka.protocol.old, the 2.x implementation),
+    which stop at Produce v8: header v1 and body read from one BytesIO."""
+    from kafka.protocol.old.api import RequestHeader
+    from kafka.protocol.old.produce import ProduceRequest
+
+    def decode(payload: bytes) -> Any:
+        version = _PEEK.unpack_from(payload, 0)[1]
+        reader = io.BytesIO(payload)
+        header = RequestHeader.decode(reader)
+        return header, ProduceRequest[version].decode(reader)
+
+    return decode
+
+
 def kafka_python_decode_one_call(payload: bytes) -> Any:
     from kafka.protocol.producer import ProduceRequest
 
@@ -211,11 +229,13 @@ def _same_produce(moldau: Any, peer: Any) -> None:
         k_header.correlation_id,
         k_header.client_id,
     )
-    m_parts = [p for t in m_body.topic_data for p in t.partition_data]
-    k_parts = [p for t in k_body.topic_data for p in t.partition_data]
-    assert [(p.index, bytes(p.records)) for p in m_parts] == [
-        (p.index, bytes(p.records)) for p in k_parts
+    m_parts = [(p.index, bytes(p.records)) for t in m_body.topic_data for p in t.partition_data]
+    k_parts = [
+        (p[0], bytes(p[1])) if isinstance(p, tuple) else (p.index, bytes(p.records))
+        for t in k_body.topic_data
+        for p in (t[1] if isinstance(t, tuple) else t.partition_data)
     ]
+    assert m_parts == k_parts
 
 
 # --- cases ------------------------------------------------------------------------------
@@ -255,6 +275,19 @@ def _produce_decode(results: dict[str, Any]) -> list[Row]:
     )
     results["produce_decode"] = t
     results["produce_decode_profile"] = lambda: decode(big)
+    classic = kafka_python_classic_decode_request()
+    v8 = {
+        "100p": produce_payload(100, record_batch(16 * KIB), version=8),
+        "1k": produce_payload(1, record_batch(KIB), version=8),
+        "1m": produce_payload(1, record_batch(MIB), version=8),
+    }
+    for payload in v8.values():
+        _same_produce(decode(payload), classic(payload))
+    t8 = s.measure({"m100": lambda: decode(v8["100p"]), "c100": lambda: classic(v8["100p"])})
+    t8 |= s.measure({"m1k": lambda: decode(v8["1k"]), "c1k": lambda: classic(v8["1k"])})
+    t8 |= s.measure({"m1m": lambda: decode(v8["1m"]), "c1m": lambda: classic(v8["1m"])})
+    results["produce_decode_classic"] = t8
+    classic_note = "; kafka-python's hand-written 2.x classes (`kafka.protocol.old`)"
     return [
         ("header + Produce v9 decode, 100 partitions x 16 KiB", t["m100"], t["k100"]),
         (
@@ -265,6 +298,10 @@ def _produce_decode(results: dict[str, Any]) -> list[Row]:
         ),
         ("header + Produce v9 decode, 1 partition x 1 KiB", t["m1k"], t["k1k"]),
         ("header + Produce v9 decode, 1 partition x 1 MiB", t["m1m"], t["k1m"]),
+        ("header + Produce v8 decode, 100 partitions x 16 KiB" + classic_note,
+         t8["m100"], t8["c100"]),
+        ("header + Produce v8 decode, 1 partition x 1 KiB" + classic_note, t8["m1k"], t8["c1k"]),
+        ("header + Produce v8 decode, 1 partition x 1 MiB" + classic_note, t8["m1m"], t8["c1m"]),
     ]
 
 
@@ -436,6 +473,14 @@ def run() -> str:
         "1 x 1 MiB": t["m1m"].ratio_to(t["k1m"]),
     }
     speedup_text = ", ".join(f"{k}: {s.fmt_ratio(v)}" for k, v in speedups.items())
+    t8 = results["produce_decode_classic"]
+    classic_speedups = {
+        "100 x 16 KiB": t8["m100"].ratio_to(t8["c100"]),
+        "1 x 1 KiB": t8["m1k"].ratio_to(t8["c1k"]),
+        "1 x 1 MiB": t8["m1m"].ratio_to(t8["c1m"]),
+    }
+    classic_met = min(classic_speedups.values()) >= GOAL_DECODE_SPEEDUP
+    classic_text = ", ".join(f"{k}: {s.fmt_ratio(v)}" for k, v in classic_speedups.items())
     lines += [
         "Goals:",
         "",
@@ -448,7 +493,9 @@ def run() -> str:
             else f" (met for {sum(v >= GOAL_DECODE_SPEEDUP for v in speedups.values())} "
             f"of {len(speedups)} shapes)"
         )
-        + ".",
+        + ". kafka-python 3.x generates and compiles its own decoders per version; the "
+        "goal was set against its 2.x implementation, still shipped as "
+        f"`kafka.protocol.old` (Produce up to v8): {classic_text}; {_goal(classic_met)}.",
         f"- Produce decode time independent of batch size (1 MiB / 1 KiB within "
         f"{GOAL_SIZE_FLATNESS}x): Moldau {flat_ours:.2f}x, {_goal(flat_ours <= GOAL_SIZE_FLATNESS)}"
         f"; kafka-python {flat_peer:.2f}x (it copies each batch).",

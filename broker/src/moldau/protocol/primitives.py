@@ -12,21 +12,36 @@ _MAX_VARLONG_BYTES = 10
 
 
 def read_uvarint(buf, pos: int) -> tuple[int, int]:
-    """Read an unsigned 32-bit varint at pos; return (value, new position)."""
-    result = 0
-    shift = 0
-    for i in range(_MAX_VARINT_BYTES):
-        try:
-            b = buf[pos + i]
-        except IndexError:
-            raise ProtocolError(f"truncated varint at byte {pos}") from None
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            if result > 0xFFFFFFFF:
-                raise ProtocolError(f"varint at byte {pos} overflows 32 bits")
-            return result, pos + i + 1
-        shift += 7
-    raise ProtocolError(f"varint at byte {pos} is longer than {_MAX_VARINT_BYTES} bytes")
+    """Read an unsigned 32-bit varint at pos; return (value, new position).
+
+    Unrolled: lengths of records and compact fields of a few KiB take two or three
+    bytes, and a loop costs twice as much on that hot path.
+    """
+    try:
+        b = buf[pos]
+        if b < 0x80:
+            return b, pos + 1
+        result = b & 0x7F
+        b = buf[pos + 1]
+        result |= (b & 0x7F) << 7
+        if b < 0x80:
+            return result, pos + 2
+        b = buf[pos + 2]
+        result |= (b & 0x7F) << 14
+        if b < 0x80:
+            return result, pos + 3
+        b = buf[pos + 3]
+        result |= (b & 0x7F) << 21
+        if b < 0x80:
+            return result, pos + 4
+        b = buf[pos + 4]
+    except IndexError:
+        raise ProtocolError(f"truncated varint at byte {pos}") from None
+    if b & 0x80:
+        raise ProtocolError(f"varint at byte {pos} is longer than {_MAX_VARINT_BYTES} bytes")
+    if b > 0x0F:
+        raise ProtocolError(f"varint at byte {pos} overflows 32 bits")
+    return result | (b << 28), pos + 5
 
 
 def read_uvarlong(buf, pos: int) -> tuple[int, int]:
