@@ -57,17 +57,13 @@ def api_table(messages: list[MessageDef]) -> str:
         "",
         "from moldau.protocol._runtime import ApiSpec",
     ]
-    for m in requests:
-        response = by_name[m.name.removesuffix("Request") + "Response"]
-        lines.append(f"from moldau.protocol.messages.{module_name(m)} import {m.name}")
-        response_module = module_name(response)
-        lines.append(f"from moldau.protocol.messages.{response_module} import {response.name}")
     lines += ["", "APIS: dict[int, ApiSpec] = {"]
     for m in requests:
         api = m.name.removesuffix("Request")
+        response = by_name[api + "Response"]
         flex = m.flexible[0] if m.flexible else None
         lines.append(
-            f"    {m.api_key}: ApiSpec({m.api_key}, {api!r}, {m.name}, {api}Response, "
+            f"    {m.api_key}: ApiSpec({m.api_key}, {api!r}, {m.name!r}, {response.name!r}, "
             f"{m.valid[0]}, {m.valid[1]}, {flex}, {m.listeners!r}, {m.latest_unstable}),"
         )
     lines += ["}", ""]

@@ -331,15 +331,68 @@ def non_default_absent(owner: str, field: str) -> UnsupportedVersionError:
     )
 
 
-class ApiSpec(NamedTuple):
-    """One row of the generated API table (moldau.protocol.api.APIS)."""
+class ApiSpec:
+    """One row of the generated API table (moldau.protocol.api.APIS).
 
-    key: int
-    name: str
-    request: type[Message]
-    response: type[Message]
-    min_version: int
-    max_version: int
-    flexible_min: int | None  # first flexible version, None when no version is flexible
-    listeners: tuple[str, ...]  # "zkBroker", "broker", "controller"
-    latest_unstable: bool  # the newest version is still in development in Kafka 3.9
+    The message classes are imported on first use, so importing the table (and the
+    header codec) does not load all 176 message modules.
+    """
+
+    __slots__ = (
+        "_request",
+        "_request_name",
+        "_response",
+        "_response_name",
+        "flexible_min",
+        "key",
+        "latest_unstable",
+        "listeners",
+        "max_version",
+        "min_version",
+        "name",
+    )
+
+    def __init__(
+        self,
+        key: int,
+        name: str,
+        request_name: str,
+        response_name: str,
+        min_version: int,
+        max_version: int,
+        flexible_min: int | None,  # first flexible version; None when none is flexible
+        listeners: tuple[str, ...],  # "zkBroker", "broker", "controller"
+        latest_unstable: bool,  # the newest version is still in development in Kafka 3.9
+    ) -> None:
+        self.key = key
+        self.name = name
+        self._request_name = request_name
+        self._response_name = response_name
+        self.min_version = min_version
+        self.max_version = max_version
+        self.flexible_min = flexible_min
+        self.listeners = listeners
+        self.latest_unstable = latest_unstable
+        self._request: type[Message] | None = None
+        self._response: type[Message] | None = None
+
+    @property
+    def request(self) -> type[Message]:
+        if self._request is None:
+            self._request = _message_class(self._request_name)
+        return self._request
+
+    @property
+    def response(self) -> type[Message]:
+        if self._response is None:
+            self._response = _message_class(self._response_name)
+        return self._response
+
+    def __repr__(self) -> str:
+        return f"ApiSpec({self.key}, {self.name!r}, v{self.min_version}-{self.max_version})"
+
+
+def _message_class(name: str) -> type[Message]:
+    from moldau.protocol import messages  # the lazy index; imports one module
+
+    return getattr(messages, name)

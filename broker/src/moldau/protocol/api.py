@@ -3,270 +3,94 @@
 """The API table: for each API key its name, message classes and version ranges."""
 
 from moldau.protocol._runtime import ApiSpec
-from moldau.protocol.messages.produce_request import ProduceRequest
-from moldau.protocol.messages.produce_response import ProduceResponse
-from moldau.protocol.messages.fetch_request import FetchRequest
-from moldau.protocol.messages.fetch_response import FetchResponse
-from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
-from moldau.protocol.messages.list_offsets_response import ListOffsetsResponse
-from moldau.protocol.messages.metadata_request import MetadataRequest
-from moldau.protocol.messages.metadata_response import MetadataResponse
-from moldau.protocol.messages.leader_and_isr_request import LeaderAndIsrRequest
-from moldau.protocol.messages.leader_and_isr_response import LeaderAndIsrResponse
-from moldau.protocol.messages.stop_replica_request import StopReplicaRequest
-from moldau.protocol.messages.stop_replica_response import StopReplicaResponse
-from moldau.protocol.messages.update_metadata_request import UpdateMetadataRequest
-from moldau.protocol.messages.update_metadata_response import UpdateMetadataResponse
-from moldau.protocol.messages.controlled_shutdown_request import ControlledShutdownRequest
-from moldau.protocol.messages.controlled_shutdown_response import ControlledShutdownResponse
-from moldau.protocol.messages.offset_commit_request import OffsetCommitRequest
-from moldau.protocol.messages.offset_commit_response import OffsetCommitResponse
-from moldau.protocol.messages.offset_fetch_request import OffsetFetchRequest
-from moldau.protocol.messages.offset_fetch_response import OffsetFetchResponse
-from moldau.protocol.messages.find_coordinator_request import FindCoordinatorRequest
-from moldau.protocol.messages.find_coordinator_response import FindCoordinatorResponse
-from moldau.protocol.messages.join_group_request import JoinGroupRequest
-from moldau.protocol.messages.join_group_response import JoinGroupResponse
-from moldau.protocol.messages.heartbeat_request import HeartbeatRequest
-from moldau.protocol.messages.heartbeat_response import HeartbeatResponse
-from moldau.protocol.messages.leave_group_request import LeaveGroupRequest
-from moldau.protocol.messages.leave_group_response import LeaveGroupResponse
-from moldau.protocol.messages.sync_group_request import SyncGroupRequest
-from moldau.protocol.messages.sync_group_response import SyncGroupResponse
-from moldau.protocol.messages.describe_groups_request import DescribeGroupsRequest
-from moldau.protocol.messages.describe_groups_response import DescribeGroupsResponse
-from moldau.protocol.messages.list_groups_request import ListGroupsRequest
-from moldau.protocol.messages.list_groups_response import ListGroupsResponse
-from moldau.protocol.messages.sasl_handshake_request import SaslHandshakeRequest
-from moldau.protocol.messages.sasl_handshake_response import SaslHandshakeResponse
-from moldau.protocol.messages.api_versions_request import ApiVersionsRequest
-from moldau.protocol.messages.api_versions_response import ApiVersionsResponse
-from moldau.protocol.messages.create_topics_request import CreateTopicsRequest
-from moldau.protocol.messages.create_topics_response import CreateTopicsResponse
-from moldau.protocol.messages.delete_topics_request import DeleteTopicsRequest
-from moldau.protocol.messages.delete_topics_response import DeleteTopicsResponse
-from moldau.protocol.messages.delete_records_request import DeleteRecordsRequest
-from moldau.protocol.messages.delete_records_response import DeleteRecordsResponse
-from moldau.protocol.messages.init_producer_id_request import InitProducerIdRequest
-from moldau.protocol.messages.init_producer_id_response import InitProducerIdResponse
-from moldau.protocol.messages.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
-from moldau.protocol.messages.offset_for_leader_epoch_response import OffsetForLeaderEpochResponse
-from moldau.protocol.messages.add_partitions_to_txn_request import AddPartitionsToTxnRequest
-from moldau.protocol.messages.add_partitions_to_txn_response import AddPartitionsToTxnResponse
-from moldau.protocol.messages.add_offsets_to_txn_request import AddOffsetsToTxnRequest
-from moldau.protocol.messages.add_offsets_to_txn_response import AddOffsetsToTxnResponse
-from moldau.protocol.messages.end_txn_request import EndTxnRequest
-from moldau.protocol.messages.end_txn_response import EndTxnResponse
-from moldau.protocol.messages.write_txn_markers_request import WriteTxnMarkersRequest
-from moldau.protocol.messages.write_txn_markers_response import WriteTxnMarkersResponse
-from moldau.protocol.messages.txn_offset_commit_request import TxnOffsetCommitRequest
-from moldau.protocol.messages.txn_offset_commit_response import TxnOffsetCommitResponse
-from moldau.protocol.messages.describe_acls_request import DescribeAclsRequest
-from moldau.protocol.messages.describe_acls_response import DescribeAclsResponse
-from moldau.protocol.messages.create_acls_request import CreateAclsRequest
-from moldau.protocol.messages.create_acls_response import CreateAclsResponse
-from moldau.protocol.messages.delete_acls_request import DeleteAclsRequest
-from moldau.protocol.messages.delete_acls_response import DeleteAclsResponse
-from moldau.protocol.messages.describe_configs_request import DescribeConfigsRequest
-from moldau.protocol.messages.describe_configs_response import DescribeConfigsResponse
-from moldau.protocol.messages.alter_configs_request import AlterConfigsRequest
-from moldau.protocol.messages.alter_configs_response import AlterConfigsResponse
-from moldau.protocol.messages.alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
-from moldau.protocol.messages.alter_replica_log_dirs_response import AlterReplicaLogDirsResponse
-from moldau.protocol.messages.describe_log_dirs_request import DescribeLogDirsRequest
-from moldau.protocol.messages.describe_log_dirs_response import DescribeLogDirsResponse
-from moldau.protocol.messages.sasl_authenticate_request import SaslAuthenticateRequest
-from moldau.protocol.messages.sasl_authenticate_response import SaslAuthenticateResponse
-from moldau.protocol.messages.create_partitions_request import CreatePartitionsRequest
-from moldau.protocol.messages.create_partitions_response import CreatePartitionsResponse
-from moldau.protocol.messages.create_delegation_token_request import CreateDelegationTokenRequest
-from moldau.protocol.messages.create_delegation_token_response import CreateDelegationTokenResponse
-from moldau.protocol.messages.renew_delegation_token_request import RenewDelegationTokenRequest
-from moldau.protocol.messages.renew_delegation_token_response import RenewDelegationTokenResponse
-from moldau.protocol.messages.expire_delegation_token_request import ExpireDelegationTokenRequest
-from moldau.protocol.messages.expire_delegation_token_response import ExpireDelegationTokenResponse
-from moldau.protocol.messages.describe_delegation_token_request import DescribeDelegationTokenRequest
-from moldau.protocol.messages.describe_delegation_token_response import DescribeDelegationTokenResponse
-from moldau.protocol.messages.delete_groups_request import DeleteGroupsRequest
-from moldau.protocol.messages.delete_groups_response import DeleteGroupsResponse
-from moldau.protocol.messages.elect_leaders_request import ElectLeadersRequest
-from moldau.protocol.messages.elect_leaders_response import ElectLeadersResponse
-from moldau.protocol.messages.incremental_alter_configs_request import IncrementalAlterConfigsRequest
-from moldau.protocol.messages.incremental_alter_configs_response import IncrementalAlterConfigsResponse
-from moldau.protocol.messages.alter_partition_reassignments_request import AlterPartitionReassignmentsRequest
-from moldau.protocol.messages.alter_partition_reassignments_response import AlterPartitionReassignmentsResponse
-from moldau.protocol.messages.list_partition_reassignments_request import ListPartitionReassignmentsRequest
-from moldau.protocol.messages.list_partition_reassignments_response import ListPartitionReassignmentsResponse
-from moldau.protocol.messages.offset_delete_request import OffsetDeleteRequest
-from moldau.protocol.messages.offset_delete_response import OffsetDeleteResponse
-from moldau.protocol.messages.describe_client_quotas_request import DescribeClientQuotasRequest
-from moldau.protocol.messages.describe_client_quotas_response import DescribeClientQuotasResponse
-from moldau.protocol.messages.alter_client_quotas_request import AlterClientQuotasRequest
-from moldau.protocol.messages.alter_client_quotas_response import AlterClientQuotasResponse
-from moldau.protocol.messages.describe_user_scram_credentials_request import DescribeUserScramCredentialsRequest
-from moldau.protocol.messages.describe_user_scram_credentials_response import DescribeUserScramCredentialsResponse
-from moldau.protocol.messages.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
-from moldau.protocol.messages.alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
-from moldau.protocol.messages.vote_request import VoteRequest
-from moldau.protocol.messages.vote_response import VoteResponse
-from moldau.protocol.messages.begin_quorum_epoch_request import BeginQuorumEpochRequest
-from moldau.protocol.messages.begin_quorum_epoch_response import BeginQuorumEpochResponse
-from moldau.protocol.messages.end_quorum_epoch_request import EndQuorumEpochRequest
-from moldau.protocol.messages.end_quorum_epoch_response import EndQuorumEpochResponse
-from moldau.protocol.messages.describe_quorum_request import DescribeQuorumRequest
-from moldau.protocol.messages.describe_quorum_response import DescribeQuorumResponse
-from moldau.protocol.messages.alter_partition_request import AlterPartitionRequest
-from moldau.protocol.messages.alter_partition_response import AlterPartitionResponse
-from moldau.protocol.messages.update_features_request import UpdateFeaturesRequest
-from moldau.protocol.messages.update_features_response import UpdateFeaturesResponse
-from moldau.protocol.messages.envelope_request import EnvelopeRequest
-from moldau.protocol.messages.envelope_response import EnvelopeResponse
-from moldau.protocol.messages.fetch_snapshot_request import FetchSnapshotRequest
-from moldau.protocol.messages.fetch_snapshot_response import FetchSnapshotResponse
-from moldau.protocol.messages.describe_cluster_request import DescribeClusterRequest
-from moldau.protocol.messages.describe_cluster_response import DescribeClusterResponse
-from moldau.protocol.messages.describe_producers_request import DescribeProducersRequest
-from moldau.protocol.messages.describe_producers_response import DescribeProducersResponse
-from moldau.protocol.messages.broker_registration_request import BrokerRegistrationRequest
-from moldau.protocol.messages.broker_registration_response import BrokerRegistrationResponse
-from moldau.protocol.messages.broker_heartbeat_request import BrokerHeartbeatRequest
-from moldau.protocol.messages.broker_heartbeat_response import BrokerHeartbeatResponse
-from moldau.protocol.messages.unregister_broker_request import UnregisterBrokerRequest
-from moldau.protocol.messages.unregister_broker_response import UnregisterBrokerResponse
-from moldau.protocol.messages.describe_transactions_request import DescribeTransactionsRequest
-from moldau.protocol.messages.describe_transactions_response import DescribeTransactionsResponse
-from moldau.protocol.messages.list_transactions_request import ListTransactionsRequest
-from moldau.protocol.messages.list_transactions_response import ListTransactionsResponse
-from moldau.protocol.messages.allocate_producer_ids_request import AllocateProducerIdsRequest
-from moldau.protocol.messages.allocate_producer_ids_response import AllocateProducerIdsResponse
-from moldau.protocol.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
-from moldau.protocol.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
-from moldau.protocol.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
-from moldau.protocol.messages.consumer_group_describe_response import ConsumerGroupDescribeResponse
-from moldau.protocol.messages.controller_registration_request import ControllerRegistrationRequest
-from moldau.protocol.messages.controller_registration_response import ControllerRegistrationResponse
-from moldau.protocol.messages.get_telemetry_subscriptions_request import GetTelemetrySubscriptionsRequest
-from moldau.protocol.messages.get_telemetry_subscriptions_response import GetTelemetrySubscriptionsResponse
-from moldau.protocol.messages.push_telemetry_request import PushTelemetryRequest
-from moldau.protocol.messages.push_telemetry_response import PushTelemetryResponse
-from moldau.protocol.messages.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
-from moldau.protocol.messages.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
-from moldau.protocol.messages.list_client_metrics_resources_request import ListClientMetricsResourcesRequest
-from moldau.protocol.messages.list_client_metrics_resources_response import ListClientMetricsResourcesResponse
-from moldau.protocol.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest
-from moldau.protocol.messages.describe_topic_partitions_response import DescribeTopicPartitionsResponse
-from moldau.protocol.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
-from moldau.protocol.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
-from moldau.protocol.messages.share_group_describe_request import ShareGroupDescribeRequest
-from moldau.protocol.messages.share_group_describe_response import ShareGroupDescribeResponse
-from moldau.protocol.messages.share_fetch_request import ShareFetchRequest
-from moldau.protocol.messages.share_fetch_response import ShareFetchResponse
-from moldau.protocol.messages.share_acknowledge_request import ShareAcknowledgeRequest
-from moldau.protocol.messages.share_acknowledge_response import ShareAcknowledgeResponse
-from moldau.protocol.messages.add_raft_voter_request import AddRaftVoterRequest
-from moldau.protocol.messages.add_raft_voter_response import AddRaftVoterResponse
-from moldau.protocol.messages.remove_raft_voter_request import RemoveRaftVoterRequest
-from moldau.protocol.messages.remove_raft_voter_response import RemoveRaftVoterResponse
-from moldau.protocol.messages.update_raft_voter_request import UpdateRaftVoterRequest
-from moldau.protocol.messages.update_raft_voter_response import UpdateRaftVoterResponse
-from moldau.protocol.messages.initialize_share_group_state_request import InitializeShareGroupStateRequest
-from moldau.protocol.messages.initialize_share_group_state_response import InitializeShareGroupStateResponse
-from moldau.protocol.messages.read_share_group_state_request import ReadShareGroupStateRequest
-from moldau.protocol.messages.read_share_group_state_response import ReadShareGroupStateResponse
-from moldau.protocol.messages.write_share_group_state_request import WriteShareGroupStateRequest
-from moldau.protocol.messages.write_share_group_state_response import WriteShareGroupStateResponse
-from moldau.protocol.messages.delete_share_group_state_request import DeleteShareGroupStateRequest
-from moldau.protocol.messages.delete_share_group_state_response import DeleteShareGroupStateResponse
-from moldau.protocol.messages.read_share_group_state_summary_request import ReadShareGroupStateSummaryRequest
-from moldau.protocol.messages.read_share_group_state_summary_response import ReadShareGroupStateSummaryResponse
 
 APIS: dict[int, ApiSpec] = {
-    0: ApiSpec(0, 'Produce', ProduceRequest, ProduceResponse, 0, 11, 9, ('zkBroker', 'broker'), False),
-    1: ApiSpec(1, 'Fetch', FetchRequest, FetchResponse, 0, 17, 12, ('zkBroker', 'broker', 'controller'), False),
-    2: ApiSpec(2, 'ListOffsets', ListOffsetsRequest, ListOffsetsResponse, 0, 9, 6, ('zkBroker', 'broker'), False),
-    3: ApiSpec(3, 'Metadata', MetadataRequest, MetadataResponse, 0, 12, 9, ('zkBroker', 'broker'), False),
-    4: ApiSpec(4, 'LeaderAndIsr', LeaderAndIsrRequest, LeaderAndIsrResponse, 0, 7, 4, ('zkBroker',), False),
-    5: ApiSpec(5, 'StopReplica', StopReplicaRequest, StopReplicaResponse, 0, 4, 2, ('zkBroker',), False),
-    6: ApiSpec(6, 'UpdateMetadata', UpdateMetadataRequest, UpdateMetadataResponse, 0, 8, 6, ('zkBroker',), False),
-    7: ApiSpec(7, 'ControlledShutdown', ControlledShutdownRequest, ControlledShutdownResponse, 0, 3, 3, ('zkBroker', 'controller'), False),
-    8: ApiSpec(8, 'OffsetCommit', OffsetCommitRequest, OffsetCommitResponse, 0, 9, 8, ('zkBroker', 'broker'), False),
-    9: ApiSpec(9, 'OffsetFetch', OffsetFetchRequest, OffsetFetchResponse, 0, 9, 6, ('zkBroker', 'broker'), False),
-    10: ApiSpec(10, 'FindCoordinator', FindCoordinatorRequest, FindCoordinatorResponse, 0, 6, 3, ('zkBroker', 'broker'), False),
-    11: ApiSpec(11, 'JoinGroup', JoinGroupRequest, JoinGroupResponse, 0, 9, 6, ('zkBroker', 'broker'), False),
-    12: ApiSpec(12, 'Heartbeat', HeartbeatRequest, HeartbeatResponse, 0, 4, 4, ('zkBroker', 'broker'), False),
-    13: ApiSpec(13, 'LeaveGroup', LeaveGroupRequest, LeaveGroupResponse, 0, 5, 4, ('zkBroker', 'broker'), False),
-    14: ApiSpec(14, 'SyncGroup', SyncGroupRequest, SyncGroupResponse, 0, 5, 4, ('zkBroker', 'broker'), False),
-    15: ApiSpec(15, 'DescribeGroups', DescribeGroupsRequest, DescribeGroupsResponse, 0, 5, 5, ('zkBroker', 'broker'), False),
-    16: ApiSpec(16, 'ListGroups', ListGroupsRequest, ListGroupsResponse, 0, 5, 3, ('zkBroker', 'broker'), False),
-    17: ApiSpec(17, 'SaslHandshake', SaslHandshakeRequest, SaslHandshakeResponse, 0, 1, None, ('zkBroker', 'broker', 'controller'), False),
-    18: ApiSpec(18, 'ApiVersions', ApiVersionsRequest, ApiVersionsResponse, 0, 4, 3, ('zkBroker', 'broker', 'controller'), False),
-    19: ApiSpec(19, 'CreateTopics', CreateTopicsRequest, CreateTopicsResponse, 0, 7, 5, ('zkBroker', 'broker', 'controller'), False),
-    20: ApiSpec(20, 'DeleteTopics', DeleteTopicsRequest, DeleteTopicsResponse, 0, 6, 4, ('zkBroker', 'broker', 'controller'), False),
-    21: ApiSpec(21, 'DeleteRecords', DeleteRecordsRequest, DeleteRecordsResponse, 0, 2, 2, ('zkBroker', 'broker'), False),
-    22: ApiSpec(22, 'InitProducerId', InitProducerIdRequest, InitProducerIdResponse, 0, 5, 2, ('zkBroker', 'broker'), False),
-    23: ApiSpec(23, 'OffsetForLeaderEpoch', OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 0, 4, 4, ('zkBroker', 'broker'), False),
-    24: ApiSpec(24, 'AddPartitionsToTxn', AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, 0, 5, 3, ('zkBroker', 'broker'), False),
-    25: ApiSpec(25, 'AddOffsetsToTxn', AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 0, 4, 3, ('zkBroker', 'broker'), False),
-    26: ApiSpec(26, 'EndTxn', EndTxnRequest, EndTxnResponse, 0, 4, 3, ('zkBroker', 'broker'), False),
-    27: ApiSpec(27, 'WriteTxnMarkers', WriteTxnMarkersRequest, WriteTxnMarkersResponse, 0, 1, 1, ('zkBroker', 'broker'), False),
-    28: ApiSpec(28, 'TxnOffsetCommit', TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 4, 3, ('zkBroker', 'broker'), False),
-    29: ApiSpec(29, 'DescribeAcls', DescribeAclsRequest, DescribeAclsResponse, 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
-    30: ApiSpec(30, 'CreateAcls', CreateAclsRequest, CreateAclsResponse, 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
-    31: ApiSpec(31, 'DeleteAcls', DeleteAclsRequest, DeleteAclsResponse, 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
-    32: ApiSpec(32, 'DescribeConfigs', DescribeConfigsRequest, DescribeConfigsResponse, 0, 4, 4, ('zkBroker', 'broker', 'controller'), False),
-    33: ApiSpec(33, 'AlterConfigs', AlterConfigsRequest, AlterConfigsResponse, 0, 2, 2, ('zkBroker', 'broker', 'controller'), False),
-    34: ApiSpec(34, 'AlterReplicaLogDirs', AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, 0, 2, 2, ('zkBroker', 'broker'), False),
-    35: ApiSpec(35, 'DescribeLogDirs', DescribeLogDirsRequest, DescribeLogDirsResponse, 0, 4, 2, ('zkBroker', 'broker'), False),
-    36: ApiSpec(36, 'SaslAuthenticate', SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2, 2, ('zkBroker', 'broker', 'controller'), False),
-    37: ApiSpec(37, 'CreatePartitions', CreatePartitionsRequest, CreatePartitionsResponse, 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
-    38: ApiSpec(38, 'CreateDelegationToken', CreateDelegationTokenRequest, CreateDelegationTokenResponse, 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
-    39: ApiSpec(39, 'RenewDelegationToken', RenewDelegationTokenRequest, RenewDelegationTokenResponse, 0, 2, 2, ('zkBroker', 'broker', 'controller'), False),
-    40: ApiSpec(40, 'ExpireDelegationToken', ExpireDelegationTokenRequest, ExpireDelegationTokenResponse, 0, 2, 2, ('zkBroker', 'broker', 'controller'), False),
-    41: ApiSpec(41, 'DescribeDelegationToken', DescribeDelegationTokenRequest, DescribeDelegationTokenResponse, 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
-    42: ApiSpec(42, 'DeleteGroups', DeleteGroupsRequest, DeleteGroupsResponse, 0, 2, 2, ('zkBroker', 'broker'), False),
-    43: ApiSpec(43, 'ElectLeaders', ElectLeadersRequest, ElectLeadersResponse, 0, 2, 2, ('zkBroker', 'broker', 'controller'), False),
-    44: ApiSpec(44, 'IncrementalAlterConfigs', IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1, 1, ('zkBroker', 'broker', 'controller'), False),
-    45: ApiSpec(45, 'AlterPartitionReassignments', AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, 0, 0, 0, ('broker', 'controller', 'zkBroker'), False),
-    46: ApiSpec(46, 'ListPartitionReassignments', ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, 0, 0, 0, ('broker', 'controller', 'zkBroker'), False),
-    47: ApiSpec(47, 'OffsetDelete', OffsetDeleteRequest, OffsetDeleteResponse, 0, 0, None, ('zkBroker', 'broker'), False),
-    48: ApiSpec(48, 'DescribeClientQuotas', DescribeClientQuotasRequest, DescribeClientQuotasResponse, 0, 1, 1, ('zkBroker', 'broker'), False),
-    49: ApiSpec(49, 'AlterClientQuotas', AlterClientQuotasRequest, AlterClientQuotasResponse, 0, 1, 1, ('zkBroker', 'broker', 'controller'), False),
-    50: ApiSpec(50, 'DescribeUserScramCredentials', DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, 0, 0, 0, ('zkBroker', 'broker', 'controller'), False),
-    51: ApiSpec(51, 'AlterUserScramCredentials', AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, 0, 0, 0, ('zkBroker', 'broker', 'controller'), False),
-    52: ApiSpec(52, 'Vote', VoteRequest, VoteResponse, 0, 1, 0, ('controller',), False),
-    53: ApiSpec(53, 'BeginQuorumEpoch', BeginQuorumEpochRequest, BeginQuorumEpochResponse, 0, 1, 1, ('controller',), False),
-    54: ApiSpec(54, 'EndQuorumEpoch', EndQuorumEpochRequest, EndQuorumEpochResponse, 0, 1, 1, ('controller',), False),
-    55: ApiSpec(55, 'DescribeQuorum', DescribeQuorumRequest, DescribeQuorumResponse, 0, 2, 0, ('broker', 'controller'), False),
-    56: ApiSpec(56, 'AlterPartition', AlterPartitionRequest, AlterPartitionResponse, 0, 3, 0, ('zkBroker', 'controller'), False),
-    57: ApiSpec(57, 'UpdateFeatures', UpdateFeaturesRequest, UpdateFeaturesResponse, 0, 1, 0, ('zkBroker', 'broker', 'controller'), False),
-    58: ApiSpec(58, 'Envelope', EnvelopeRequest, EnvelopeResponse, 0, 0, 0, ('controller', 'zkBroker'), False),
-    59: ApiSpec(59, 'FetchSnapshot', FetchSnapshotRequest, FetchSnapshotResponse, 0, 1, 0, ('controller',), False),
-    60: ApiSpec(60, 'DescribeCluster', DescribeClusterRequest, DescribeClusterResponse, 0, 1, 0, ('zkBroker', 'broker', 'controller'), False),
-    61: ApiSpec(61, 'DescribeProducers', DescribeProducersRequest, DescribeProducersResponse, 0, 0, 0, ('zkBroker', 'broker'), False),
-    62: ApiSpec(62, 'BrokerRegistration', BrokerRegistrationRequest, BrokerRegistrationResponse, 0, 4, 0, ('controller',), False),
-    63: ApiSpec(63, 'BrokerHeartbeat', BrokerHeartbeatRequest, BrokerHeartbeatResponse, 0, 1, 0, ('controller',), False),
-    64: ApiSpec(64, 'UnregisterBroker', UnregisterBrokerRequest, UnregisterBrokerResponse, 0, 0, 0, ('broker', 'controller'), False),
-    65: ApiSpec(65, 'DescribeTransactions', DescribeTransactionsRequest, DescribeTransactionsResponse, 0, 0, 0, ('zkBroker', 'broker'), False),
-    66: ApiSpec(66, 'ListTransactions', ListTransactionsRequest, ListTransactionsResponse, 0, 1, 0, ('zkBroker', 'broker'), False),
-    67: ApiSpec(67, 'AllocateProducerIds', AllocateProducerIdsRequest, AllocateProducerIdsResponse, 0, 0, 0, ('zkBroker', 'controller'), False),
-    68: ApiSpec(68, 'ConsumerGroupHeartbeat', ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, 0, 0, 0, ('zkBroker', 'broker'), False),
-    69: ApiSpec(69, 'ConsumerGroupDescribe', ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, 0, 0, 0, ('zkBroker', 'broker'), False),
-    70: ApiSpec(70, 'ControllerRegistration', ControllerRegistrationRequest, ControllerRegistrationResponse, 0, 0, 0, ('controller',), False),
-    71: ApiSpec(71, 'GetTelemetrySubscriptions', GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, 0, 0, 0, ('broker',), False),
-    72: ApiSpec(72, 'PushTelemetry', PushTelemetryRequest, PushTelemetryResponse, 0, 0, 0, ('broker',), False),
-    73: ApiSpec(73, 'AssignReplicasToDirs', AssignReplicasToDirsRequest, AssignReplicasToDirsResponse, 0, 0, 0, ('controller',), False),
-    74: ApiSpec(74, 'ListClientMetricsResources', ListClientMetricsResourcesRequest, ListClientMetricsResourcesResponse, 0, 0, 0, ('broker',), False),
-    75: ApiSpec(75, 'DescribeTopicPartitions', DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, 0, 0, 0, ('broker',), False),
-    76: ApiSpec(76, 'ShareGroupHeartbeat', ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, 0, 0, 0, ('broker',), True),
-    77: ApiSpec(77, 'ShareGroupDescribe', ShareGroupDescribeRequest, ShareGroupDescribeResponse, 0, 0, 0, ('broker',), True),
-    78: ApiSpec(78, 'ShareFetch', ShareFetchRequest, ShareFetchResponse, 0, 0, 0, ('broker',), True),
-    79: ApiSpec(79, 'ShareAcknowledge', ShareAcknowledgeRequest, ShareAcknowledgeResponse, 0, 0, 0, ('broker',), True),
-    80: ApiSpec(80, 'AddRaftVoter', AddRaftVoterRequest, AddRaftVoterResponse, 0, 0, 0, ('controller', 'broker'), False),
-    81: ApiSpec(81, 'RemoveRaftVoter', RemoveRaftVoterRequest, RemoveRaftVoterResponse, 0, 0, 0, ('controller', 'broker'), False),
-    82: ApiSpec(82, 'UpdateRaftVoter', UpdateRaftVoterRequest, UpdateRaftVoterResponse, 0, 0, 0, ('controller',), False),
-    83: ApiSpec(83, 'InitializeShareGroupState', InitializeShareGroupStateRequest, InitializeShareGroupStateResponse, 0, 0, 0, ('broker',), True),
-    84: ApiSpec(84, 'ReadShareGroupState', ReadShareGroupStateRequest, ReadShareGroupStateResponse, 0, 0, 0, ('broker',), True),
-    85: ApiSpec(85, 'WriteShareGroupState', WriteShareGroupStateRequest, WriteShareGroupStateResponse, 0, 0, 0, ('broker',), True),
-    86: ApiSpec(86, 'DeleteShareGroupState', DeleteShareGroupStateRequest, DeleteShareGroupStateResponse, 0, 0, 0, ('broker',), True),
-    87: ApiSpec(87, 'ReadShareGroupStateSummary', ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse, 0, 0, 0, ('broker',), True),
+    0: ApiSpec(0, 'Produce', 'ProduceRequest', 'ProduceResponse', 0, 11, 9, ('zkBroker', 'broker'), False),
+    1: ApiSpec(1, 'Fetch', 'FetchRequest', 'FetchResponse', 0, 17, 12, ('zkBroker', 'broker', 'controller'), False),
+    2: ApiSpec(2, 'ListOffsets', 'ListOffsetsRequest', 'ListOffsetsResponse', 0, 9, 6, ('zkBroker', 'broker'), False),
+    3: ApiSpec(3, 'Metadata', 'MetadataRequest', 'MetadataResponse', 0, 12, 9, ('zkBroker', 'broker'), False),
+    4: ApiSpec(4, 'LeaderAndIsr', 'LeaderAndIsrRequest', 'LeaderAndIsrResponse', 0, 7, 4, ('zkBroker',), False),
+    5: ApiSpec(5, 'StopReplica', 'StopReplicaRequest', 'StopReplicaResponse', 0, 4, 2, ('zkBroker',), False),
+    6: ApiSpec(6, 'UpdateMetadata', 'UpdateMetadataRequest', 'UpdateMetadataResponse', 0, 8, 6, ('zkBroker',), False),
+    7: ApiSpec(7, 'ControlledShutdown', 'ControlledShutdownRequest', 'ControlledShutdownResponse', 0, 3, 3, ('zkBroker', 'controller'), False),
+    8: ApiSpec(8, 'OffsetCommit', 'OffsetCommitRequest', 'OffsetCommitResponse', 0, 9, 8, ('zkBroker', 'broker'), False),
+    9: ApiSpec(9, 'OffsetFetch', 'OffsetFetchRequest', 'OffsetFetchResponse', 0, 9, 6, ('zkBroker', 'broker'), False),
+    10: ApiSpec(10, 'FindCoordinator', 'FindCoordinatorRequest', 'FindCoordinatorResponse', 0, 6, 3, ('zkBroker', 'broker'), False),
+    11: ApiSpec(11, 'JoinGroup', 'JoinGroupRequest', 'JoinGroupResponse', 0, 9, 6, ('zkBroker', 'broker'), False),
+    12: ApiSpec(12, 'Heartbeat', 'HeartbeatRequest', 'HeartbeatResponse', 0, 4, 4, ('zkBroker', 'broker'), False),
+    13: ApiSpec(13, 'LeaveGroup', 'LeaveGroupRequest', 'LeaveGroupResponse', 0, 5, 4, ('zkBroker', 'broker'), False),
+    14: ApiSpec(14, 'SyncGroup', 'SyncGroupRequest', 'SyncGroupResponse', 0, 5, 4, ('zkBroker', 'broker'), False),
+    15: ApiSpec(15, 'DescribeGroups', 'DescribeGroupsRequest', 'DescribeGroupsResponse', 0, 5, 5, ('zkBroker', 'broker'), False),
+    16: ApiSpec(16, 'ListGroups', 'ListGroupsRequest', 'ListGroupsResponse', 0, 5, 3, ('zkBroker', 'broker'), False),
+    17: ApiSpec(17, 'SaslHandshake', 'SaslHandshakeRequest', 'SaslHandshakeResponse', 0, 1, None, ('zkBroker', 'broker', 'controller'), False),
+    18: ApiSpec(18, 'ApiVersions', 'ApiVersionsRequest', 'ApiVersionsResponse', 0, 4, 3, ('zkBroker', 'broker', 'controller'), False),
+    19: ApiSpec(19, 'CreateTopics', 'CreateTopicsRequest', 'CreateTopicsResponse', 0, 7, 5, ('zkBroker', 'broker', 'controller'), False),
+    20: ApiSpec(20, 'DeleteTopics', 'DeleteTopicsRequest', 'DeleteTopicsResponse', 0, 6, 4, ('zkBroker', 'broker', 'controller'), False),
+    21: ApiSpec(21, 'DeleteRecords', 'DeleteRecordsRequest', 'DeleteRecordsResponse', 0, 2, 2, ('zkBroker', 'broker'), False),
+    22: ApiSpec(22, 'InitProducerId', 'InitProducerIdRequest', 'InitProducerIdResponse', 0, 5, 2, ('zkBroker', 'broker'), False),
+    23: ApiSpec(23, 'OffsetForLeaderEpoch', 'OffsetForLeaderEpochRequest', 'OffsetForLeaderEpochResponse', 0, 4, 4, ('zkBroker', 'broker'), False),
+    24: ApiSpec(24, 'AddPartitionsToTxn', 'AddPartitionsToTxnRequest', 'AddPartitionsToTxnResponse', 0, 5, 3, ('zkBroker', 'broker'), False),
+    25: ApiSpec(25, 'AddOffsetsToTxn', 'AddOffsetsToTxnRequest', 'AddOffsetsToTxnResponse', 0, 4, 3, ('zkBroker', 'broker'), False),
+    26: ApiSpec(26, 'EndTxn', 'EndTxnRequest', 'EndTxnResponse', 0, 4, 3, ('zkBroker', 'broker'), False),
+    27: ApiSpec(27, 'WriteTxnMarkers', 'WriteTxnMarkersRequest', 'WriteTxnMarkersResponse', 0, 1, 1, ('zkBroker', 'broker'), False),
+    28: ApiSpec(28, 'TxnOffsetCommit', 'TxnOffsetCommitRequest', 'TxnOffsetCommitResponse', 0, 4, 3, ('zkBroker', 'broker'), False),
+    29: ApiSpec(29, 'DescribeAcls', 'DescribeAclsRequest', 'DescribeAclsResponse', 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
+    30: ApiSpec(30, 'CreateAcls', 'CreateAclsRequest', 'CreateAclsResponse', 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
+    31: ApiSpec(31, 'DeleteAcls', 'DeleteAclsRequest', 'DeleteAclsResponse', 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
+    32: ApiSpec(32, 'DescribeConfigs', 'DescribeConfigsRequest', 'DescribeConfigsResponse', 0, 4, 4, ('zkBroker', 'broker', 'controller'), False),
+    33: ApiSpec(33, 'AlterConfigs', 'AlterConfigsRequest', 'AlterConfigsResponse', 0, 2, 2, ('zkBroker', 'broker', 'controller'), False),
+    34: ApiSpec(34, 'AlterReplicaLogDirs', 'AlterReplicaLogDirsRequest', 'AlterReplicaLogDirsResponse', 0, 2, 2, ('zkBroker', 'broker'), False),
+    35: ApiSpec(35, 'DescribeLogDirs', 'DescribeLogDirsRequest', 'DescribeLogDirsResponse', 0, 4, 2, ('zkBroker', 'broker'), False),
+    36: ApiSpec(36, 'SaslAuthenticate', 'SaslAuthenticateRequest', 'SaslAuthenticateResponse', 0, 2, 2, ('zkBroker', 'broker', 'controller'), False),
+    37: ApiSpec(37, 'CreatePartitions', 'CreatePartitionsRequest', 'CreatePartitionsResponse', 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
+    38: ApiSpec(38, 'CreateDelegationToken', 'CreateDelegationTokenRequest', 'CreateDelegationTokenResponse', 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
+    39: ApiSpec(39, 'RenewDelegationToken', 'RenewDelegationTokenRequest', 'RenewDelegationTokenResponse', 0, 2, 2, ('zkBroker', 'broker', 'controller'), False),
+    40: ApiSpec(40, 'ExpireDelegationToken', 'ExpireDelegationTokenRequest', 'ExpireDelegationTokenResponse', 0, 2, 2, ('zkBroker', 'broker', 'controller'), False),
+    41: ApiSpec(41, 'DescribeDelegationToken', 'DescribeDelegationTokenRequest', 'DescribeDelegationTokenResponse', 0, 3, 2, ('zkBroker', 'broker', 'controller'), False),
+    42: ApiSpec(42, 'DeleteGroups', 'DeleteGroupsRequest', 'DeleteGroupsResponse', 0, 2, 2, ('zkBroker', 'broker'), False),
+    43: ApiSpec(43, 'ElectLeaders', 'ElectLeadersRequest', 'ElectLeadersResponse', 0, 2, 2, ('zkBroker', 'broker', 'controller'), False),
+    44: ApiSpec(44, 'IncrementalAlterConfigs', 'IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsResponse', 0, 1, 1, ('zkBroker', 'broker', 'controller'), False),
+    45: ApiSpec(45, 'AlterPartitionReassignments', 'AlterPartitionReassignmentsRequest', 'AlterPartitionReassignmentsResponse', 0, 0, 0, ('broker', 'controller', 'zkBroker'), False),
+    46: ApiSpec(46, 'ListPartitionReassignments', 'ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse', 0, 0, 0, ('broker', 'controller', 'zkBroker'), False),
+    47: ApiSpec(47, 'OffsetDelete', 'OffsetDeleteRequest', 'OffsetDeleteResponse', 0, 0, None, ('zkBroker', 'broker'), False),
+    48: ApiSpec(48, 'DescribeClientQuotas', 'DescribeClientQuotasRequest', 'DescribeClientQuotasResponse', 0, 1, 1, ('zkBroker', 'broker'), False),
+    49: ApiSpec(49, 'AlterClientQuotas', 'AlterClientQuotasRequest', 'AlterClientQuotasResponse', 0, 1, 1, ('zkBroker', 'broker', 'controller'), False),
+    50: ApiSpec(50, 'DescribeUserScramCredentials', 'DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsResponse', 0, 0, 0, ('zkBroker', 'broker', 'controller'), False),
+    51: ApiSpec(51, 'AlterUserScramCredentials', 'AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsResponse', 0, 0, 0, ('zkBroker', 'broker', 'controller'), False),
+    52: ApiSpec(52, 'Vote', 'VoteRequest', 'VoteResponse', 0, 1, 0, ('controller',), False),
+    53: ApiSpec(53, 'BeginQuorumEpoch', 'BeginQuorumEpochRequest', 'BeginQuorumEpochResponse', 0, 1, 1, ('controller',), False),
+    54: ApiSpec(54, 'EndQuorumEpoch', 'EndQuorumEpochRequest', 'EndQuorumEpochResponse', 0, 1, 1, ('controller',), False),
+    55: ApiSpec(55, 'DescribeQuorum', 'DescribeQuorumRequest', 'DescribeQuorumResponse', 0, 2, 0, ('broker', 'controller'), False),
+    56: ApiSpec(56, 'AlterPartition', 'AlterPartitionRequest', 'AlterPartitionResponse', 0, 3, 0, ('zkBroker', 'controller'), False),
+    57: ApiSpec(57, 'UpdateFeatures', 'UpdateFeaturesRequest', 'UpdateFeaturesResponse', 0, 1, 0, ('zkBroker', 'broker', 'controller'), False),
+    58: ApiSpec(58, 'Envelope', 'EnvelopeRequest', 'EnvelopeResponse', 0, 0, 0, ('controller', 'zkBroker'), False),
+    59: ApiSpec(59, 'FetchSnapshot', 'FetchSnapshotRequest', 'FetchSnapshotResponse', 0, 1, 0, ('controller',), False),
+    60: ApiSpec(60, 'DescribeCluster', 'DescribeClusterRequest', 'DescribeClusterResponse', 0, 1, 0, ('zkBroker', 'broker', 'controller'), False),
+    61: ApiSpec(61, 'DescribeProducers', 'DescribeProducersRequest', 'DescribeProducersResponse', 0, 0, 0, ('zkBroker', 'broker'), False),
+    62: ApiSpec(62, 'BrokerRegistration', 'BrokerRegistrationRequest', 'BrokerRegistrationResponse', 0, 4, 0, ('controller',), False),
+    63: ApiSpec(63, 'BrokerHeartbeat', 'BrokerHeartbeatRequest', 'BrokerHeartbeatResponse', 0, 1, 0, ('controller',), False),
+    64: ApiSpec(64, 'UnregisterBroker', 'UnregisterBrokerRequest', 'UnregisterBrokerResponse', 0, 0, 0, ('broker', 'controller'), False),
+    65: ApiSpec(65, 'DescribeTransactions', 'DescribeTransactionsRequest', 'DescribeTransactionsResponse', 0, 0, 0, ('zkBroker', 'broker'), False),
+    66: ApiSpec(66, 'ListTransactions', 'ListTransactionsRequest', 'ListTransactionsResponse', 0, 1, 0, ('zkBroker', 'broker'), False),
+    67: ApiSpec(67, 'AllocateProducerIds', 'AllocateProducerIdsRequest', 'AllocateProducerIdsResponse', 0, 0, 0, ('zkBroker', 'controller'), False),
+    68: ApiSpec(68, 'ConsumerGroupHeartbeat', 'ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatResponse', 0, 0, 0, ('zkBroker', 'broker'), False),
+    69: ApiSpec(69, 'ConsumerGroupDescribe', 'ConsumerGroupDescribeRequest', 'ConsumerGroupDescribeResponse', 0, 0, 0, ('zkBroker', 'broker'), False),
+    70: ApiSpec(70, 'ControllerRegistration', 'ControllerRegistrationRequest', 'ControllerRegistrationResponse', 0, 0, 0, ('controller',), False),
+    71: ApiSpec(71, 'GetTelemetrySubscriptions', 'GetTelemetrySubscriptionsRequest', 'GetTelemetrySubscriptionsResponse', 0, 0, 0, ('broker',), False),
+    72: ApiSpec(72, 'PushTelemetry', 'PushTelemetryRequest', 'PushTelemetryResponse', 0, 0, 0, ('broker',), False),
+    73: ApiSpec(73, 'AssignReplicasToDirs', 'AssignReplicasToDirsRequest', 'AssignReplicasToDirsResponse', 0, 0, 0, ('controller',), False),
+    74: ApiSpec(74, 'ListClientMetricsResources', 'ListClientMetricsResourcesRequest', 'ListClientMetricsResourcesResponse', 0, 0, 0, ('broker',), False),
+    75: ApiSpec(75, 'DescribeTopicPartitions', 'DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse', 0, 0, 0, ('broker',), False),
+    76: ApiSpec(76, 'ShareGroupHeartbeat', 'ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse', 0, 0, 0, ('broker',), True),
+    77: ApiSpec(77, 'ShareGroupDescribe', 'ShareGroupDescribeRequest', 'ShareGroupDescribeResponse', 0, 0, 0, ('broker',), True),
+    78: ApiSpec(78, 'ShareFetch', 'ShareFetchRequest', 'ShareFetchResponse', 0, 0, 0, ('broker',), True),
+    79: ApiSpec(79, 'ShareAcknowledge', 'ShareAcknowledgeRequest', 'ShareAcknowledgeResponse', 0, 0, 0, ('broker',), True),
+    80: ApiSpec(80, 'AddRaftVoter', 'AddRaftVoterRequest', 'AddRaftVoterResponse', 0, 0, 0, ('controller', 'broker'), False),
+    81: ApiSpec(81, 'RemoveRaftVoter', 'RemoveRaftVoterRequest', 'RemoveRaftVoterResponse', 0, 0, 0, ('controller', 'broker'), False),
+    82: ApiSpec(82, 'UpdateRaftVoter', 'UpdateRaftVoterRequest', 'UpdateRaftVoterResponse', 0, 0, 0, ('controller',), False),
+    83: ApiSpec(83, 'InitializeShareGroupState', 'InitializeShareGroupStateRequest', 'InitializeShareGroupStateResponse', 0, 0, 0, ('broker',), True),
+    84: ApiSpec(84, 'ReadShareGroupState', 'ReadShareGroupStateRequest', 'ReadShareGroupStateResponse', 0, 0, 0, ('broker',), True),
+    85: ApiSpec(85, 'WriteShareGroupState', 'WriteShareGroupStateRequest', 'WriteShareGroupStateResponse', 0, 0, 0, ('broker',), True),
+    86: ApiSpec(86, 'DeleteShareGroupState', 'DeleteShareGroupStateRequest', 'DeleteShareGroupStateResponse', 0, 0, 0, ('broker',), True),
+    87: ApiSpec(87, 'ReadShareGroupStateSummary', 'ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryResponse', 0, 0, 0, ('broker',), True),
 }
