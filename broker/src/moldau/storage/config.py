@@ -1,0 +1,149 @@
+"""Topic-level log configuration: Kafka's names, defaults and validation.
+
+A LogConfig is what one partition log obeys. The broker builds it from the topic's
+overrides on top of the broker-level `log.*` defaults (Kafka's precedence); this module
+only knows the topic-level keys and their types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+LONG_MAX = 0x7FFFFFFFFFFFFFFF
+INT_MAX = 0x7FFFFFFF
+
+CLEANUP_POLICIES = ("delete", "compact")
+COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+class ConfigError(ValueError):
+    """A config value Kafka would reject (InvalidConfigurationException)."""
+
+
+def _policies(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, list | tuple) else str(value).split(",")
+    policies = tuple(sorted({str(p).strip() for p in items if str(p).strip()}))
+    bad = [p for p in policies if p not in CLEANUP_POLICIES]
+    if bad:
+        raise ConfigError(
+            f"Invalid value {','.join(bad)} for configuration cleanup.policy: "
+            f"String must be one of: {', '.join(CLEANUP_POLICIES)}"
+        )
+    return policies
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ConfigError(f"Expected value to be either true or false, got {value!r}")
+    return text == "true"
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Field names are Kafka's keys with dots as underscores (segment.bytes -> segment_bytes)."""
+
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10 * 1024 * 1024
+    index_interval_bytes: int = 4096
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_bytes: int = -1
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    delete_retention_ms: int = 24 * 3600 * 1000
+    file_delete_delay_ms: int = 60000
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    max_message_bytes: int = 1024 * 1024 + 12  # Kafka's default: 1 MiB plus the log overhead
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+    compression_type: str = "producer"
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool = False
+    preallocate: bool = False
+
+    # Kafka's lower bounds (ConfigDef "atLeast") for the keys that have one.
+    _MINIMUMS = {
+        "segment_bytes": 14,
+        "segment_ms": 1,
+        "segment_jitter_ms": 0,
+        "segment_index_bytes": 4,
+        "index_interval_bytes": 0,
+        "retention_ms": -1,  # -1 = forever; Kafka rejects anything below
+        "min_compaction_lag_ms": 0,
+        "max_compaction_lag_ms": 1,
+        "delete_retention_ms": 0,
+        "file_delete_delay_ms": 0,
+        "flush_messages": 1,
+        "flush_ms": 0,
+        "max_message_bytes": 0,
+        "message_timestamp_before_max_ms": 0,
+        "message_timestamp_after_max_ms": 0,
+        "min_insync_replicas": 1,
+    }
+
+    def __post_init__(self) -> None:
+        for name, low in self._MINIMUMS.items():
+            if getattr(self, name) < low:
+                raise ConfigError(
+                    f"Invalid value {getattr(self, name)} for configuration "
+                    f"{name.replace('_', '.')}: Value must be at least {low}"
+                )
+        if not 0 <= self.min_cleanable_dirty_ratio <= 1:
+            raise ConfigError("min.cleanable.dirty.ratio must be between 0 and 1")
+        if self.compression_type not in COMPRESSION_TYPES:
+            raise ConfigError(
+                f"Invalid value {self.compression_type} for configuration compression.type: "
+                f"String must be one of: {', '.join(COMPRESSION_TYPES)}"
+            )
+        if self.message_timestamp_type not in TIMESTAMP_TYPES:
+            raise ConfigError(
+                f"Invalid value {self.message_timestamp_type} for configuration "
+                f"message.timestamp.type: String must be one of: {', '.join(TIMESTAMP_TYPES)}"
+            )
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
+            raise ConfigError("min.compaction.lag.ms must not exceed max.compaction.lag.ms")
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @classmethod
+    def from_properties(cls, props: dict[str, Any], base: LogConfig | None = None) -> LogConfig:
+        """Apply Kafka-named topic configs (strings or values) on top of base."""
+        known = {f.name: f for f in fields(cls)}
+        changes: dict[str, Any] = {}
+        for key, value in props.items():
+            name = key.replace(".", "_")
+            if name not in known or name.startswith("_"):
+                raise ConfigError(f"Unknown topic config name: {key}")
+            default = getattr(cls, name)
+            try:
+                if name == "cleanup_policy":
+                    changes[name] = _policies(value)
+                elif isinstance(default, bool):
+                    changes[name] = _boolean(value)
+                elif isinstance(default, int):
+                    changes[name] = int(value)
+                elif isinstance(default, float):
+                    changes[name] = float(value)
+                else:
+                    changes[name] = str(value)
+            except ValueError as exc:
+                if isinstance(exc, ConfigError):
+                    raise
+                raise ConfigError(f"Invalid value {value} for configuration {key}") from None
+        return replace(base or cls(), **changes)

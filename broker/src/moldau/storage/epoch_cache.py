@@ -1,0 +1,108 @@
+"""The leader epoch cache of a partition (Kafka's LeaderEpochFileCache).
+
+An ordered list of (epoch, start offset): the first offset each leader epoch wrote. It
+answers OffsetsForLeaderEpoch (where does epoch E end?) so a follower truncates exactly
+the records a new leader does not have, and it is kept in `leader-epoch-checkpoint`,
+rewritten on every change.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .checkpoints import (
+    LEADER_EPOCH_CHECKPOINT,
+    EpochEntry,
+    read_leader_epoch_checkpoint,
+    write_leader_epoch_checkpoint,
+)
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+
+
+class LeaderEpochCache:
+    def __init__(self, directory: str, *, sync: bool = True) -> None:
+        self.path = os.path.join(directory, LEADER_EPOCH_CHECKPOINT)
+        self.sync = sync
+        self.entries: list[EpochEntry] = []
+        # Loaded through the assign rules, as Kafka does, so a non-monotonic file is cleaned.
+        for entry in read_leader_epoch_checkpoint(self.path):
+            self._assign(entry.epoch, entry.start_offset)
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.entries[-1].epoch if self.entries else UNDEFINED_EPOCH
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        """Record that epoch starts at start_offset (called for every appended batch)."""
+        if self._assign(epoch, start_offset):
+            self._save()
+
+    def _assign(self, epoch: int, start_offset: int) -> bool:
+        # Kafka's rules: a change is needed unless the latest entry has the same epoch and
+        # a start offset <= this one. The new entry then replaces, from the end, every entry
+        # with an epoch >= its own or a start offset >= its own (the cache stays monotonic
+        # in both). Negative epochs (batches without one) are not recorded.
+        if epoch < 0 or start_offset < 0:
+            return False
+        if self.entries:
+            latest = self.entries[-1]
+            if latest.epoch == epoch and latest.start_offset <= start_offset:
+                return False
+        while self.entries and (
+            self.entries[-1].epoch >= epoch or self.entries[-1].start_offset >= start_offset
+        ):
+            self.entries.pop()
+        self.entries.append(EpochEntry(epoch, start_offset))
+        return True
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetsForLeaderEpoch, as Kafka's endOffsetFor: the latest
+        epoch ends at the log end; an older one at the start of the next larger epoch,
+        reported with the largest cached epoch <= the asked one, or with the asked epoch
+        itself when it is below every cached epoch; an epoch above every cached one (or
+        UNDEFINED, or an empty cache) is (UNDEFINED_EPOCH, UNDEFINED_OFFSET)."""
+        if epoch == UNDEFINED_EPOCH or not self.entries:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        if epoch == self.entries[-1].epoch:
+            return epoch, log_end_offset
+        floor: EpochEntry | None = None
+        for entry in self.entries:
+            if entry.epoch > epoch:
+                return (floor.epoch if floor else epoch), entry.start_offset
+            floor = entry
+        return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+
+    def epoch_for_offset(self, offset: int) -> int:
+        epoch = UNDEFINED_EPOCH
+        for entry in self.entries:
+            if entry.start_offset > offset:
+                break
+            epoch = entry.epoch
+        return epoch
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Forget epochs that start at or after end_offset (the log was truncated there)."""
+        kept = [e for e in self.entries if e.start_offset < end_offset]
+        if kept != self.entries:
+            self.entries = kept
+            self._save()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """The log now starts at start_offset: the epoch holding it starts there."""
+        earlier = [e for e in self.entries if e.start_offset <= start_offset]
+        if not earlier:
+            return
+        kept = [EpochEntry(earlier[-1].epoch, start_offset)]
+        kept += [e for e in self.entries if e.start_offset > start_offset]
+        if kept != self.entries:
+            self.entries = kept
+            self._save()
+
+    def clear(self) -> None:
+        self.entries = []
+        self._save()
+
+    def _save(self) -> None:
+        write_leader_epoch_checkpoint(self.path, self.entries, sync=self.sync)

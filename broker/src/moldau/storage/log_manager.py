@@ -1,0 +1,327 @@
+"""All partition logs of a broker across its `log.dirs` (Kafka's LogManager).
+
+Startup: every log dir is locked, its meta.properties checked (or written), and its
+partition directories loaded with the recovery points, log start offsets and high
+watermarks from its checkpoint files; without the clean-shutdown marker the logs are
+recovered from their recovery points. A new partition goes to the online dir holding
+the fewest partitions. A dir that fails with an I/O error goes offline until restart:
+its logs are closed and forgotten, the others keep serving, and the broker is told
+through `on_dir_failure` (to notify the controller).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from moldau.errors import KafkaStorageError, LogDirNotFoundError
+
+from . import checkpoints
+from .config import LogConfig
+from .log import PartitionLog, now_ms
+
+log = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+# Kafka 3.9 writes the broker epoch here (for KRaft's unclean-shutdown detection); ZooKeeper
+# mode has no use for it, so -1.
+CLEAN_SHUTDOWN_CONTENT = b'{"version":0,"brokerEpoch":-1}'
+LOCK_FILE = ".lock"
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class ManagerConfig:
+    """The broker-level keys the log manager obeys (Kafka's names, defaults)."""
+
+    log_dirs: list[str]
+    broker_id: int
+    cluster_id: str
+    retention_check_interval_ms: int = 300_000  # log.retention.check.interval.ms
+    flush_offset_checkpoint_interval_ms: int = 60_000  # log.flush.offset.checkpoint.interval.ms
+    flush_start_offset_checkpoint_interval_ms: int = 60_000
+    flush_scheduler_interval_ms: int = 0x7FFFFFFFFFFFFFFF  # log.flush.scheduler.interval.ms
+    sync: bool = True  # fsync checkpoints (tests may turn it off for speed)
+
+
+@dataclass
+class _Timers:
+    retention: int = 0
+    recovery_checkpoint: int = 0
+    start_checkpoint: int = 0
+    flush: int = 0
+
+
+@dataclass
+class LogDir:
+    path: str
+    lock_fd: int
+    logs: dict[TopicPartition, PartitionLog] = field(default_factory=dict)
+
+
+def parse_partition_dir(name: str) -> TopicPartition | None:
+    """`orders-3` -> ("orders", 3); None for names that are not a partition dir."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        return None
+    return topic, int(partition)
+
+
+class LogManager:
+    def __init__(
+        self,
+        config: ManagerConfig,
+        default_log_config: LogConfig,
+        *,
+        topic_configs: Callable[[str], LogConfig] | None = None,
+        on_dir_failure: Callable[[str], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.default_log_config = default_log_config
+        self.topic_configs = topic_configs or (lambda _topic: default_log_config)
+        self.on_dir_failure = on_dir_failure or (lambda _dir: None)
+        self.dirs: dict[str, LogDir] = {}
+        self.offline_dirs: dict[str, str] = {}  # path -> why
+        self.logs: dict[TopicPartition, PartitionLog] = {}
+        self._timers = _Timers()
+        for path in config.log_dirs:
+            self._open_dir(os.path.abspath(path))
+        if not self.dirs:
+            raise KafkaStorageError("no log dir could be opened: " + str(self.offline_dirs))
+
+    # --- startup ----------------------------------------------------------------------
+
+    def _open_dir(self, path: str) -> None:
+        try:
+            os.makedirs(path, exist_ok=True)
+            lock_fd = self._lock(path)
+        except OSError as exc:
+            self.offline_dirs[path] = str(exc)
+            log.error("log dir %s is offline: %s", path, exc)
+            return
+        # A mismatched meta.properties is fatal, as in Kafka: wrong disk, wrong cluster.
+        stored = checkpoints.check_meta_properties(
+            path, self.config.broker_id, self.config.cluster_id
+        )
+        if stored is None:
+            checkpoints.write_meta_properties(
+                path,
+                checkpoints.MetaProperties(
+                    broker_id=self.config.broker_id, cluster_id=self.config.cluster_id
+                ),
+                sync=self.config.sync,
+            )
+        log_dir = LogDir(path, lock_fd)
+        self.dirs[path] = log_dir
+        try:
+            self._load_dir(log_dir)
+        except (OSError, KafkaStorageError) as exc:
+            self._take_offline(path, f"loading failed: {exc}")
+
+    def _lock(self, path: str) -> int:
+        fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise KafkaStorageError(
+                f"log dir {path} is locked by another process (is a broker already running?)"
+            ) from None
+        return fd
+
+    def _load_dir(self, log_dir: LogDir) -> None:
+        path = log_dir.path
+        marker = os.path.join(path, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        recovery = self._read_checkpoint(path, checkpoints.RECOVERY_POINT_CHECKPOINT)
+        starts = self._read_checkpoint(path, checkpoints.LOG_START_OFFSET_CHECKPOINT)
+        watermarks = self._read_checkpoint(path, checkpoints.REPLICATION_CHECKPOINT)
+        for name in sorted(os.listdir(path)):
+            full = os.path.join(path, name)
+            if not os.path.isdir(full):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(full, ignore_errors=True)  # a deletion a restart interrupted
+                continue
+            tp = parse_partition_dir(name)
+            if tp is None or name.endswith(FUTURE_DIR_SUFFIX):
+                continue
+            if not clean:
+                log.info("recovering %s from offset %d", name, recovery.get(tp, 0))
+            partition_log = PartitionLog(
+                full,
+                self.topic_configs(tp[0]),
+                recovery_point=recovery.get(tp, 0),
+                log_start_offset=starts.get(tp, 0),
+                high_watermark=watermarks.get(tp, 0),
+                clean_shutdown=clean,
+                sync=self.config.sync,
+            )
+            log_dir.logs[tp] = partition_log
+            self.logs[tp] = partition_log
+        # From now on a crash must be noticed at the next start.
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(marker)
+
+    @staticmethod
+    def _read_checkpoint(path: str, name: str) -> dict[TopicPartition, int]:
+        file = os.path.join(path, name)
+        try:
+            return checkpoints.read_offset_checkpoint(file)
+        except checkpoints.CheckpointError as exc:
+            # Kafka fails the dir here; losing a checkpoint only costs a longer recovery,
+            # so recover everything instead of refusing to start.
+            log.warning("ignoring unreadable checkpoint %s: %s", file, exc)
+            return {}
+
+    # --- partitions -------------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self.logs.get((topic, partition))
+
+    def get_or_create_log(
+        self, topic: str, partition: int, *, topic_id: UUID | None = None,
+        config: LogConfig | None = None,
+    ) -> PartitionLog:
+        existing = self.logs.get((topic, partition))
+        if existing is not None:
+            return existing
+        log_dir = self._choose_dir()
+        path = os.path.join(log_dir.path, f"{topic}-{partition}")
+        try:
+            partition_log = PartitionLog(
+                path, config or self.topic_configs(topic), topic_id=topic_id,
+                sync=self.config.sync,
+            )
+        except KafkaStorageError as exc:
+            self._take_offline(log_dir.path, str(exc))
+            raise
+        log_dir.logs[(topic, partition)] = partition_log
+        self.logs[(topic, partition)] = partition_log
+        return partition_log
+
+    def _choose_dir(self) -> LogDir:
+        if not self.dirs:
+            raise KafkaStorageError("every log dir is offline")
+        # Kafka's rule: the online dir holding the fewest partitions (ties: listed first).
+        return min(self.dirs.values(), key=lambda d: len(d.logs))
+
+    def dir_of(self, topic: str, partition: int) -> str:
+        for log_dir in self.dirs.values():
+            if (topic, partition) in log_dir.logs:
+                return log_dir.path
+        raise LogDirNotFoundError(f"no log dir holds {topic}-{partition}")
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        """Remove a partition (topic deletion, StopReplica with delete): rename its dir to
+        `<name>.<id>-delete` first, so a crash midway is finished at the next start."""
+        tp = (topic, partition)
+        partition_log = self.logs.pop(tp, None)
+        if partition_log is None:
+            return
+        for log_dir in self.dirs.values():
+            log_dir.logs.pop(tp, None)
+        partition_log.close()
+        doomed = f"{partition_log.directory}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        try:
+            os.rename(partition_log.directory, doomed)
+            shutil.rmtree(doomed)
+        except OSError as exc:
+            self._take_offline(os.path.dirname(partition_log.directory), str(exc))
+
+    # --- failures ---------------------------------------------------------------------
+
+    def handle_storage_error(self, partition_log: PartitionLog, exc: Exception) -> None:
+        """An I/O error on a log: take its dir offline (Kafka's LogDirFailureChannel)."""
+        self._take_offline(os.path.dirname(partition_log.directory), str(exc))
+
+    def _take_offline(self, path: str, why: str) -> None:
+        log_dir = self.dirs.pop(path, None)
+        if log_dir is None:
+            return
+        log.error("log dir %s goes offline: %s", path, why)
+        self.offline_dirs[path] = why
+        for tp, partition_log in log_dir.logs.items():
+            self.logs.pop(tp, None)
+            with contextlib.suppress(Exception):
+                partition_log.close()
+        with contextlib.suppress(OSError):
+            os.close(log_dir.lock_fd)
+        self.on_dir_failure(path)
+
+    # --- periodic work ----------------------------------------------------------------
+
+    def run_maintenance(self, now: int | None = None) -> None:
+        """Retention, scheduled flushes, due file deletions and checkpoints; the broker
+        calls this from its event loop every second or so."""
+        now = now_ms() if now is None else now
+        timers, cfg = self._timers, self.config
+        if now - timers.retention >= cfg.retention_check_interval_ms:
+            timers.retention = now
+            self._each_log(lambda lg: lg.delete_old_segments(now))
+        if now - timers.flush >= cfg.flush_scheduler_interval_ms:
+            timers.flush = now
+            self._each_log(lambda lg: lg.flush_if_due(now))
+        self._each_log(lambda lg: lg.delete_due_files(now))
+        if now - timers.recovery_checkpoint >= cfg.flush_offset_checkpoint_interval_ms:
+            timers.recovery_checkpoint = now
+            self.write_checkpoints(
+                checkpoints.RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point
+            )
+            self.write_checkpoints(checkpoints.REPLICATION_CHECKPOINT, lambda lg: lg.high_watermark)
+        if now - timers.start_checkpoint >= cfg.flush_start_offset_checkpoint_interval_ms:
+            timers.start_checkpoint = now
+            self.write_checkpoints(
+                checkpoints.LOG_START_OFFSET_CHECKPOINT, lambda lg: lg.log_start_offset
+            )
+
+    def _each_log(self, action: Callable[[PartitionLog], object]) -> None:
+        for partition_log in list(self.logs.values()):
+            try:
+                action(partition_log)
+            except KafkaStorageError as exc:
+                self.handle_storage_error(partition_log, exc)
+
+    def write_checkpoints(self, name: str, value: Callable[[PartitionLog], int]) -> None:
+        for log_dir in list(self.dirs.values()):
+            offsets = {tp: value(lg) for tp, lg in log_dir.logs.items()}
+            try:
+                checkpoints.write_offset_checkpoint(
+                    os.path.join(log_dir.path, name), offsets, sync=self.config.sync
+                )
+            except OSError as exc:
+                self._take_offline(log_dir.path, f"writing {name} failed: {exc}")
+
+    # --- shutdown ---------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Flush every log, write every checkpoint, then the clean-shutdown marker."""
+        self._each_log(lambda lg: lg.flush())
+        self.write_checkpoints(checkpoints.RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point)
+        self.write_checkpoints(checkpoints.REPLICATION_CHECKPOINT, lambda lg: lg.high_watermark)
+        self.write_checkpoints(
+            checkpoints.LOG_START_OFFSET_CHECKPOINT, lambda lg: lg.log_start_offset
+        )
+        for log_dir in list(self.dirs.values()):
+            for partition_log in log_dir.logs.values():
+                partition_log.close()
+            try:
+                with open(os.path.join(log_dir.path, CLEAN_SHUTDOWN_FILE), "wb") as marker:
+                    marker.write(CLEAN_SHUTDOWN_CONTENT)
+                    marker.flush()
+                    os.fsync(marker.fileno())
+            except OSError as exc:
+                log.error("cannot write the clean-shutdown marker in %s: %s", log_dir.path, exc)
+            os.close(log_dir.lock_fd)
+        self.dirs.clear()
+        self.logs.clear()

@@ -1,0 +1,164 @@
+"""LogManager: log dirs, meta.properties, checkpoints, clean shutdown, offline dirs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+
+import pytest
+
+from moldau.errors import KafkaStorageError
+from moldau.protocol.records import build_batch, iter_batches
+from moldau.storage import checkpoints
+from moldau.storage.config import LogConfig
+from moldau.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager, ManagerConfig
+
+CLUSTER = "mOldauClusterId000000A"
+
+
+def manager(dirs, **kwargs) -> LogManager:
+    cfg = ManagerConfig(log_dirs=[str(d) for d in dirs], broker_id=1, cluster_id=CLUSTER,
+                        sync=False)
+    return LogManager(cfg, LogConfig(**kwargs))
+
+
+def batch(i: int, size: int = 100) -> bytes:
+    return build_batch([(b"key-%d" % i, bytes([i % 256]) * size, (), 1_700_000_000_000 + i)])
+
+
+def read_all(partition_log) -> list[bytes]:
+    values = []
+    offset = partition_log.log_start_offset
+    while offset < partition_log.log_end_offset:
+        data = partition_log.read_bytes(partition_log.read(offset, 1 << 20))
+        for b in iter_batches(data, allow_partial=True):
+            values += [r.value for r in b.records()]
+            offset = b.last_offset + 1
+    return values
+
+
+def test_first_start_writes_meta_properties_and_refuses_another_broker(tmp_path):
+    m = manager([tmp_path / "a"])
+    meta = checkpoints.read_meta_properties(tmp_path / "a")
+    assert (meta.broker_id, meta.cluster_id, meta.version) == (1, CLUSTER, 0)
+    m.shutdown()
+    other = ManagerConfig(log_dirs=[str(tmp_path / "a")], broker_id=2, cluster_id=CLUSTER)
+    with pytest.raises(checkpoints.InconsistentBrokerIdError):
+        LogManager(other, LogConfig())
+
+
+def test_a_locked_dir_cannot_be_opened_twice(tmp_path):
+    m = manager([tmp_path / "a"])
+    with pytest.raises(KafkaStorageError, match="locked"):
+        manager([tmp_path / "a"])
+    m.shutdown()
+
+
+def test_new_partitions_go_to_the_dir_with_fewest_partitions(tmp_path):
+    m = manager([tmp_path / "a", tmp_path / "b"])
+    m.get_or_create_log("t", 0)
+    m.get_or_create_log("t", 1)
+    m.get_or_create_log("t", 2)
+    assert sorted(os.listdir(tmp_path / "a")) == [".lock", "meta.properties", "t-0", "t-2"]
+    assert "t-1" in os.listdir(tmp_path / "b")
+    assert m.dir_of("t", 1) == str(tmp_path / "b")
+    m.shutdown()
+
+
+def test_clean_restart_keeps_offsets_and_checkpoints(tmp_path):
+    m = manager([tmp_path / "a"], segment_bytes=2000, retention_ms=-1)
+    lg = m.get_or_create_log("orders", 0, topic_id=uuid.uuid4())
+    for i in range(50):
+        lg.append_as_leader(batch(i), leader_epoch=0)
+    lg.update_high_watermark(40)
+    lg.delete_records(10)
+    m.shutdown()
+    assert os.path.exists(tmp_path / "a" / CLEAN_SHUTDOWN_FILE)
+    hw = checkpoints.read_offset_checkpoint(tmp_path / "a" / "replication-offset-checkpoint")
+    assert hw == {("orders", 0): 40}
+    start = checkpoints.read_offset_checkpoint(tmp_path / "a" / "log-start-offset-checkpoint")
+    assert start[("orders", 0)] == 10
+
+    m = manager([tmp_path / "a"], segment_bytes=2000, retention_ms=-1)
+    lg = m.get_log("orders", 0)
+    assert (lg.log_start_offset, lg.high_watermark, lg.log_end_offset) == (10, 40, 50)
+    assert not os.path.exists(tmp_path / "a" / CLEAN_SHUTDOWN_FILE)  # a crash would show
+    assert read_all(lg) == [bytes([i]) * 100 for i in range(10, 50)]
+    m.shutdown()
+
+
+def test_crash_recovery_cuts_a_torn_tail(tmp_path):
+    m = manager([tmp_path / "a"])
+    lg = m.get_or_create_log("t", 0)
+    for i in range(10):
+        lg.append_as_leader(batch(i), leader_epoch=0)
+    path = lg.active_segment.log_path
+    size = os.path.getsize(path)
+    # Simulate a crash: no shutdown(); half of a new batch reaches the file.
+    with open(path, "ab") as f:
+        f.write(batch(10)[:40])
+    for d in m.dirs.values():
+        os.close(d.lock_fd)
+    m2 = manager([tmp_path / "a"])
+    lg2 = m2.get_log("t", 0)
+    assert lg2.log_end_offset == 10
+    assert os.path.getsize(path) == size
+    assert read_all(lg2) == [bytes([i]) * 100 for i in range(10)]
+    m2.shutdown()
+
+
+def test_deleting_a_partition_removes_its_directory(tmp_path):
+    m = manager([tmp_path / "a"])
+    lg = m.get_or_create_log("gone", 0)
+    lg.append_as_leader(batch(1), leader_epoch=0)
+    m.delete_log("gone", 0)
+    assert m.get_log("gone", 0) is None
+    assert not [n for n in os.listdir(tmp_path / "a") if n.startswith("gone")]
+    m.shutdown()
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A 1 MiB tmpfs: a real filesystem that fills up (needs root, as in CI)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_full_disk_takes_only_that_dir_offline_and_loses_nothing(tmp_path, small_tmpfs):
+    failed = []
+    cfg = ManagerConfig(log_dirs=[str(small_tmpfs / "logs"), str(tmp_path / "big")],
+                        broker_id=1, cluster_id=CLUSTER, sync=False)
+    m = LogManager(cfg, LogConfig(segment_index_bytes=4096), on_dir_failure=failed.append)
+    full = m.get_or_create_log("full", 0)  # fewest partitions: the first dir
+    ok = m.get_or_create_log("ok", 0)
+    assert m.dir_of("full", 0) == str(small_tmpfs / "logs")
+    acknowledged = 0
+    with pytest.raises(KafkaStorageError):
+        for i in range(10_000):
+            full.append_as_leader(batch(i, 10_000), leader_epoch=0)
+            acknowledged += 1
+    assert acknowledged > 0
+    end_before = full.log_end_offset
+    m.handle_storage_error(full, KafkaStorageError("No space left on device"))
+    assert failed == [str(small_tmpfs / "logs")]
+    assert m.get_log("full", 0) is None and str(small_tmpfs / "logs") in m.offline_dirs
+    # The other dir keeps serving.
+    ok.append_as_leader(batch(1), leader_epoch=0)
+    assert read_all(ok) == [bytes([1]) * 100]
+    m.shutdown()
+
+    # Free space and restart: every acknowledged batch is there, nothing partial.
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_tmpfs)], check=True)
+    m = LogManager(cfg, LogConfig(segment_index_bytes=4096))
+    full = m.get_log("full", 0)
+    assert full.log_end_offset == end_before == acknowledged
+    assert read_all(full) == [bytes([i % 256]) * 10_000 for i in range(acknowledged)]
+    full.append_as_leader(batch(7), leader_epoch=0)
+    m.shutdown()
