@@ -24,6 +24,7 @@ from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .files import fsync_dir
 from .index import base_offset_of
+from .producer_state import ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -72,6 +73,7 @@ class PartitionLog:
         high_watermark: int = 0,
         clean_shutdown: bool = True,
         sync: bool = True,
+        producer_id_expiration_ms: int = 86_400_000,  # producer.id.expiration.ms
     ) -> None:
         self.directory = directory
         self.topic, partition = os.path.basename(directory).rsplit("-", 1)
@@ -89,6 +91,9 @@ class PartitionLog:
                 self._write_topic_id(topic_id)
             self.topic_id = topic_id
             self.epochs = LeaderEpochCache(directory, sync=sync)
+            self.producer_state = ProducerStateManager(
+                directory, expiration_ms=producer_id_expiration_ms
+            )
             self._load(recovery_point, clean_shutdown, log_start_offset)
         except OSError as exc:
             raise KafkaStorageError(f"cannot load log {directory}: {exc}") from exc
@@ -104,6 +109,10 @@ class PartitionLog:
         self.epochs.truncate_from_start(self.log_start_offset)
         self._high_watermark = OffsetMetadata(self.log_start_offset)
         self.update_high_watermark(high_watermark)
+        try:
+            self._rebuild_producer_state()
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot load producer state of {directory}: {exc}") from exc
 
     # --- loading and recovery ---------------------------------------------------------
 
@@ -201,6 +210,47 @@ class PartitionLog:
         if epoch >= 0 and epoch > self.epochs.latest_epoch:
             self.epochs.assign(epoch, batch.base_offset)
 
+    def _rebuild_producer_state(self) -> None:
+        """Load the latest usable snapshot and replay the batch headers after it (Kafka's
+        rebuildProducerState); a clean shutdown leaves a snapshot at the log end."""
+        start = self.producer_state.load(self.log_start_offset, self.log_end_offset, now_ms())
+        if start >= self.log_end_offset:
+            return
+        first = max(0, bisect.bisect_right(self._bases, start) - 1)
+        for segment in self.segments[first:]:
+            found = segment.translate_offset(start) if segment.base_offset < start else None
+            for header in segment.scan_headers(found.position if found else 0):
+                batch = RecordBatch(segment.read_bytes(header.position, header.size))
+                self._track_producer(batch.producer_id, batch.producer_epoch,
+                                     batch.base_sequence, batch.last_sequence,
+                                     header.last_offset, header.max_timestamp)
+
+    def _track_producer(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
+                        last_offset: int, timestamp: int) -> None:
+        if producer_id >= 0:
+            self.producer_state.update(producer_id, epoch, first_seq, last_seq, last_offset,
+                                       timestamp)
+
+    def _check_producers(self, info: AppendInfo) -> AppendInfo | None:
+        """Kafka's idempotence rules for a client's batches: a retried batch is answered
+        with its original offsets (nothing is written); an older epoch or a gap in
+        sequence numbers raises. Returns the duplicate's AppendInfo, if any."""
+        pending: dict[int, tuple[int, int]] = {}
+        for pb in info.producer_batches:
+            duplicate = self.producer_state.find_duplicate(
+                pb.producer_id, pb.producer_epoch, pb.first_sequence, pb.last_sequence
+            )
+            if duplicate is not None:
+                return AppendInfo(
+                    first_offset=duplicate.first_offset,
+                    last_offset=duplicate.last_offset,
+                    max_timestamp=duplicate.timestamp,
+                )
+            self.producer_state.check(pb.producer_id, pb.producer_epoch, pb.first_sequence,
+                                      pb.first_offset, pending)
+            pending[pb.producer_id] = (pb.producer_epoch, pb.last_sequence)
+        return None
+
     def _open_segment(self, base: int) -> LogSegment:
         jitter_ms = min(self.config.segment_jitter_ms, self.config.segment_ms)  # as Kafka
         return LogSegment(
@@ -268,8 +318,15 @@ class PartitionLog:
             now_ms=now,
             from_client=from_client,
         )
+        if info.producer_batches:
+            duplicate = self._check_producers(info)
+            if duplicate is not None:
+                return duplicate
         self._append(info, now)
         self.epochs.assign(leader_epoch, info.first_offset)
+        for pb in info.producer_batches:
+            self._track_producer(pb.producer_id, pb.producer_epoch, pb.first_sequence,
+                                 pb.last_sequence, pb.last_offset, pb.max_timestamp)
         return info
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
@@ -284,6 +341,9 @@ class PartitionLog:
             self._append(info, now_ms())
             for batch in info.batches:
                 self.epochs.assign(batch.partition_leader_epoch, batch.base_offset)
+            for pb in info.producer_batches:
+                self._track_producer(pb.producer_id, pb.producer_epoch, pb.first_sequence,
+                                     pb.last_sequence, pb.last_offset, pb.max_timestamp)
         return info
 
     def _append(self, info: AppendInfo, now: int) -> None:
@@ -319,6 +379,9 @@ class PartitionLog:
         self._add(segment)
         if self.log_end_offset == base:
             self._log_end = OffsetMetadata(base, base, 0)
+        if self.producer_state.producers:
+            # Kafka snapshots at every roll, so a restart replays at most one segment.
+            self.producer_state.take_snapshot(base, sync=self.sync)
         return segment
 
     # --- reads ------------------------------------------------------------------------
@@ -455,6 +518,7 @@ class PartitionLog:
             segment.change_suffix(DELETED_SUFFIX)
             self.pending_deletes.append((now + self.config.file_delete_delay_ms, segment))
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self.producer_state.delete_snapshots_below(self.segments[0].base_offset)
         self.epochs.truncate_from_start(self.log_start_offset)
         self.delete_due_files(now)
         return len(doomed)
@@ -506,6 +570,7 @@ class PartitionLog:
 
     def _after_truncation(self, offset: int) -> None:
         self.epochs.truncate_from_end(offset)
+        self._rebuild_producer_state()  # snapshots past the new end are dropped
         self.recovery_point = min(self.recovery_point, offset)
         if self.high_watermark > offset:
             self._high_watermark = OffsetMetadata(offset)
@@ -542,6 +607,9 @@ class PartitionLog:
             self.flush()
 
     def close(self) -> None:
+        if self.producer_state.producers:
+            # A snapshot at the log end: the next start replays nothing.
+            self.producer_state.take_snapshot(self.log_end_offset, sync=self.sync)
         for segment in self.segments:
             segment.close()
         for _, segment in self.pending_deletes:
