@@ -111,3 +111,17 @@ def test_producers_idle_past_the_expiration_are_forgotten_at_restart(tmp_path):
     log = open_log(tmp_path, producer_id_expiration_ms=60_000)
     assert PID not in log.producer_state.producers
     log.append_as_leader(produce(9), leader_epoch=0)  # unknown producer: any sequence
+
+
+def test_isolation_levels_bound_reads_at_the_high_watermark(tmp_path):
+    from moldau.storage.log import READ_COMMITTED, READ_UNCOMMITTED
+
+    log = open_log(tmp_path)
+    for seq in range(0, 6, 2):
+        log.append_as_leader(produce(seq), leader_epoch=0)
+    log.update_high_watermark(4)
+    assert log.fetch_upper_bound(None) == 6  # a follower reads to the log end
+    assert log.fetch_upper_bound(READ_UNCOMMITTED) == 4
+    assert log.fetch_upper_bound(READ_COMMITTED) == log.last_stable_offset == 4
+    data = log.read(0, 1 << 20, max_offset=log.fetch_upper_bound(READ_COMMITTED))
+    assert data.slice.size == sum(os.path.getsize(s.log_path) for s in log.segments) * 2 // 3

@@ -27,7 +27,7 @@ import os
 import struct
 import threading
 from collections.abc import Callable
-from typing import NamedTuple, Self
+from typing import Any, NamedTuple, Self
 
 __all__ = [
     "DEFAULT_MAX_INDEX_SIZE",
@@ -62,6 +62,7 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
+_new_tuple = tuple.__new__  # a NamedTuple from a tuple, without its Python-level __new__
 
 
 class CorruptIndexError(Exception):
@@ -179,7 +180,11 @@ class _Index:
         if length == 0:
             return None  # mmap refuses empty files; an empty index needs no mapping
         access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
-        return mmap.mmap(fd, length, access=access)
+        mapping = mmap.mmap(fd, length, access=access)
+        # Lookups touch a few pages; kernel read-ahead (8 MiB on some VMs) made the first
+        # write to a fresh 10 MiB index cost milliseconds.
+        mapping.madvise(mmap.MADV_RANDOM)
+        return mapping
 
     def _unmap(self) -> None:
         if self._mm is not None:
@@ -252,24 +257,28 @@ class _Index:
 
     # -- search --------------------------------------------------------------------
 
-    def _bisect(self, key_at: Callable[[int], int], target: int, *, right: bool) -> int:
-        """Number of entries whose key is < target (right=False) or <= target (right=True).
+    def _bisect(
+        self, unpack: Callable[[Any, int], tuple[int]], at: int, target: int, *, right: bool
+    ) -> int:
+        """Number of entries whose key is < target (right=False) or <= target (right=True);
+        the key of entry n is unpack(mapping, n * ENTRY_SIZE + at)[0].
 
         Keys must be non-decreasing. Like Kafka, first decide whether the answer lies in the
         warm tail so that lookups by in-sync readers keep touching the same few pages.
         """
+        mm = self._mm
+        size = self.ENTRY_SIZE
+        limit = target if right else target - 1  # integer keys: key < t <=> key <= t - 1
         lo, hi = 0, self._entries
         first_warm = hi - 1 - self._warm_entries
         if first_warm > 0:
-            key = key_at(first_warm)
-            if key < target or (right and key == target):
+            if unpack(mm, first_warm * size + at)[0] <= limit:
                 lo = first_warm + 1
             else:
                 hi = first_warm
         while lo < hi:
             mid = (lo + hi) >> 1
-            key = key_at(mid)
-            if key < target or (right and key == target):
+            if unpack(mm, mid * size + at)[0] <= limit:
                 lo = mid + 1
             else:
                 hi = mid
@@ -281,7 +290,7 @@ class _Index:
         """Drop every entry whose offset is >= `offset` (no effect past the last entry)."""
         self._require_open()
         rel_target = offset - self._base_offset
-        keep = self._bisect(self._rel_offset_at, rel_target, right=False)
+        keep = self._bisect(_I32.unpack_from, self._REL_OFFSET_AT, rel_target, right=False)
         self._truncate_to_entries(keep)
 
     def truncate(self) -> None:
@@ -459,10 +468,6 @@ class OffsetIndex(_Index):
         else:
             self._last_offset, self._last_position = self.entry(self._entries - 1)
 
-    def _position_at(self, n: int) -> int:
-        assert self._mm is not None
-        return _I32.unpack_from(self._mm, n * 8 + 4)[0]
-
     def entry(self, n: int) -> OffsetPosition:
         """The n-th entry as absolute (offset, position)."""
         self._require_entry(n)
@@ -472,23 +477,27 @@ class OffsetIndex(_Index):
 
     def append(self, offset: int, position: int) -> None:
         """Add (offset, position); offsets strictly increase, positions never decrease."""
-        self._require_appendable()
-        if self._entries and offset <= self._last_offset:
+        # The append path: each check is one comparison; the helpers raise the errors.
+        entries = self._entries
+        if self._closed or not self._writable or entries >= self._max_entries:
+            self._require_appendable()
+        if entries and offset <= self._last_offset:
             raise IndexAppendError(
-                f"attempt to append offset {offset} to slot {self._entries} of {self._path},"
+                f"attempt to append offset {offset} to slot {entries} of {self._path},"
                 f" not larger than the last offset {self._last_offset}"
             )
         if not 0 <= position <= _INT32_MAX:
             raise IndexAppendError(f"position {position} is not a valid int32 file position")
-        if self._entries and position < self._last_position:
+        if entries and position < self._last_position:
             raise IndexAppendError(
                 f"attempt to append position {position} for offset {offset} to {self._path},"
                 f" below the last position {self._last_position}"
             )
-        relative = self.relative_offset(offset)
-        assert self._mm is not None
-        _OFFSET_ENTRY.pack_into(self._mm, self._entries * 8, relative, position)
-        self._entries += 1
+        relative = offset - self._base_offset
+        if not 0 <= relative <= _INT32_MAX:
+            self.relative_offset(offset)  # raises IndexOffsetOverflowError
+        _OFFSET_ENTRY.pack_into(self._mm, entries * 8, relative, position)
+        self._entries = entries + 1
         self._last_offset = offset
         self._last_position = position
 
@@ -497,11 +506,14 @@ class OffsetIndex(_Index):
 
         The caller scans the log forward from the returned position.
         """
-        self._require_open()
-        found = self._bisect(self._rel_offset_at, target_offset - self._base_offset, right=True)
+        if self._closed:
+            self._require_open()  # raises
+        base = self._base_offset
+        found = self._bisect(_I32.unpack_from, 0, target_offset - base, right=True)
         if found == 0:
-            return OffsetPosition(self._base_offset, 0)
-        return self.entry(found - 1)
+            return _new_tuple(OffsetPosition, (base, 0))
+        rel, position = _OFFSET_ENTRY.unpack_from(self._mm, (found - 1) * 8)
+        return _new_tuple(OffsetPosition, (base + rel, position))
 
     def fetch_upper_bound_offset(
         self, fetch_offset: OffsetPosition, fetch_size: int
@@ -511,7 +523,7 @@ class OffsetIndex(_Index):
         An offset guaranteed outside the fetched byte range (not necessarily the smallest).
         """
         self._require_open()
-        found = self._bisect(self._position_at, fetch_offset.position + fetch_size, right=False)
+        found = self._bisect(_I32.unpack_from, 4, fetch_offset.position + fetch_size, right=False)
         if found == self._entries:
             return None
         return self.entry(found)
@@ -582,26 +594,34 @@ class TimeIndex(_Index):
         roll or close). `skip_full_check` is for that final entry written on roll, which may
         use the reserved last slot.
         """
-        self._require_appendable(force=skip_full_check)
+        entries = self._entries
+        # _require_appendable's checks, each one comparison here (is_full: the last slot
+        # is reserved); the helper raises the error.
+        if (
+            self._closed
+            or not self._writable
+            or (not skip_full_check and entries >= self._max_entries - 1)
+        ):
+            self._require_appendable(force=skip_full_check)
         last_ts, last_offset = self._last_entry
-        if self._entries and offset < last_offset:
-            raise IndexAppendError(
-                f"attempt to append offset {offset} to slot {self._entries} of {self._path},"
-                f" below the last offset {last_offset}"
-            )
-        if self._entries and timestamp < last_ts:
-            raise IndexAppendError(
-                f"attempt to append timestamp {timestamp} to slot {self._entries} of"
-                f" {self._path}, below the last timestamp {last_ts}"
-            )
+        if entries:
+            if offset < last_offset:
+                raise IndexAppendError(
+                    f"attempt to append offset {offset} to slot {entries} of {self._path},"
+                    f" below the last offset {last_offset}"
+                )
+            if timestamp < last_ts:
+                raise IndexAppendError(
+                    f"attempt to append timestamp {timestamp} to slot {entries} of"
+                    f" {self._path}, below the last timestamp {last_ts}"
+                )
         if timestamp <= last_ts:
             return
-        if self._entries >= self._max_entries:
-            raise IndexFullError(f"no slot left in {self._path} ({self._entries} entries)")
+        if entries >= self._max_entries:
+            raise IndexFullError(f"no slot left in {self._path} ({entries} entries)")
         relative = self.relative_offset(offset)
-        assert self._mm is not None
-        _TIME_ENTRY.pack_into(self._mm, self._entries * 12, timestamp, relative)
-        self._entries += 1
+        _TIME_ENTRY.pack_into(self._mm, entries * 12, timestamp, relative)
+        self._entries = entries + 1
         self._last_entry = TimestampOffset(timestamp, offset)
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
@@ -611,7 +631,7 @@ class TimeIndex(_Index):
         the log from there for the first batch whose max timestamp is >= the target.
         """
         self._require_open()
-        found = self._bisect(self._timestamp_at, target_timestamp, right=True)
+        found = self._bisect(_I64.unpack_from, 0, target_timestamp, right=True)
         if found == 0:
             return TimestampOffset(NO_TIMESTAMP, self._base_offset)
         return self.entry(found - 1)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from moldau.errors import KafkaStorageError, OffsetOutOfRangeError, RecordBatchTooLargeError
-from moldau.protocol.records import RecordBatch
+from moldau.protocol.records import HEADER, HEADER_SIZE, RecordBatch
 
 from . import checkpoints
 from .config import LogConfig
@@ -35,6 +35,12 @@ from .segment import (
     OffsetMetadata,
 )
 from .validation import AppendInfo, validate_for_follower, validate_for_leader
+
+_INT32_MAX = 0x7FFFFFFF
+
+# Fetch isolation levels (FetchRequest.IsolationLevel).
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
 
 # ListOffsets special timestamps.
 LATEST_TIMESTAMP = -1
@@ -110,7 +116,10 @@ class PartitionLog:
         self._high_watermark = OffsetMetadata(self.log_start_offset)
         self.update_high_watermark(high_watermark)
         try:
-            self._rebuild_producer_state()
+            if clean_shutdown and not self.producer_state.snapshot_offsets():
+                pass  # close() snapshots whenever producers exist: there were none
+            else:
+                self._rebuild_producer_state()
         except OSError as exc:
             raise KafkaStorageError(f"cannot load producer state of {directory}: {exc}") from exc
 
@@ -174,7 +183,23 @@ class PartitionLog:
             if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)) or name.endswith(".tmp"):
                 os.remove(path)
         for name in sorted(os.listdir(self.directory)):
-            if name.endswith(SWAP_SUFFIX):
+            if name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+                self._complete_swap(base_offset_of(name))
+
+    def _complete_swap(self, base: int) -> None:
+        """A `.swap` segment is complete (written and flushed before its rename): the
+        segments whose offsets it covers go, and it takes its final name. The cleaner keeps
+        a group's last offset in its output, so the covered range is exactly its own."""
+        swap = LogSegment(self.directory, base, suffix=SWAP_SUFFIX)
+        last = swap.last_batch()
+        swap.close()
+        end = last.last_offset if last else base
+        for name in os.listdir(self.directory):
+            covered = name[:20].isdigit() and base <= int(name[:20]) <= end
+            if covered and not name.endswith((SWAP_SUFFIX, ".snapshot")):
+                os.remove(os.path.join(self.directory, name))
+        for name in os.listdir(self.directory):
+            if name.endswith(SWAP_SUFFIX) and int(name[:20]) == base:
                 path = os.path.join(self.directory, name)
                 os.replace(path, path.removesuffix(SWAP_SUFFIX))
 
@@ -220,9 +245,13 @@ class PartitionLog:
         for segment in self.segments[first:]:
             found = segment.translate_offset(start) if segment.base_offset < start else None
             for header in segment.scan_headers(found.position if found else 0):
-                batch = RecordBatch(segment.read_bytes(header.position, header.size))
-                self._track_producer(batch.producer_id, batch.producer_epoch,
-                                     batch.base_sequence, batch.last_sequence,
+                # The batch header alone holds the producer fields.
+                fields = HEADER.unpack(segment.read_bytes(header.position, HEADER_SIZE))
+                producer_id, epoch, first_seq = fields[9], fields[10], fields[11]
+                if producer_id < 0:
+                    continue
+                last_seq = (first_seq + fields[6]) & _INT32_MAX if first_seq >= 0 else first_seq
+                self._track_producer(producer_id, epoch, first_seq, last_seq,
                                      header.last_offset, header.max_timestamp)
 
     def _track_producer(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
@@ -278,6 +307,19 @@ class PartitionLog:
     @property
     def high_watermark(self) -> int:
         return self._high_watermark.offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of an undecided transaction; without transactions (not yet
+        supported) it is the high watermark, as in Kafka for non-transactional logs."""
+        return self.high_watermark
+
+    def fetch_upper_bound(self, isolation: int | None) -> int:
+        """Where a read stops: the log end for a follower (None), the high watermark for
+        READ_UNCOMMITTED (0), the last stable offset for READ_COMMITTED (1)."""
+        if isolation is None:
+            return self.log_end_offset
+        return self.last_stable_offset if isolation == READ_COMMITTED else self.high_watermark
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to [log start, log end]; returns it."""
@@ -348,22 +390,25 @@ class PartitionLog:
 
     def _append(self, info: AppendInfo, now: int) -> None:
         segment = self._maybe_roll(info, now)
-        data = info.data if len(info.data) == info.valid_bytes else info.data[: info.valid_bytes]
+        data = info.data
+        if len(data) != info.valid_bytes:
+            data = data[: info.valid_bytes]
         segment.append(data, info.batches)
         self._log_end = OffsetMetadata(info.last_offset + 1, segment.base_offset, segment.size)
-        self.unflushed_messages += info.record_count
-        if self.unflushed_messages >= self.config.flush_messages:
+        unflushed = self.unflushed_messages = self.unflushed_messages + info.record_count
+        if unflushed >= self.config.flush_messages:
             self.flush()
 
     def _maybe_roll(self, info: AppendInfo, now: int) -> LogSegment:
-        segment = self.active_segment
-        if segment.should_roll(
-            incoming_bytes=info.valid_bytes,
-            max_offset=info.last_offset,
-            max_timestamp=info.max_timestamp,
-            segment_bytes=self.config.segment_bytes,
-            segment_ms=self.config.segment_ms,
-            now_ms=now,
+        segment = self.segments[-1]  # the active segment
+        config = self.config
+        if segment.roll_due(
+            info.valid_bytes,
+            info.last_offset,
+            info.max_timestamp,
+            config.segment_bytes,
+            config.segment_ms,
+            now,
         ):
             return self.roll(info.first_offset)
         return segment
@@ -400,11 +445,14 @@ class PartitionLog:
             )
         if start_offset >= end.offset:
             return FetchData(OffsetMetadata(start_offset), None)
-        i = max(0, bisect.bisect_right(self._bases, start_offset) - 1)
-        for segment in self.segments[i:]:
-            if segment.base_offset == end.segment_base_offset:
+        # Walk the segments by index: slicing the list would copy it, O(segment count).
+        segments = self.segments
+        end_base = end.segment_base_offset
+        for i in range(max(0, bisect.bisect_right(self._bases, start_offset) - 1), len(segments)):
+            segment = segments[i]
+            if segment.base_offset == end_base:
                 max_position = end.position
-            elif segment.base_offset > end.segment_base_offset:
+            elif segment.base_offset > end_base:
                 break
             else:
                 max_position = segment.size
@@ -522,6 +570,22 @@ class PartitionLog:
         self.epochs.truncate_from_start(self.log_start_offset)
         self.delete_due_files(now)
         return len(doomed)
+
+    def replace_segments(self, old: list[LogSegment], new: LogSegment) -> None:
+        """Swap compacted output (a `.swap` segment) in for the segments it replaces: the old
+        ones are renamed `.deleted` (removed after file.delete.delay.ms), then the new one
+        takes its final name. A crash in between is completed at the next load."""
+        due = now_ms() + self.config.file_delete_delay_ms
+        for segment in old:
+            i = self.segments.index(segment)
+            del self.segments[i]
+            del self._bases[i]
+            segment.change_suffix(DELETED_SUFFIX)
+            self.pending_deletes.append((due, segment))
+        new.change_suffix("")
+        i = bisect.bisect_left(self._bases, new.base_offset)
+        self.segments.insert(i, new)
+        self._bases.insert(i, new.base_offset)
 
     def delete_due_files(self, now: int) -> None:
         """Remove `.deleted` segments whose file.delete.delay.ms has passed."""

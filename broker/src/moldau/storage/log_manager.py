@@ -23,7 +23,7 @@ from uuid import UUID
 
 from moldau.errors import KafkaStorageError, LogDirNotFoundError
 
-from . import checkpoints
+from . import checkpoints, cleaner
 from .config import LogConfig
 from .log import PartitionLog, now_ms
 
@@ -51,6 +51,8 @@ class ManagerConfig:
     flush_offset_checkpoint_interval_ms: int = 60_000  # log.flush.offset.checkpoint.interval.ms
     flush_start_offset_checkpoint_interval_ms: int = 60_000
     flush_scheduler_interval_ms: int = 0x7FFFFFFFFFFFFFFF  # log.flush.scheduler.interval.ms
+    log_cleaner_enable: bool = True
+    log_cleaner_backoff_ms: int = 15_000  # how often compacted logs are checked
     sync: bool = True  # fsync checkpoints (tests may turn it off for speed)
 
 
@@ -60,6 +62,7 @@ class _Timers:
     recovery_checkpoint: int = 0
     start_checkpoint: int = 0
     flush: int = 0
+    cleaner: int = 0
 
 
 @dataclass
@@ -93,6 +96,7 @@ class LogManager:
         self.dirs: dict[str, LogDir] = {}
         self.offline_dirs: dict[str, str] = {}  # path -> why
         self.logs: dict[TopicPartition, PartitionLog] = {}
+        self.cleaner_offsets: dict[TopicPartition, int] = {}  # first dirty offset per log
         self._timers = _Timers()
         for path in config.log_dirs:
             self._open_dir(os.path.abspath(path))
@@ -146,6 +150,9 @@ class LogManager:
         recovery = self._read_checkpoint(path, checkpoints.RECOVERY_POINT_CHECKPOINT)
         starts = self._read_checkpoint(path, checkpoints.LOG_START_OFFSET_CHECKPOINT)
         watermarks = self._read_checkpoint(path, checkpoints.REPLICATION_CHECKPOINT)
+        self.cleaner_offsets.update(
+            self._read_checkpoint(path, checkpoints.CLEANER_OFFSET_CHECKPOINT)
+        )
         for name in sorted(os.listdir(path)):
             full = os.path.join(path, name)
             if not os.path.isdir(full):
@@ -229,6 +236,7 @@ class LogManager:
         partition_log = self.logs.pop(tp, None)
         if partition_log is None:
             return
+        self.cleaner_offsets.pop(tp, None)
         for log_dir in self.dirs.values():
             log_dir.logs.pop(tp, None)
         partition_log.close()
@@ -272,6 +280,9 @@ class LogManager:
         if now - timers.flush >= cfg.flush_scheduler_interval_ms:
             timers.flush = now
             self._each_log(lambda lg: lg.flush_if_due(now))
+        if cfg.log_cleaner_enable and now - timers.cleaner >= cfg.log_cleaner_backoff_ms:
+            timers.cleaner = now
+            self.clean_logs(now)
         self._each_log(lambda lg: lg.delete_due_files(now))
         if now - timers.recovery_checkpoint >= cfg.flush_offset_checkpoint_interval_ms:
             timers.recovery_checkpoint = now
@@ -285,6 +296,35 @@ class LogManager:
                 checkpoints.LOG_START_OFFSET_CHECKPOINT, lambda lg: lg.log_start_offset
             )
 
+    def clean_logs(self, now: int | None = None) -> list[TopicPartition]:
+        """Compact every log that is due (cleaner.needs_cleaning); returns the ones cleaned.
+
+        Passes run one log at a time on the caller's thread: log.cleaner.threads > 1 and
+        running passes off the event loop are not done yet.
+        """
+        now = now_ms() if now is None else now
+        cleaned = []
+        for tp, partition_log in list(self.logs.items()):
+            found = cleaner.needs_cleaning(partition_log, self.cleaner_offsets.get(tp, 0), now)
+            if found is None:
+                continue
+            try:
+                result = cleaner.clean(partition_log, found, now)
+            except KafkaStorageError as exc:
+                self.handle_storage_error(partition_log, exc)
+                continue
+            log.info("cleaned %s-%d: %d records removed, %d -> %d bytes", tp[0], tp[1],
+                     result.records_removed, result.bytes_read, result.bytes_written)
+            self.cleaner_offsets[tp] = result.end_offset
+            cleaned.append(tp)
+        if cleaned:
+            self.write_checkpoints(
+                checkpoints.CLEANER_OFFSET_CHECKPOINT,
+                lambda lg: self.cleaner_offsets.get((lg.topic, lg.partition), 0),
+                only=lambda lg: lg.config.compact,
+            )
+        return cleaned
+
     def _each_log(self, action: Callable[[PartitionLog], object]) -> None:
         for partition_log in list(self.logs.values()):
             try:
@@ -292,9 +332,12 @@ class LogManager:
             except KafkaStorageError as exc:
                 self.handle_storage_error(partition_log, exc)
 
-    def write_checkpoints(self, name: str, value: Callable[[PartitionLog], int]) -> None:
+    def write_checkpoints(
+        self, name: str, value: Callable[[PartitionLog], int],
+        only: Callable[[PartitionLog], bool] = lambda _lg: True,
+    ) -> None:
         for log_dir in list(self.dirs.values()):
-            offsets = {tp: value(lg) for tp, lg in log_dir.logs.items()}
+            offsets = {tp: value(lg) for tp, lg in log_dir.logs.items() if only(lg)}
             try:
                 checkpoints.write_offset_checkpoint(
                     os.path.join(log_dir.path, name), offsets, sync=self.config.sync

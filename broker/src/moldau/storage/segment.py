@@ -36,6 +36,7 @@ from moldau.protocol.records import (
 from .index import (
     OFFSET_INDEX_SUFFIX,
     TIME_INDEX_SUFFIX,
+    IndexFullError,
     OffsetIndex,
     TimeIndex,
     segment_file_name,
@@ -50,6 +51,7 @@ NO_TIMESTAMP = -1
 _SCAN_CHUNK = 64 * 1024  # header scans read this much at a time
 _RECOVERY_CHUNK = 4 * 1024 * 1024  # recovery reads whole batches in chunks of this size
 _INT32_MAX = 0x7FFFFFFF
+_new_tuple = tuple.__new__  # a NamedTuple from a tuple, without its Python-level __new__
 
 
 class BatchHeader(NamedTuple):
@@ -135,19 +137,49 @@ class LogSegment:
         """Append validated batches (offsets assigned). `batches` describes them, with
         positions relative to the start of data. A failed write leaves nothing behind."""
         start = self.size
+        size = len(data)
         written = 0
         try:
-            while written < len(data):
-                written += os.pwrite(self.fd, memoryview(data)[written:], start + written)
+            if size:
+                written = os.pwrite(self.fd, data, start)  # one call, unless a short write
+                while written < size:
+                    written += os.pwrite(self.fd, memoryview(data)[written:], start + written)
         except OSError as exc:
             self._undo_write(start)
             raise KafkaStorageError(f"write to {self.log_path} failed: {exc}") from exc
         self.size = start + written
-        if start == 0 and batches:
+        if not batches:
+            return
+        if start == 0:
             # Kafka times segment.ms from the largest timestamp of the segment's first append
             self._rolling_timestamp = max(b.max_timestamp for b in batches)
+        elif self._rolling_timestamp is None:
+            self._rolling_timestamp = batches[0].max_timestamp
+        # _index_batch for each batch, with the state in locals: an index entry is written
+        # only once index.interval.bytes have gone by since the last one.
+        interval = self.index_interval_bytes
+        since = self.bytes_since_last_index_entry
+        max_timestamp = self.max_timestamp
         for batch in batches:
-            self._index_batch(batch, start + batch.position)
+            if batch.max_timestamp > max_timestamp:
+                max_timestamp = self.max_timestamp = batch.max_timestamp
+                self.offset_of_max_timestamp = batch.last_offset
+            if since > interval:
+                self.bytes_since_last_index_entry = since  # as it was, should this raise
+                # _add_index_entries, inlined: a full index raises IndexFullError before it
+                # changes anything, as is_full() would have said. (A try is free here;
+                # contextlib.suppress would build a context manager per entry.)
+                try:  # noqa: SIM105
+                    self.offset_index.append(batch.last_offset, start + batch.position)
+                except IndexFullError:
+                    pass
+                try:  # noqa: SIM105
+                    self.time_index.maybe_append(max_timestamp, self.offset_of_max_timestamp)
+                except IndexFullError:
+                    pass
+                since = 0
+            since += batch.size
+        self.bytes_since_last_index_entry = since
 
     def _undo_write(self, size: int) -> None:
         # A partial write must never become visible: cut the file back.
@@ -161,15 +193,20 @@ class LogSegment:
             self.max_timestamp = batch.max_timestamp
             self.offset_of_max_timestamp = batch.last_offset
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
-            # The indexes are sparse: when one append of several batches fills one, skipping
-            # an entry only lengthens a scan, while raising IndexFullError would leave the
-            # written bytes unindexed and the append half done. The next append rolls.
-            if not self.offset_index.is_full():
-                self.offset_index.append(batch.last_offset, position)
-            if not self.time_index.is_full():
-                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._add_index_entries(batch.last_offset, position)
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += batch.size
+
+    def _add_index_entries(self, last_offset: int, position: int) -> None:
+        # The indexes are sparse: when one append of several batches fills one, skipping
+        # an entry only lengthens a scan, while raising IndexFullError would leave the
+        # written bytes unindexed and the append half done. The next append rolls.
+        offset_index = self.offset_index
+        if not offset_index.is_full():
+            offset_index.append(last_offset, position)
+        time_index = self.time_index
+        if not time_index.is_full():
+            time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
 
     @property
     def largest_timestamp(self) -> int:
@@ -194,20 +231,43 @@ class LogSegment:
         now_ms: int,
     ) -> bool:
         """Kafka's roll rules, checked before an append (so an idle segment never rolls)."""
-        waited = self.time_waited_for_roll(now_ms, max_timestamp)
+        return self.roll_due(
+            incoming_bytes, max_offset, max_timestamp, segment_bytes, segment_ms, now_ms
+        )
+
+    def roll_due(
+        self,
+        incoming_bytes: int,
+        max_offset: int,
+        max_timestamp: int,
+        segment_bytes: int,
+        segment_ms: int,
+        now_ms: int,
+    ) -> bool:
+        """should_roll with positional arguments, for the append path: the cheap
+        comparisons first, then the index fullness checks."""
+        size = self.size
+        if size > segment_bytes - incoming_bytes:
+            return True
+        if size > 0:
+            rolling = self._rolling_timestamp
+            if rolling is not None and rolling >= 0:
+                waited = max_timestamp - rolling  # time_waited_for_roll, inlined
+            else:
+                waited = self.time_waited_for_roll(now_ms, max_timestamp)
+            if waited > segment_ms - self.roll_jitter_ms:
+                return True
         return (
-            self.size > segment_bytes - incoming_bytes
-            or (self.size > 0 and waited > segment_ms - self.roll_jitter_ms)
-            or self.offset_index.is_full()
+            self.offset_index.is_full()
             or self.time_index.is_full()
-            or not self.can_convert_to_relative_offset(max_offset)
+            or not 0 <= max_offset - self.base_offset <= _INT32_MAX
         )
 
     def time_waited_for_roll(self, now_ms: int, incoming_timestamp: int) -> int:
         # Like Kafka: measured in record time from the first batch when it has a timestamp,
         # otherwise in wall-clock time since the segment was created.
         if self._rolling_timestamp is None and self.size > 0:
-            first = next(self.scan_headers(0), None)
+            first = next(self.scan_headers(0, first_chunk=HEADER_SIZE), None)
             self._rolling_timestamp = first.max_timestamp if first else None
         if self._rolling_timestamp is not None and self._rolling_timestamp >= 0:
             return incoming_timestamp - self._rolling_timestamp
@@ -223,16 +283,21 @@ class LogSegment:
 
     # --- reading ----------------------------------------------------------------------
 
-    def scan_headers(self, position: int, end: int | None = None) -> Iterator[BatchHeader]:
-        """Batch headers from a batch boundary onwards, read in chunks (no record bytes)."""
+    def scan_headers(
+        self, position: int, end: int | None = None, first_chunk: int = _SCAN_CHUNK
+    ) -> Iterator[BatchHeader]:
+        """Batch headers from a batch boundary onwards, read in chunks (no record bytes):
+        first_chunk bytes first (a lookup's target is near), then _SCAN_CHUNK at a time."""
         end = self.size if end is None else end
         buf = b""
         buf_start = position
+        chunk = first_chunk
         while position + HEADER_SIZE <= end:
             rel = position - buf_start
             if rel < 0 or rel + HEADER_SIZE > len(buf):
-                buf = os.pread(self.fd, min(_SCAN_CHUNK, end - position), position)
+                buf = os.pread(self.fd, min(chunk, end - position), position)
                 buf_start, rel = position, 0
+                chunk = _SCAN_CHUNK
                 if len(buf) < HEADER_SIZE:
                     return
             fields = HEADER.unpack_from(buf, rel)
@@ -247,12 +312,45 @@ class LogSegment:
             )
             position += size
 
+    def _entry_span(self) -> int:
+        """Bytes from an offset index entry that hold the header of every batch up to the
+        next entry: entries are index.interval.bytes apart, give or take the last batch."""
+        return min(self.index_interval_bytes + HEADER_SIZE, _SCAN_CHUNK)
+
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
         """The first batch whose last offset is >= offset, or None if there is none."""
-        entry = self.offset_index.lookup(offset)
-        for header in self.scan_headers(max(entry.position, start_position)):
-            if header.last_offset >= offset:
-                return header
+        # scan_headers, inlined for the read path: the batch sought starts at most
+        # index.interval.bytes past its index entry, so the first pread reads that much
+        # and one header; only the batch found becomes a BatchHeader.
+        position = max(self.offset_index.lookup(offset).position, start_position)
+        end = self.size
+        fd = self.fd
+        unpack = HEADER.unpack_from
+        buf = b""
+        buf_start = position
+        chunk = self._entry_span()
+        while position + HEADER_SIZE <= end:
+            rel = position - buf_start
+            if rel + HEADER_SIZE > len(buf):
+                buf = os.pread(fd, min(chunk, end - position), position)
+                buf_start, rel = position, 0
+                chunk = _SCAN_CHUNK
+                if len(buf) < HEADER_SIZE:
+                    return None
+            fields = unpack(buf, rel)
+            length = fields[1]
+            if length < MIN_BATCH_LENGTH:
+                # A bad length would never advance the scan: corruption not yet recovered.
+                raise CorruptRecordError(
+                    f"batch at byte {position} of {self.log_path} has batchLength {length}"
+                )
+            last_offset = fields[0] + fields[6]
+            if last_offset >= offset:
+                return _new_tuple(
+                    BatchHeader,
+                    (position, fields[0], last_offset, LOG_OVERHEAD + length, fields[8], fields[2]),
+                )
+            position += LOG_OVERHEAD + length
         return None
 
     def read(
@@ -279,7 +377,7 @@ class LogSegment:
         timestamp at or after starting_offset, or None (ListOffsets by time)."""
         entry = self.time_index.lookup(timestamp)
         position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
-        for header in self.scan_headers(position):
+        for header in self.scan_headers(position, first_chunk=self._entry_span()):
             if header.max_timestamp < timestamp or header.last_offset < starting_offset:
                 continue
             batch = RecordBatch(self.read_bytes(header.position, header.size))
@@ -291,7 +389,8 @@ class LogSegment:
     def last_batch(self) -> BatchHeader | None:
         entry = self.offset_index.lookup(_INT32_MAX + self.base_offset)
         last = None
-        for last in self.scan_headers(entry.position):  # noqa: B007 - we want the last one
+        headers = self.scan_headers(entry.position, first_chunk=self._entry_span())
+        for last in headers:  # noqa: B007 - we want the last one
             pass
         return last
 
@@ -398,7 +497,7 @@ class LogSegment:
         last = self.time_index.last_entry
         best = (last.timestamp, last.offset)
         position = self.offset_index.lookup(last.offset).position
-        for header in self.scan_headers(position):
+        for header in self.scan_headers(position, first_chunk=self._entry_span()):
             if header.max_timestamp > best[0]:
                 best = (header.max_timestamp, header.last_offset)
         return best

@@ -9,10 +9,15 @@ the producer's codec (the batch is re-encoded), and legacy message sets (convert
 Header-level checks stand in for Kafka's per-record checks: the batch's first and max
 timestamps bound the timestamps checked against message.timestamp.before/after.max.ms,
 and lastOffsetDelta must equal recordsCount - 1 (what every producer writes).
+
+On the fast path each header is unpacked once into a tuple and checked from it; no
+RecordBatch is built. Everything else (legacy sets, recompression, compacted topics, and
+malformed input, whose errors it reports) takes the general path, batch by RecordBatch.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from crc32c import crc32c
@@ -28,8 +33,17 @@ from moldau.protocol import legacy
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.records import (
     ATTRIBUTES_OFFSET,
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    HEADER,
+    HEADER_SIZE,
     LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    MAGIC,
     MAGIC_OFFSET,
+    MIN_BATCH_LENGTH,
+    NO_SEQUENCE,
+    TRANSACTIONAL_MASK,
     RecordBatch,
     build_batch,
     iter_batches,
@@ -41,6 +55,13 @@ from .config import LONG_MAX, LogConfig
 from .segment import BatchHeader
 
 _CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+_INT32_MAX = 0x7FFFFFFF
+
+_unpack_header = HEADER.unpack_from
+# baseOffset, batchLength, partitionLeaderEpoch: the front of a batch, outside the CRC.
+# Rewriting batchLength with its own value patches offset and epoch in one call.
+_patch_front = struct.Struct(">qii").pack_into
+_new_tuple = tuple.__new__  # a NamedTuple from a tuple, without its Python-level __new__
 
 
 @dataclass(slots=True)
@@ -75,7 +96,12 @@ class AppendInfo:
 
 def writable(records: bytes | bytearray | memoryview) -> bytearray | memoryview:
     """Offsets are patched in place; a read-only buffer is copied once."""
-    view = records if isinstance(records, memoryview) else memoryview(records)
+    kind = type(records)
+    if kind is bytes:
+        return bytearray(records)  # straight from bytes: cheaper than through a view
+    if kind is bytearray:
+        return memoryview(records)
+    view = records if kind is memoryview else memoryview(records)
     return view if not view.readonly else bytearray(view)
 
 
@@ -97,11 +123,189 @@ def validate_for_leader(
     Raises CorruptRecordError, InvalidRecordError, RecordTooLargeError,
     RecordBatchTooLargeError or InvalidTimestampError, with nothing written.
     """
-    target_codec = _CODEC_IDS.get(config.compression_type)  # None: keep the producer's
-    if _first_magic(records) in (0, 1):
-        records = _convert_legacy(records, target_codec)
+    # writable(), its common case inlined: bytes from the network, copied once.
+    buf = bytearray(records) if type(records) is bytes else writable(records)
+    # The fast path: well-formed v2 batches whose headers say all there is to check (no
+    # compacted topic, no codec change), each header parsed once into a tuple. Anything
+    # else, malformed input included, takes the general path, which reports it.
+    if config.compact:
+        return _validate_general(
+            buf,
+            next_offset=next_offset,
+            leader_epoch=leader_epoch,
+            config=config,
+            now_ms=now_ms,
+            from_client=from_client,
+        )
+    target_codec = _CODEC_IDS.get(config.compression_type)
+    end = len(buf)
+    headers = None
+    if end >= HEADER_SIZE:
+        header = _unpack_header(buf, 0)
+        # One well-formed batch, what a producer sends per partition, needs no _scan.
+        # header[1] is the batchLength, header[3] the magic, header[5] the attributes.
+        if (
+            header[1] + LOG_OVERHEAD == end
+            and header[3] == MAGIC
+            and header[1] >= MIN_BATCH_LENGTH
+            and (target_codec is None or header[5] & COMPRESSION_MASK == target_codec)
+        ):
+            headers = (header,)
+        else:
+            headers = _scan(buf, target_codec)
+    if headers is None:
+        return _validate_general(
+            buf,
+            next_offset=next_offset,
+            leader_epoch=leader_epoch,
+            config=config,
+            now_ms=now_ms,
+            from_client=from_client,
+        )
+
+    # Check each batch from its header (the checks, order and errors of _check_batch),
+    # patch its offsets in place, and describe the append.
+    view = buf if type(buf) is memoryview else memoryview(buf)
+    max_message_bytes = config.max_message_bytes
     log_append = config.message_timestamp_type == "LogAppendTime"
-    buf = writable(records)
+    before = after = LONG_MAX
+    if not log_append:  # CreateTime: Kafka bounds the timestamps
+        before = config.message_timestamp_before_max_ms
+        after = config.message_timestamp_after_max_ms
+    offset = next_offset
+    max_timestamp = offset_of_max_timestamp = -1
+    record_count = 0
+    batches = []
+    producer_batches = []
+    position = 0
+    for header in headers:
+        (
+            base_offset,
+            length,
+            _epoch,
+            _magic,
+            crc,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            batch_max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            count,
+        ) = header
+        size = length + LOG_OVERHEAD
+        if size > max_message_bytes:
+            raise _too_large(size, max_message_bytes)
+        if crc32c(view[position + ATTRIBUTES_OFFSET : position + size]) != crc:
+            raise _bad_crc(base_offset)
+        if count <= 0 or last_offset_delta != count - 1:
+            raise _bad_count(count, last_offset_delta)
+        if from_client:
+            if base_offset != 0:  # Kafka checks every batch, not only the first
+                raise InvalidRecordError(
+                    f"the baseOffset of a produced batch must be 0, not {base_offset}"
+                )
+            if attributes & CONTROL_MASK:
+                raise InvalidRecordError("clients may not produce control batches")
+        if before != LONG_MAX and 0 <= base_timestamp < now_ms - before:
+            raise _too_old(base_timestamp, before, now_ms)
+        if after != LONG_MAX and batch_max_timestamp > now_ms + after:
+            raise _too_new(batch_max_timestamp, after, now_ms)
+        _patch_front(buf, position, offset, length, leader_epoch)
+        if log_append:
+            set_max_timestamp(buf, LOG_APPEND_TIME, now_ms, pos=position)
+            batch_max_timestamp = now_ms
+        last_offset = offset + last_offset_delta
+        batches.append(
+            _new_tuple(
+                BatchHeader,
+                (position, offset, last_offset, size, batch_max_timestamp, leader_epoch),
+            )
+        )
+        record_count += count
+        if batch_max_timestamp > max_timestamp:
+            max_timestamp = batch_max_timestamp
+            offset_of_max_timestamp = last_offset
+        if producer_id >= 0:
+            producer_batches.append(
+                ProducerBatch(
+                    producer_id,
+                    producer_epoch,
+                    base_sequence,
+                    _last_sequence(base_sequence, last_offset_delta),
+                    offset,
+                    last_offset,
+                    batch_max_timestamp,
+                    bool(attributes & TRANSACTIONAL_MASK),
+                )
+            )
+        position += size
+        offset = last_offset + 1
+    # Kafka checks this after validation, on the bytes to be written (recompression and
+    # conversion change them), and after the per-batch max.message.bytes check.
+    if position > config.segment_bytes:
+        raise _set_too_large(position, config.segment_bytes)
+    return AppendInfo(
+        next_offset,
+        offset - 1,
+        max_timestamp,
+        offset_of_max_timestamp,
+        now_ms if log_append else -1,
+        record_count,
+        position,
+        batches,
+        producer_batches,
+        buf,
+    )
+
+
+def _scan(buf: bytearray | memoryview, target_codec: int | None) -> list[tuple] | None:
+    """The parsed headers of a well-formed blob of v2 batches, one HEADER tuple each, or
+    None when the general path must handle it (legacy or malformed input, a codec change).
+    """
+    end = len(buf)
+    headers = []
+    position = 0
+    while end - position >= HEADER_SIZE:
+        header = _unpack_header(buf, position)
+        length = header[1]
+        # header[3] is the magic, header[5] the attributes.
+        if header[3] != MAGIC or length < MIN_BATCH_LENGTH:
+            return None
+        if target_codec is not None and header[5] & COMPRESSION_MASK != target_codec:
+            return None
+        position += LOG_OVERHEAD + length
+        if position > end:
+            return None
+        headers.append(header)
+        if position == end:
+            return headers
+    return None  # nothing, or a tail shorter than a batch header
+
+
+def _last_sequence(base_sequence: int, last_offset_delta: int) -> int:
+    """Sequence of the last record; sequences wrap from INT32_MAX to 0."""
+    if base_sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    return (base_sequence + last_offset_delta) & _INT32_MAX
+
+
+def _validate_general(
+    buf: bytearray | memoryview,
+    *,
+    next_offset: int,
+    leader_epoch: int,
+    config: LogConfig,
+    now_ms: int,
+    from_client: bool = True,
+) -> AppendInfo:
+    """Every case: legacy conversion, recompression, compacted topics, and the error
+    reports of malformed input, with a RecordBatch view per batch. buf is writable()."""
+    target_codec = _CODEC_IDS.get(config.compression_type)  # None: keep the producer's
+    if _first_magic(buf) in (0, 1):
+        buf = writable(_convert_legacy(buf, target_codec))
+    log_append = config.message_timestamp_type == "LogAppendTime"
     info = AppendInfo(first_offset=next_offset, data=buf)
     offset = next_offset
     try:
@@ -134,25 +338,90 @@ def validate_for_leader(
     # Kafka checks this after validation, on the bytes to be written (recompression and
     # conversion change them), and after the per-batch max.message.bytes check.
     if info.valid_bytes > config.segment_bytes:
-        raise RecordBatchTooLargeError(
-            f"the record set of {info.valid_bytes} bytes exceeds segment.bytes "
-            f"({config.segment_bytes})"
-        )
+        raise _set_too_large(info.valid_bytes, config.segment_bytes)
     return info
 
 
 def validate_for_follower(records: bytes | bytearray | memoryview, next_offset: int) -> AppendInfo:
     """A follower keeps the leader's offsets: check structure, CRC and monotonic offsets."""
     buf = writable(records)
+    headers = _scan(buf, None)
+    if headers is None:  # malformed (or empty): the general path reports it
+        return _validate_follower_general(buf, next_offset)
+    view = buf if type(buf) is memoryview else memoryview(buf)
+    max_timestamp = offset_of_max_timestamp = -1
+    record_count = 0
+    batches = []
+    producer_batches = []
+    position = 0
+    for header in headers:
+        (
+            base_offset,
+            length,
+            epoch,
+            _magic,
+            crc,
+            attributes,
+            last_offset_delta,
+            _base_timestamp,
+            batch_max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            count,
+        ) = header
+        size = length + LOG_OVERHEAD
+        if crc32c(view[position + ATTRIBUTES_OFFSET : position + size]) != crc:
+            raise _bad_crc(base_offset)
+        if base_offset < next_offset:
+            raise _out_of_order(base_offset, next_offset)
+        last_offset = base_offset + last_offset_delta
+        batches.append(
+            _new_tuple(
+                BatchHeader, (position, base_offset, last_offset, size, batch_max_timestamp, epoch)
+            )
+        )
+        record_count += count
+        if batch_max_timestamp > max_timestamp:
+            max_timestamp = batch_max_timestamp
+            offset_of_max_timestamp = last_offset
+        if producer_id >= 0:
+            producer_batches.append(
+                ProducerBatch(
+                    producer_id,
+                    producer_epoch,
+                    base_sequence,
+                    _last_sequence(base_sequence, last_offset_delta),
+                    base_offset,
+                    last_offset,
+                    batch_max_timestamp,
+                    bool(attributes & TRANSACTIONAL_MASK),
+                )
+            )
+        position += size
+        next_offset = last_offset + 1
+    return AppendInfo(
+        headers[0][0],
+        next_offset - 1,
+        max_timestamp,
+        offset_of_max_timestamp,
+        -1,
+        record_count,
+        position,
+        batches,
+        producer_batches,
+        buf,
+    )
+
+
+def _validate_follower_general(buf: bytearray | memoryview, next_offset: int) -> AppendInfo:
     info = AppendInfo(first_offset=-1, data=buf)
     position = 0
     try:
         for batch in iter_batches(buf):
             _check_crc(batch)
             if batch.base_offset < next_offset:
-                raise InvalidRecordError(
-                    f"out of order offsets: batch at {batch.base_offset} after {next_offset - 1}"
-                )
+                raise _out_of_order(batch.base_offset, next_offset)
             if info.first_offset < 0:
                 info.first_offset = batch.base_offset
             _record(info, batch, position)
@@ -161,6 +430,12 @@ def validate_for_follower(records: bytes | bytearray | memoryview, next_offset: 
     except ProtocolError as exc:
         raise CorruptRecordError(str(exc)) from None
     return info
+
+
+def _out_of_order(base_offset: int, next_offset: int) -> InvalidRecordError:
+    return InvalidRecordError(
+        f"out of order offsets: batch at {base_offset} after {next_offset - 1}"
+    )
 
 
 def _record(info: AppendInfo, batch: RecordBatch, position: int) -> None:
@@ -196,29 +471,19 @@ def _record(info: AppendInfo, batch: RecordBatch, position: int) -> None:
 
 def _check_crc(batch: RecordBatch) -> None:
     if crc32c(batch.buffer[ATTRIBUTES_OFFSET:]) != batch.crc:
-        raise CorruptRecordError(
-            f"record batch at offset {batch.base_offset} fails its CRC-32C check"
-        )
+        raise _bad_crc(batch.base_offset)
 
 
 def _check_size(batch: RecordBatch, config: LogConfig) -> None:
     if batch.size_in_bytes > config.max_message_bytes:
-        raise RecordTooLargeError(
-            f"the record batch of {batch.size_in_bytes} bytes is larger than "
-            f"max.message.bytes ({config.max_message_bytes})"
-        )
+        raise _too_large(batch.size_in_bytes, config.max_message_bytes)
 
 
 def _check_batch(batch: RecordBatch, config: LogConfig, now_ms: int, from_client: bool) -> None:
     _check_size(batch, config)
     _check_crc(batch)
-    if batch.records_count <= 0:
-        raise InvalidRecordError("a record batch must hold at least one record")
-    if batch.last_offset_delta != batch.records_count - 1:
-        raise InvalidRecordError(
-            f"record batch holds {batch.records_count} records but its lastOffsetDelta is "
-            f"{batch.last_offset_delta}"
-        )
+    if batch.records_count <= 0 or batch.last_offset_delta != batch.records_count - 1:
+        raise _bad_count(batch.records_count, batch.last_offset_delta)
     if from_client:
         if batch.base_offset != 0:  # Kafka checks every batch, not only the first
             raise InvalidRecordError(
@@ -237,15 +502,51 @@ def _check_timestamps(batch: RecordBatch, config: LogConfig, now_ms: int) -> Non
     before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
     # NO_TIMESTAMP (-1, e.g. converted magic 0 messages) is never out of bounds, as in Kafka.
     if before != LONG_MAX and 0 <= batch.base_timestamp < now_ms - before:
-        raise InvalidTimestampError(
-            f"timestamp {batch.base_timestamp} is more than message.timestamp.before.max.ms "
-            f"({before}) before the broker's time {now_ms}"
-        )
+        raise _too_old(batch.base_timestamp, before, now_ms)
     if after != LONG_MAX and batch.max_timestamp > now_ms + after:
-        raise InvalidTimestampError(
-            f"timestamp {batch.max_timestamp} is more than message.timestamp.after.max.ms "
-            f"({after}) after the broker's time {now_ms}"
-        )
+        raise _too_new(batch.max_timestamp, after, now_ms)
+
+
+# --- the errors, shared by the fast and the general path ------------------------------
+
+
+def _bad_crc(base_offset: int) -> CorruptRecordError:
+    return CorruptRecordError(f"record batch at offset {base_offset} fails its CRC-32C check")
+
+
+def _too_large(size: int, max_message_bytes: int) -> RecordTooLargeError:
+    return RecordTooLargeError(
+        f"the record batch of {size} bytes is larger than "
+        f"max.message.bytes ({max_message_bytes})"
+    )
+
+
+def _set_too_large(size: int, segment_bytes: int) -> RecordBatchTooLargeError:
+    return RecordBatchTooLargeError(
+        f"the record set of {size} bytes exceeds segment.bytes ({segment_bytes})"
+    )
+
+
+def _bad_count(count: int, last_offset_delta: int) -> InvalidRecordError:
+    if count <= 0:
+        return InvalidRecordError("a record batch must hold at least one record")
+    return InvalidRecordError(
+        f"record batch holds {count} records but its lastOffsetDelta is {last_offset_delta}"
+    )
+
+
+def _too_old(timestamp: int, before: int, now_ms: int) -> InvalidTimestampError:
+    return InvalidTimestampError(
+        f"timestamp {timestamp} is more than message.timestamp.before.max.ms "
+        f"({before}) before the broker's time {now_ms}"
+    )
+
+
+def _too_new(timestamp: int, after: int, now_ms: int) -> InvalidTimestampError:
+    return InvalidTimestampError(
+        f"timestamp {timestamp} is more than message.timestamp.after.max.ms "
+        f"({after}) after the broker's time {now_ms}"
+    )
 
 
 def _check_keys(batch: RecordBatch) -> None:

@@ -1,0 +1,285 @@
+"""Log compaction (Kafka's LogCleaner): keep the latest record per key.
+
+A compacted log has a clean head (already compacted: one record per key, offset gaps)
+and a dirty tail. A pass over a log:
+
+1. picks the dirty range: from the cleaner checkpoint (first dirty offset) up to the
+   first uncleanable offset: the active segment, the high watermark, or the first
+   segment younger than `min.compaction.lag.ms`, whichever comes first;
+2. runs only when dirty bytes / (clean + dirty bytes) reach `min.cleanable.dirty.ratio`;
+3. builds a map key -> latest offset over the dirty range;
+4. rewrites every segment below the end of the range, in groups that fit one segment,
+   dropping records whose key has a later offset, records without a key, and tombstones
+   whose delete horizon (set on the first pass that sees them: now +
+   `delete.retention.ms`) has passed. Batches that lose nothing are copied byte for byte;
+   others are re-encoded with their codec, base offset and offset span, so offsets are
+   preserved (gaps allowed);
+5. swaps the result in crash-safely: `.cleaned` files become `.swap` files, the old
+   segments are renamed `.deleted`, the swap files take their names. A crash leaves
+   either `.cleaned` files (discarded at load) or `.swap` files (completed at load).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from moldau.protocol.records import RecordBatch, build_batch
+
+from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, BatchHeader, LogSegment
+
+if TYPE_CHECKING:
+    from .log import PartitionLog
+
+log = logging.getLogger("moldau.log_cleaner")
+
+_INT32_MAX = 0x7FFFFFFF
+
+
+def cleanable_ratio(clean_bytes: int, dirty_bytes: int) -> float:
+    """The dirty ratio compared against min.cleanable.dirty.ratio."""
+    total = clean_bytes + dirty_bytes
+    return dirty_bytes / total if total else 0.0
+
+
+@dataclass(slots=True)
+class CleanResult:
+    first_dirty: int
+    end_offset: int  # the new first dirty offset (checkpointed)
+    bytes_read: int
+    bytes_written: int
+    records_removed: int
+
+
+@dataclass(slots=True)
+class DirtyRange:
+    first_dirty: int
+    first_uncleanable: int
+    clean_bytes: int
+    dirty_bytes: int
+
+    @property
+    def ratio(self) -> float:
+        return cleanable_ratio(self.clean_bytes, self.dirty_bytes)
+
+
+def dirty_range(partition_log: PartitionLog, first_dirty: int, now: int) -> DirtyRange:
+    """Where the dirty section starts and ends, and the byte sizes of both sections."""
+    segments = partition_log.segments
+    first_dirty = max(first_dirty, partition_log.log_start_offset)
+    uncleanable = min(partition_log.active_segment.base_offset, partition_log.high_watermark)
+    lag = partition_log.config.min_compaction_lag_ms
+    if lag > 0:
+        for segment in segments:
+            if segment.base_offset >= uncleanable:
+                break
+            if now - segment.largest_timestamp < lag:
+                uncleanable = segment.base_offset
+                break
+    uncleanable = max(uncleanable, first_dirty)
+    clean = dirty = 0
+    for i, segment in enumerate(segments):
+        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        if next_base is not None and next_base <= first_dirty:
+            clean += segment.size
+        elif segment.base_offset < uncleanable and segment.base_offset >= first_dirty:
+            dirty += segment.size
+        elif segment.base_offset < first_dirty:
+            clean += segment.size  # the segment holding the first dirty offset
+    return DirtyRange(first_dirty, uncleanable, clean, dirty)
+
+
+def needs_cleaning(partition_log: PartitionLog, first_dirty: int, now: int) -> DirtyRange | None:
+    """The dirty range if the log is due for compaction, else None."""
+    config = partition_log.config
+    if not config.compact:
+        return None
+    found = dirty_range(partition_log, first_dirty, now)
+    if found.dirty_bytes == 0:
+        return None
+    if found.ratio < config.min_cleanable_dirty_ratio and not _compaction_overdue(
+        partition_log, found, now
+    ):
+        return None
+    return found
+
+
+def _compaction_overdue(partition_log: PartitionLog, found: DirtyRange, now: int) -> bool:
+    """max.compaction.lag.ms: a dirty segment older than this forces a pass."""
+    limit = partition_log.config.max_compaction_lag_ms
+    for segment in partition_log.segments:
+        if found.first_dirty <= segment.base_offset < found.first_uncleanable:
+            return now - segment.largest_timestamp > limit
+    return False
+
+
+def build_offset_map(segments: list[LogSegment], start: int, end: int) -> dict[bytes, int]:
+    """key -> the offset of its latest record in [start, end)."""
+    latest: dict[bytes, int] = {}
+    for segment in segments:
+        for header in segment.scan_headers(0):
+            if header.last_offset < start or header.base_offset >= end:
+                continue
+            batch = RecordBatch(segment.read_bytes(header.position, header.size))
+            if batch.is_control:
+                continue
+            for record in batch.records():
+                if record.key is not None and start <= record.offset < end:
+                    latest[record.key] = record.offset
+    return latest
+
+
+def _group(
+    segments: list[LogSegment], max_bytes: int, max_index_bytes: int
+) -> list[list[LogSegment]]:
+    """Consecutive segments whose cleaned output fits one segment (Kafka's grouping)."""
+    groups: list[list[LogSegment]] = []
+    current: list[LogSegment] = []
+    size = index_size = 0
+    for segment in segments:
+        next_index = segment.offset_index.size_in_bytes
+        fits = (
+            current
+            and size + segment.size <= max_bytes
+            and index_size + next_index <= max_index_bytes
+            and segment.base_offset - current[0].base_offset <= _INT32_MAX
+        )
+        if current and not fits:
+            groups.append(current)
+            current, size, index_size = [], 0, 0
+        current.append(segment)
+        size += segment.size
+        index_size += next_index
+    if current:
+        groups.append(current)
+    return groups
+
+
+def clean(partition_log: PartitionLog, found: DirtyRange, now: int) -> CleanResult:
+    """One compaction pass over partition_log (see the module docstring)."""
+    config = partition_log.config
+    end = found.first_uncleanable
+    targets = [s for s in partition_log.segments if s.base_offset < end]
+    latest = build_offset_map(targets, found.first_dirty, end)
+    result = CleanResult(found.first_dirty, end, 0, 0, 0)
+    for group in _group(targets, config.segment_bytes, config.segment_index_bytes):
+        cleaned = _clean_group(partition_log, group, latest, now, result)
+        partition_log.replace_segments(group, cleaned)
+    return result
+
+
+def _clean_group(partition_log: PartitionLog, group: list[LogSegment], latest: dict[bytes, int],
+                 now: int, result: CleanResult) -> LogSegment:
+    config = partition_log.config
+    base = group[0].base_offset
+    _remove_stale(partition_log.directory, base)
+    out = LogSegment(
+        partition_log.directory,
+        base,
+        index_interval_bytes=config.index_interval_bytes,
+        max_index_size=config.segment_index_bytes,
+        suffix=CLEANED_SUFFIX,
+    )
+    dropped = None  # the last batch seen, when nothing of it was kept
+    for segment in group:
+        for header in segment.scan_headers(0):
+            batch = RecordBatch(segment.read_bytes(header.position, header.size))
+            result.bytes_read += header.size
+            kept = _filter_batch(batch, latest, now, config.delete_retention_ms, result)
+            dropped = batch if kept is None else None
+            if kept is not None:
+                _write(out, kept)
+    if dropped is not None:
+        # Keep the group's last offset in the output (an empty batch spanning the dropped
+        # one), so the offsets a .swap file covers are known after a crash.
+        _write(out, _empty_like(dropped))
+    out.on_become_inactive()
+    out.flush()
+    out.change_suffix(SWAP_SUFFIX)
+    return out
+
+
+def _write(out: LogSegment, data: bytes) -> None:
+    batch = RecordBatch(data)
+    out.append(
+        data,
+        [BatchHeader(0, batch.base_offset, batch.last_offset, len(data), batch.max_timestamp,
+                     batch.partition_leader_epoch)],
+    )
+
+
+def _empty_like(batch: RecordBatch) -> bytes:
+    return build_batch(
+        [],
+        base_offset=batch.base_offset,
+        compression=0,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        partition_leader_epoch=batch.partition_leader_epoch,
+        last_offset_delta=batch.last_offset_delta,
+        base_timestamp=batch.base_timestamp,
+        max_timestamp=batch.max_timestamp,
+    )
+
+
+def _filter_batch(batch: RecordBatch, latest: dict[bytes, int], now: int,
+                  delete_retention_ms: int, result: CleanResult) -> bytes | None:
+    """The batch bytes to keep: the same bytes, a re-encoded subset, or None."""
+    if batch.is_control or batch.is_transactional:
+        return bytes(batch.buffer)  # transaction state is kept as it is for now
+    horizon = batch.delete_horizon_ms
+    records = list(batch.records())
+    kept = []
+    has_tombstone = False
+    for record in records:
+        if record.key is None or latest.get(record.key, record.offset) > record.offset:
+            continue
+        if record.value is None:
+            if horizon is not None and horizon <= now:
+                continue
+            has_tombstone = True
+        kept.append(record)
+    result.records_removed += len(records) - len(kept)
+    if not kept:
+        return None
+    new_horizon = horizon if horizon is not None else (
+        now + delete_retention_ms if has_tombstone else None
+    )
+    if len(kept) == len(records) and new_horizon == horizon:
+        return bytes(batch.buffer)
+    return build_batch(
+        [(r.key, r.value, r.headers, r.timestamp) for r in kept],
+        base_offset=batch.base_offset,
+        compression=batch.compression,
+        timestamp_type=batch.timestamp_type,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        partition_leader_epoch=batch.partition_leader_epoch,
+        offset_deltas=[r.offset - batch.base_offset for r in kept],
+        last_offset_delta=batch.last_offset_delta,  # keeps the batch's offset span
+        max_timestamp=batch.max_timestamp,
+        delete_horizon_ms=new_horizon,
+    )
+
+
+def _remove_stale(directory: str, base: int) -> None:
+    """Leftovers of an interrupted pass for the same base offset."""
+    prefix = f"{base:020d}."
+    for name in os.listdir(directory):
+        if name.startswith(prefix) and name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX)):
+            os.remove(os.path.join(directory, name))
+
+
+__all__ = [
+    "CleanResult",
+    "DirtyRange",
+    "build_offset_map",
+    "clean",
+    "cleanable_ratio",
+    "dirty_range",
+    "needs_cleaning",
+]
