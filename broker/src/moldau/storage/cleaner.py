@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from moldau.protocol.records import RecordBatch, build_batch
 
-from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, BatchHeader, LogSegment
+from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment, batch_header
 
 if TYPE_CHECKING:
     from .log import PartitionLog
@@ -202,12 +202,7 @@ def _clean_group(partition_log: PartitionLog, group: list[LogSegment], latest: d
 
 
 def _write(out: LogSegment, data: bytes) -> None:
-    batch = RecordBatch(data)
-    out.append(
-        data,
-        [BatchHeader(0, batch.base_offset, batch.last_offset, len(data), batch.max_timestamp,
-                     batch.partition_leader_epoch)],
-    )
+    out.append(data, [batch_header(RecordBatch(data), 0)])
 
 
 def _empty_like(batch: RecordBatch) -> bytes:

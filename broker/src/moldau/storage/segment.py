@@ -65,6 +65,18 @@ class BatchHeader(NamedTuple):
     partition_leader_epoch: int
 
 
+def batch_header(batch: RecordBatch, position: int) -> BatchHeader:
+    """The BatchHeader of a parsed batch that sits at `position`."""
+    return BatchHeader(
+        position,
+        batch.base_offset,
+        batch.last_offset,
+        batch.size_in_bytes,
+        batch.max_timestamp,
+        batch.partition_leader_epoch,
+    )
+
+
 class FileSlice(NamedTuple):
     """A byte range of a segment file, for sendfile (or pread on TLS connections)."""
 
@@ -412,14 +424,7 @@ class LogSegment:
         for position, batch in self._scan_valid_batches(max_batch_size):
             if batch.base_offset < next_offset or batch.last_offset < batch.base_offset:
                 break
-            header = BatchHeader(
-                position,
-                batch.base_offset,
-                batch.last_offset,
-                batch.size_in_bytes,
-                batch.max_timestamp,
-                batch.partition_leader_epoch,
-            )
+            header = batch_header(batch, position)
             self._index_batch(header, position)
             if on_batch is not None:
                 on_batch(batch)

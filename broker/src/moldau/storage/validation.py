@@ -52,7 +52,7 @@ from moldau.protocol.records import (
 )
 
 from .config import LONG_MAX, LogConfig
-from .segment import BatchHeader
+from .segment import BatchHeader, batch_header
 
 _CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 _INT32_MAX = 0x7FFFFFFF
@@ -439,15 +439,7 @@ def _out_of_order(base_offset: int, next_offset: int) -> InvalidRecordError:
 
 
 def _record(info: AppendInfo, batch: RecordBatch, position: int) -> None:
-    header = BatchHeader(
-        position,
-        batch.base_offset,
-        batch.last_offset,
-        batch.size_in_bytes,
-        batch.max_timestamp,
-        batch.partition_leader_epoch,
-    )
-    info.batches.append(header)
+    info.batches.append(batch_header(batch, position))
     info.last_offset = batch.last_offset
     info.record_count += batch.records_count
     info.valid_bytes += batch.size_in_bytes
