@@ -144,8 +144,13 @@ class PartitionLog:
             if name.endswith(LOG_SUFFIX) and name[:20].isdigit()
         )
         for base in bases:
-            segment = self._open_segment(base)
-            if not self._indexes_sound(segment):
+            # After a clean shutdown the inactive segments' indexes were trimmed and are
+            # trusted: they are mapped on first use (Kafka's LazyIndex; each mapping holds
+            # a file descriptor) and only a missing one is rebuilt now.
+            lazy = clean_shutdown and base != bases[-1]
+            segment = self._open_segment(base, lazy_indexes=lazy)
+            suspect = segment.missing_index and segment.size > 0
+            if suspect or (not lazy and not self._indexes_sound(segment)):
                 segment.recover(max_batch_size=0)
             self._add(segment)
         if not clean_shutdown:
@@ -280,7 +285,7 @@ class PartitionLog:
             pending[pb.producer_id] = (pb.producer_epoch, pb.last_sequence)
         return None
 
-    def _open_segment(self, base: int) -> LogSegment:
+    def _open_segment(self, base: int, lazy_indexes: bool = False) -> LogSegment:
         jitter_ms = min(self.config.segment_jitter_ms, self.config.segment_ms)  # as Kafka
         return LogSegment(
             self.directory,
@@ -288,6 +293,7 @@ class PartitionLog:
             index_interval_bytes=self.config.index_interval_bytes,
             max_index_size=self.config.segment_index_bytes,
             roll_jitter_ms=random.randrange(jitter_ms) if jitter_ms else 0,
+            lazy_indexes=lazy_indexes,
         )
 
     def _add(self, segment: LogSegment) -> None:

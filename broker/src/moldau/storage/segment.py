@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import struct
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from crc32c import crc32c
 
@@ -36,9 +37,11 @@ from moldau.protocol.records import (
 from .index import (
     OFFSET_INDEX_SUFFIX,
     TIME_INDEX_SUFFIX,
+    CorruptIndexError,
     IndexFullError,
     OffsetIndex,
     TimeIndex,
+    TimestampOffset,
     segment_file_name,
 )
 
@@ -51,6 +54,8 @@ NO_TIMESTAMP = -1
 _SCAN_CHUNK = 64 * 1024  # header scans read this much at a time
 _RECOVERY_CHUNK = 4 * 1024 * 1024  # recovery reads whole batches in chunks of this size
 _INT32_MAX = 0x7FFFFFFF
+_TIME_ENTRY = struct.Struct(">qi")  # a time index entry: timestamp, relative offset
+_Index = TypeVar("_Index", OffsetIndex, TimeIndex)
 _new_tuple = tuple.__new__  # a NamedTuple from a tuple, without its Python-level __new__
 
 
@@ -111,7 +116,10 @@ class LogSegment:
         roll_jitter_ms: int = 0,
         suffix: str = "",
         now_ms: int | None = None,
+        lazy_indexes: bool = False,
     ) -> None:
+        """lazy_indexes: map the index files only when first used (inactive segments of a
+        cleanly loaded log, as Kafka's LazyIndex: each mapping costs a file descriptor)."""
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
@@ -127,18 +135,62 @@ class LogSegment:
         try:
             self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
             self.size = os.fstat(self.fd).st_size
-            self.offset_index = OffsetIndex(
-                self._path(OFFSET_INDEX_SUFFIX), base_offset, max_index_size
-            )
-            self.time_index = TimeIndex(self._path(TIME_INDEX_SUFFIX), base_offset, max_index_size)
         except OSError as exc:
             raise KafkaStorageError(f"cannot open segment {self.log_path}: {exc}") from exc
+        self.max_index_size = max_index_size
+        self._offset_index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+        self._check_when_mapped = lazy_indexes
         self.created_ms = now_ms if now_ms is not None else int(time.time() * 1000)
         self.bytes_since_last_index_entry = 0
-        last = self.time_index.last_entry
+        last = self._last_time_entry() if lazy_indexes else self.time_index.last_entry
         self.max_timestamp = last.timestamp
         self.offset_of_max_timestamp = last.offset
         self._rolling_timestamp: int | None = None  # max timestamp of the first append
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        if self._offset_index is None:
+            self._open_indexes()
+        return self._offset_index  # type: ignore[return-value]
+
+    @property
+    def time_index(self) -> TimeIndex:
+        if self._time_index is None:
+            self._open_indexes()
+        return self._time_index  # type: ignore[return-value]
+
+    def _open_indexes(self) -> None:
+        self._offset_index = self._open_index(OffsetIndex, OFFSET_INDEX_SUFFIX)
+        self._time_index = self._open_index(TimeIndex, TIME_INDEX_SUFFIX)
+        if self._check_when_mapped:
+            # A lazily mapped index is checked when first mapped, and rebuilt from the log
+            # if it fails: corrupt indexes are never trusted, only checked later.
+            self._check_when_mapped = False
+            try:
+                self._offset_index.sanity_check()
+                self._time_index.sanity_check()
+            except CorruptIndexError:
+                self.recover()
+
+    def _open_index(self, kind: type[_Index], suffix: str) -> _Index:
+        try:
+            return kind(self._path(suffix), self.base_offset, self.max_index_size)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot open index {self._path(suffix)}: {exc}") from exc
+
+    def _last_time_entry(self) -> TimestampOffset:
+        """The last time index entry, read from the (trimmed) file without mapping it."""
+        try:
+            with open(self._path(TIME_INDEX_SUFFIX), "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                entry = os.pread(f.fileno(), 12, size - 12) if size >= 12 else b""
+        except OSError:
+            entry = b""
+        if len(entry) < 12:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        timestamp, relative = _TIME_ENTRY.unpack(entry)
+        return TimestampOffset(timestamp, self.base_offset + relative)
 
     def _path(self, kind: str) -> str:
         return os.path.join(self.directory, segment_file_name(self.base_offset, kind) + self.suffix)
@@ -527,30 +579,41 @@ class LogSegment:
     def flush(self) -> None:
         try:
             os.fsync(self.fd)
-            self.offset_index.flush()
-            self.time_index.flush()
+            for index in (self._offset_index, self._time_index):
+                if index is not None:  # an unmapped index has nothing unwritten
+                    index.flush()
         except OSError as exc:
             raise KafkaStorageError(f"flushing {self.log_path} failed: {exc}") from exc
 
     def close(self) -> None:
         if self.fd < 0:
             return
-        self.time_index.maybe_append(
-            self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
-        )
-        self.offset_index.close()
-        self.time_index.close()
+        if self._time_index is not None:  # an index never mapped has nothing to add
+            self._time_index.maybe_append(
+                self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
+            )
+            self._time_index.close()
+        if self._offset_index is not None:
+            self._offset_index.close()
         os.close(self.fd)
         self.fd = -1
 
     def change_suffix(self, new_suffix: str) -> None:
         """Rename the segment's files (e.g. to .deleted); open handles stay valid."""
         old = {kind: self._path(kind) for kind in (LOG_SUFFIX, TXN_INDEX_SUFFIX)}
+        old_offset_index = self._path(OFFSET_INDEX_SUFFIX)
+        old_time_index = self._path(TIME_INDEX_SUFFIX)
         self.suffix = new_suffix
         try:
             os.rename(old[LOG_SUFFIX], self._path(LOG_SUFFIX))
-            self.offset_index.rename_to(self._path(OFFSET_INDEX_SUFFIX))
-            self.time_index.rename_to(self._path(TIME_INDEX_SUFFIX))
+            for index, suffix, previous in (
+                (self._offset_index, OFFSET_INDEX_SUFFIX, old_offset_index),
+                (self._time_index, TIME_INDEX_SUFFIX, old_time_index),
+            ):
+                if index is not None:
+                    index.rename_to(self._path(suffix))
+                elif os.path.exists(previous):
+                    os.rename(previous, self._path(suffix))
             if os.path.exists(old[TXN_INDEX_SUFFIX]):
                 os.rename(old[TXN_INDEX_SUFFIX], self._path(TXN_INDEX_SUFFIX))
         except OSError as exc:
