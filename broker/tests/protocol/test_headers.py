@@ -322,3 +322,23 @@ def test_frame_decoder_rejects_bad_sizes():
     assert decoder.feed(frame(b"x" * 100)) == [b"x" * 100]
     with pytest.raises(ProtocolError):
         decoder.feed(b"\x7f\xff\xff\xff")
+
+
+def test_frames_are_writable_so_batches_can_be_patched_in_place():
+    from moldau.protocol.headers import decode_request, encode_request
+    from moldau.protocol.messages import ProduceRequest, RequestHeader
+    from moldau.protocol.records import build_batch, iter_batches, patch_batch
+
+    body = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[
+        ProduceRequest.TopicProduceData(name="t", partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=build_batch([(b"k", b"v")]))])])
+    header = RequestHeader(request_api_key=0, request_api_version=9, correlation_id=1,
+                           client_id="c")
+    (payload,) = FrameDecoder().feed(encode_request(header, body))
+    _, request = decode_request(payload)
+    records = request.topic_data[0].partition_data[0].records
+    assert not records.readonly
+    patch_batch(records, 42)
+    assert next(iter(iter_batches(records))).base_offset == 42
+    start = bytes(payload).find(bytes(records))  # the view patched the frame itself
+    assert start > 0 and int.from_bytes(payload[start : start + 8], "big") == 42

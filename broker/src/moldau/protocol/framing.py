@@ -14,17 +14,19 @@ class FrameDecoder:
     """Cut a byte stream into frames, refusing sizes that are negative or too large.
 
     feed() may be called with any chunking of the stream; it returns the payloads of the
-    frames that became complete. A bad size raises ProtocolError before any allocation:
-    the connection must then be closed, since the stream can no longer be trusted.
+    frames that became complete, each its own bytearray: the produce path assigns offsets
+    by patching record batches in place, and a writable frame spares it a copy. A bad
+    size raises ProtocolError before any allocation: the connection must then be closed,
+    since the stream can no longer be trusted.
     """
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME):
         self.max_frame_size = max_frame_size
         self._buffer = bytearray()
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytearray]:
         self._buffer += data
-        frames: list[bytes] = []
+        frames: list[bytearray] = []
         buf = self._buffer
         pos = 0
         while len(buf) - pos >= 4:
@@ -37,7 +39,7 @@ class FrameDecoder:
                 )
             if len(buf) - pos - 4 < size:
                 break
-            frames.append(bytes(buf[pos + 4 : pos + 4 + size]))
+            frames.append(buf[pos + 4 : pos + 4 + size])  # a bytearray slice is a copy
             pos += 4 + size
         if pos:
             del buf[:pos]
