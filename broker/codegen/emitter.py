@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from .schema import (
     FIXED_TYPES,
-    MAX_VERSION,
     FieldDef,
     MessageDef,
     Span,
@@ -611,4 +610,4 @@ def module_name(message: MessageDef) -> str:
     return snake_case(message.name)
 
 
-__all__ = ["MAX_VERSION", "ModuleEmitter", "module_name"]
+__all__ = ["ModuleEmitter", "module_name"]

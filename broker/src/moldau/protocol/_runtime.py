@@ -24,7 +24,6 @@ INT32 = struct.Struct(">i")
 ZERO_UUID = UUID(int=0)
 _ZERO_UUID_BYTES = bytes(16)
 UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()  # "use the default"
-MAX_VERSION = 0x7FFF
 
 # Exceptions that mean "these bytes are not a valid message" when raised while decoding.
 _DECODE_FAILURES = (struct.error, IndexError, ValueError, OverflowError, TypeError)
@@ -294,10 +293,6 @@ def write_compact_array_length(out: bytearray, value: list | None) -> None:
 
 def write_fixed_array(out: bytearray, value: list, code: str) -> None:
     out += _array_struct(code, len(value)).pack(*value)
-
-
-def write_uuid(out: bytearray, value: UUID) -> None:
-    out += value.bytes
 
 
 def write_uuid_array(out: bytearray, value: list) -> None:
