@@ -151,7 +151,7 @@ class _Builder:
             versions=parse_versions(raw["versions"]),
             nullable=parse_versions(raw.get("nullableVersions")),
             tagged=tagged,
-            tag=raw.get("tag"),
+            tag=None if raw.get("tag") is None else int(raw["tag"]),  # some files quote it
             ignorable=bool(raw.get("ignorable", False)),
             default=raw.get("default"),
             flexible_override=parse_versions(raw.get("flexibleVersions")),

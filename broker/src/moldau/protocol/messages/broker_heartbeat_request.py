@@ -70,7 +70,7 @@ _C_BrokerHeartbeatRequest.FIELDS = (
     FieldSpec('current_metadata_offset', 'CurrentMetadataOffset', 'int64', None, None, (0, 32767), None, None, None, False, 0),
     FieldSpec('want_fence', 'WantFence', 'bool', None, None, (0, 32767), None, None, None, False, False),
     FieldSpec('want_shut_down', 'WantShutDown', 'bool', None, None, (0, 32767), None, None, None, False, False),
-    FieldSpec('offline_log_dirs', 'OfflineLogDirs', 'array', 'uuid', None, (1, 32767), None, (1, 32767), '0', False, None),
+    FieldSpec('offline_log_dirs', 'OfflineLogDirs', 'array', 'uuid', None, (1, 32767), None, (1, 32767), 0, False, None),
 )
 
 
