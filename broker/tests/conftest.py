@@ -12,3 +12,4 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("dev", print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+from zk_fixtures import zk_chroot, zk_client, zk_ensemble  # noqa: F401, E402  (ZooKeeper fixtures)

@@ -1,0 +1,101 @@
+"""AsyncZk: KafkaZkClient for the asyncio broker (ARCHITECTURE §4).
+
+Blocking ZooKeeper calls run in one dedicated thread, in submission order, so ZooKeeper
+never stalls the event loop and the broker's ZooKeeper writes keep Kafka's ordering.
+kazoo's watch callbacks and state changes hop onto the loop with call_soon_threadsafe;
+a callback may be a plain function or a coroutine function (run as a task, one at a time
+per watch, in delivery order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from moldau.cluster.zk_client import KafkaZkClient, WatchHandle
+
+log = logging.getLogger(__name__)
+
+
+class AsyncZk:
+    """`await azk.call("get_broker_ids")` or `await azk.call(client.method, args...)`."""
+
+    def __init__(self, client: KafkaZkClient, loop: asyncio.AbstractEventLoop | None = None):
+        self.client = client
+        self._loop = loop
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="moldau-zk")
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._loop
+
+    async def call(self, fn: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a KafkaZkClient method (by name) or any blocking callable on the ZK thread."""
+        target = getattr(self.client, fn) if isinstance(fn, str) else fn
+        return await self.loop.run_in_executor(
+            self._executor, functools.partial(target, *args, **kwargs))
+
+    async def start(self) -> None:
+        self.loop  # noqa: B018 - bind the loop now, callbacks need it from other threads
+        await self.call(self.client.start)
+
+    async def close(self) -> None:
+        try:
+            await self.call(self.client.close)
+        finally:
+            self._executor.shutdown(wait=False)
+
+    def _on_loop(self, callback: Callable[..., Any]) -> Callable[..., None]:
+        """A thread-safe wrapper delivering callback(*args) on the loop, in order."""
+        loop = self.loop
+        lock = asyncio.Lock()
+
+        async def run_async(args: tuple[Any, ...]) -> None:
+            async with lock:  # tasks are created in order and the lock is FIFO
+                try:
+                    await callback(*args)
+                except Exception:
+                    log.exception("ZooKeeper callback %r failed", callback)
+
+        def run(args: tuple[Any, ...]) -> None:
+            if inspect.iscoroutinefunction(callback):
+                loop.create_task(run_async(args))
+                return
+            try:
+                callback(*args)
+            except Exception:
+                log.exception("ZooKeeper callback %r failed", callback)
+
+        def deliver(*args: Any) -> None:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(run, args)
+
+        return deliver
+
+    async def watch_children(self, path: str, callback: Callable[[list[str]], Any]) -> WatchHandle:
+        """callback(children) on the loop, now and after every change."""
+        return await self.call(self.client.watch_children, path, self._on_loop(callback))
+
+    async def watch_data(self, path: str,
+                         callback: Callable[[bytes | None, Any], Any]) -> WatchHandle:
+        """callback(data, stat) on the loop, now and after every change."""
+        return await self.call(self.client.watch_data, path, self._on_loop(callback))
+
+    def add_state_listener(self, callback: Callable[[str], Any]) -> None:
+        """callback(state) on the loop for every connection state change."""
+        self.client.add_state_listener(self._on_loop(callback))
+
+    def add_session_listener(self, callback: Callable[[int], Any]) -> None:
+        """callback(session_id) on the loop after a new session replaced an expired one."""
+        self.client.add_session_listener(self._on_loop(callback))
+
+    def set_registration_listener(self, callback: Callable[[int], Any]) -> None:
+        """callback(broker_epoch) on the loop after an automatic re-registration."""
+        self.client.set_registration_listener(self._on_loop(callback))

@@ -1,0 +1,389 @@
+"""ZooKeeperEnsemble: Debian's ZooKeeper 3.8 as local java processes on 127.0.0.1.
+
+For tests and the development cluster. Each node has its own directory under `base_dir`:
+
+    base_dir/ensemble.json        ports, size and tick (ZooKeeperEnsemble.load reads it)
+    base_dir/node<i>/zoo.cfg      (i = 0 .. size-1; ZooKeeper's myid is i + 1)
+    base_dir/node<i>/data/myid
+    base_dir/node<i>/log4j.properties, log/zookeeper.log, log/stdout.log
+    base_dir/node<i>/zk.pid
+
+Debian's zkServer.sh forces /etc/zookeeper and /var/log/zookeeper and a classpath without a
+logging binding, so the nodes are started with java directly (see the reference notes,
+zookeeper-clients-pyspark.md §1.4). Processes run in their own session: they outlive the
+Python process that started them, and `load(base_dir)` finds them again by pid file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+JAVA_DIR = Path("/usr/share/java")
+CLASSPATH_JARS = ("zookeeper.jar", "slf4j-log4j12.jar", "log4j-1.2.jar", "servlet-api.jar")
+MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+JVM_OPTS = ("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC")
+STATE_FILE = "ensemble.json"
+PID_FILE = "zk.pid"
+INSTALL_HINT = "install Debian's zookeeper package: apt-get install zookeeper"
+SERVING_MODES = ("leader", "follower", "standalone")
+
+LOG4J_PROPERTIES = """\
+log4j.rootLogger=INFO, ROLLINGFILE
+log4j.appender.ROLLINGFILE=org.apache.log4j.RollingFileAppender
+log4j.appender.ROLLINGFILE.Threshold=INFO
+log4j.appender.ROLLINGFILE.File=${zookeeper.log.dir}/zookeeper.log
+log4j.appender.ROLLINGFILE.MaxFileSize=10MB
+log4j.appender.ROLLINGFILE.MaxBackupIndex=3
+log4j.appender.ROLLINGFILE.layout=org.apache.log4j.PatternLayout
+log4j.appender.ROLLINGFILE.layout.ConversionPattern=%d{ISO8601} [myid:%X{myid}] - %-5p [%t] - %m%n
+"""
+
+
+class ZooKeeperEnsembleError(RuntimeError):
+    """The ensemble cannot be started (missing java or jars, a node that exits, no quorum)."""
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` distinct ports free on `host` right now.
+
+    They are taken below the kernel's ephemeral range when there is room: a port inside it
+    can be grabbed by any outgoing connection before ZooKeeper binds it (a follower binds
+    its quorum port only once it becomes leader)."""
+    low = _ephemeral_range()[0]
+    candidates = list(range(10000, low)) if low > 12000 else []
+    random.shuffle(candidates)
+    sockets: list[socket.socket] = []
+    try:
+        for port in candidates:
+            if len(sockets) == count:
+                break
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind((host, port))
+            except OSError:
+                s.close()
+                continue
+            sockets.append(s)
+        while len(sockets) < count:  # no room below the range: let the kernel choose
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def four_letter_word(port: int, command: str, host: str = "127.0.0.1",
+                     timeout: float = 2.0) -> str | None:
+    """Send a ZooKeeper four-letter command and return the answer (None when unreachable)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(command.encode("ascii"))
+            chunks = []
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            return b"".join(chunks).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _find_java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.access(os.path.join(java_home, "bin", "java"), os.X_OK):
+        return os.path.join(java_home, "bin", "java")
+    java = shutil.which("java")
+    if java is None:
+        raise ZooKeeperEnsembleError(f"java was not found on PATH: {INSTALL_HINT}"
+                                     " (it pulls in a Java runtime)")
+    return java
+
+
+def _classpath(node_dir: Path) -> str:
+    missing = [j for j in CLASSPATH_JARS if not (JAVA_DIR / j).exists()]
+    if missing:
+        raise ZooKeeperEnsembleError(
+            f"{', '.join(str(JAVA_DIR / j) for j in missing)} missing: {INSTALL_HINT}")
+    return ":".join([str(node_dir)] + [str(JAVA_DIR / j) for j in CLASSPATH_JARS])
+
+
+class ZooKeeperEnsemble:
+    """A local ZooKeeper ensemble of `size` nodes (1 = standalone), indexed 0 .. size-1."""
+
+    def __init__(
+        self,
+        base_dir: str | os.PathLike[str],
+        size: int = 3,
+        client_ports: list[int] | None = None,
+        tick_time: int = 2000,
+        *,
+        quorum_ports: list[int] | None = None,
+        election_ports: list[int] | None = None,
+        die_with_parent: bool = False,
+    ) -> None:
+        if size < 1:
+            raise ValueError("an ensemble needs at least one node")
+        self.base_dir = Path(base_dir).absolute()
+        self.size = size
+        self.tick_time = tick_time
+        wanted = sum(p is None for p in (client_ports, quorum_ports, election_ports))
+        spare = iter(free_ports(wanted * size)) if wanted else iter(())
+        self.client_ports = list(client_ports or [next(spare) for _ in range(size)])
+        self.quorum_ports = list(quorum_ports or [next(spare) for _ in range(size)])
+        self.election_ports = list(election_ports or [next(spare) for _ in range(size)])
+        for name, ports in (("client", self.client_ports), ("quorum", self.quorum_ports),
+                            ("election", self.election_ports)):
+            if len(ports) != size:
+                raise ValueError(f"{len(ports)} {name} ports for {size} nodes")
+        # Tests: nodes get SIGKILL when the process that started them dies, so a test run
+        # that is killed (or exits without teardown) leaves no JVMs behind. The dev cluster
+        # leaves it off: its nodes must outlive `moldau dev-cluster up`.
+        self.die_with_parent = die_with_parent
+        self._procs: dict[int, subprocess.Popen[bytes]] = {}
+
+    # -- layout --------------------------------------------------------------------------------
+
+    @property
+    def node_dirs(self) -> list[Path]:
+        return [self.base_dir / f"node{i}" for i in range(self.size)]
+
+    @property
+    def connect_string(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.client_ports)
+
+    def _state(self) -> dict[str, object]:
+        return {"size": self.size, "tick_time": self.tick_time,
+                "client_ports": self.client_ports, "quorum_ports": self.quorum_ports,
+                "election_ports": self.election_ports}
+
+    @classmethod
+    def load(cls, base_dir: str | os.PathLike[str]) -> ZooKeeperEnsemble:
+        """The ensemble described by base_dir/ensemble.json (written by start())."""
+        path = Path(base_dir) / STATE_FILE
+        try:
+            state = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ZooKeeperEnsembleError(f"no ZooKeeper ensemble in {base_dir} ({path} is"
+                                         " missing)") from None
+        return cls(base_dir, size=state["size"], client_ports=state["client_ports"],
+                   tick_time=state["tick_time"], quorum_ports=state["quorum_ports"],
+                   election_ports=state["election_ports"])
+
+    def write_configs(self) -> None:
+        """Write ensemble.json and every node's zoo.cfg, myid and log4j.properties (data
+        directories are kept, so a restarted node resyncs from the leader)."""
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        (self.base_dir / STATE_FILE).write_text(json.dumps(self._state(), indent=2) + "\n")
+        servers = []
+        if self.size > 1:  # no server.N lines: standalone mode
+            servers = [f"server.{i + 1}=127.0.0.1:{self.quorum_ports[i]}:{self.election_ports[i]}"
+                       for i in range(self.size)]
+        for i, node_dir in enumerate(self.node_dirs):
+            (node_dir / "data").mkdir(parents=True, exist_ok=True)
+            (node_dir / "log").mkdir(exist_ok=True)
+            (node_dir / "data" / "myid").write_text(f"{i + 1}\n")
+            (node_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
+            lines = [
+                f"tickTime={self.tick_time}",
+                "initLimit=10",
+                "syncLimit=5",
+                f"dataDir={node_dir / 'data'}",
+                f"clientPort={self.client_ports[i]}",
+                "clientPortAddress=127.0.0.1",
+                "maxClientCnxns=200",
+                "4lw.commands.whitelist=*",
+                # The AdminServer (Jetty) costs a port and ~10 MiB per node; 4lw does the job.
+                "admin.enableServer=false",
+                "autopurge.snapRetainCount=3",
+                "autopurge.purgeInterval=1",
+                *servers,
+            ]
+            (node_dir / "zoo.cfg").write_text("\n".join(lines) + "\n")
+
+    # -- processes -----------------------------------------------------------------------------
+
+    def pid(self, i: int) -> int | None:
+        """The pid of node i when it is running (from this object or its pid file)."""
+        proc = self._procs.get(i)
+        if proc is not None:
+            return proc.pid if proc.poll() is None else None
+        try:
+            pid = int((self.node_dirs[i] / PID_FILE).read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        # Guard against a recycled pid: it must be this node's ZooKeeper.
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        if stat.rsplit(")", 1)[-1].split()[0] == "Z":  # a zombie (exited, not reaped)
+            return None
+        cfg = str(self.node_dirs[i] / "zoo.cfg").encode()
+        return pid if MAIN_CLASS.encode() in cmdline and cfg in cmdline else None
+
+    def running(self, i: int) -> bool:
+        return self.pid(i) is not None
+
+    def start_node(self, i: int) -> None:
+        """Start node i (no-op when it runs already); does not wait for it to serve."""
+        if self.running(i):
+            return
+        node_dir = self.node_dirs[i]
+        if not (node_dir / "zoo.cfg").exists():
+            self.write_configs()
+        cmd = [
+            _find_java(), *JVM_OPTS,
+            f"-Dzookeeper.log.dir={node_dir / 'log'}",
+            f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}",
+            "-Dzookeeper.jmx.log4j.disable=true",
+            "-cp", _classpath(node_dir), MAIN_CLASS, str(node_dir / "zoo.cfg"),
+        ]
+        setpriv = shutil.which("setpriv")  # util-linux: sets PR_SET_PDEATHSIG, then execs
+        # The kernel signals on the death of the *thread* that forked: only the main thread's
+        # lifetime matches the process's.
+        if (self.die_with_parent and setpriv
+                and threading.current_thread() is threading.main_thread()):
+            cmd = [setpriv, "--pdeathsig", "KILL", "--", *cmd]
+        with open(node_dir / "log" / "stdout.log", "ab") as out:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, cwd=node_dir,
+                                    start_new_session=True)
+        self._procs[i] = proc
+        (node_dir / PID_FILE).write_text(f"{proc.pid}\n")
+
+    def _signal_and_wait(self, i: int, sig: int, timeout: float) -> bool:
+        pid = self.pid(i)
+        if pid is None:
+            return True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            proc = self._procs.get(i)
+            if proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=0.05)
+            else:
+                time.sleep(0.05)
+            if self.pid(i) is None:
+                return True
+        return False
+
+    def _forget(self, i: int) -> None:
+        proc = self._procs.pop(i, None)
+        if proc is not None:
+            proc.wait()
+        with contextlib.suppress(FileNotFoundError):
+            (self.node_dirs[i] / PID_FILE).unlink()
+
+    def stop_node(self, i: int, timeout: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL if node i is still alive after `timeout` seconds."""
+        if not self._signal_and_wait(i, signal.SIGTERM, timeout):
+            self._signal_and_wait(i, signal.SIGKILL, 5.0)
+        self._forget(i)
+
+    def kill_node(self, i: int) -> None:
+        """SIGKILL node i (a crash)."""
+        self._signal_and_wait(i, signal.SIGKILL, 5.0)
+        self._forget(i)
+
+    def stop(self) -> None:
+        for i in range(self.size):
+            self.stop_node(i)
+
+    # -- status --------------------------------------------------------------------------------
+
+    def mode(self, i: int) -> str | None:
+        """"leader", "follower" or "standalone" from `srvr`; None when node i does not serve
+        (down, starting, or without quorum)."""
+        answer = four_letter_word(self.client_ports[i], "srvr", timeout=1.0)
+        if not answer:
+            return None
+        for line in answer.splitlines():
+            if line.startswith("Mode:"):
+                mode = line.split(":", 1)[1].strip()
+                return mode if mode in SERVING_MODES else None
+        return None
+
+    def _check_alive(self, i: int) -> None:
+        proc = self._procs.get(i)
+        if proc is not None and proc.poll() is not None:
+            log_file = self.node_dirs[i] / "log" / "stdout.log"
+            tail = ""
+            with contextlib.suppress(OSError):
+                tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-15:])
+            self._forget(i)
+            raise ZooKeeperEnsembleError(
+                f"ZooKeeper node {i} exited with code {proc.returncode}; {log_file}:\n{tail}")
+
+    def wait_node(self, i: int, timeout: float = 30.0) -> str:
+        """Wait until node i serves; returns its mode."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._check_alive(i)
+            mode = self.mode(i)
+            if mode is not None:
+                return mode
+            if time.monotonic() > deadline:
+                raise ZooKeeperEnsembleError(
+                    f"ZooKeeper node {i} (127.0.0.1:{self.client_ports[i]}) does not serve"
+                    f" after {timeout:.0f} s; see {self.node_dirs[i] / 'log' / 'zookeeper.log'}")
+            time.sleep(0.1)
+
+    def wait_quorum(self, timeout: float = 30.0) -> None:
+        """Wait until every running node serves (so a quorum is formed)."""
+        deadline = time.monotonic() + timeout
+        running = [i for i in range(self.size) if self.running(i)]
+        if len(running) <= self.size // 2:
+            raise ZooKeeperEnsembleError(
+                f"only {len(running)} of {self.size} ZooKeeper nodes run: no quorum possible")
+        for i in running:
+            self.wait_node(i, max(deadline - time.monotonic(), 0.1))
+
+    def start(self, timeout: float = 30.0) -> ZooKeeperEnsemble:
+        """Write the configs, start every node that is not running, wait for the quorum."""
+        _find_java()
+        _classpath(self.base_dir)
+        state_file = self.base_dir / STATE_FILE
+        if (state_file.exists() and json.loads(state_file.read_text()) != self._state()
+                and any(self.running(i) for i in range(self.size))):
+            raise ZooKeeperEnsembleError(
+                f"{self.base_dir} holds running ZooKeeper nodes with other settings: use"
+                " ZooKeeperEnsemble.load() to attach to them, or stop them first")
+        self.write_configs()
+        try:
+            for i in range(self.size):
+                self.start_node(i)
+            self.wait_quorum(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __enter__(self) -> ZooKeeperEnsemble:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,50 @@
+"""ZooKeeper fixtures shared by every suite (registered in conftest.py).
+
+* `zk_ensemble` (session): a real 3-node ZooKeeper ensemble (Debian's zookeeper package run
+  with java) in a temporary directory, tick 500 ms so sessions can be short; started once,
+  stopped at the end. A missing java or zookeeper.jar fails the tests (make test installs
+  them), it does not skip them. The nodes die with the pytest process even when it is
+  killed before its teardown.
+* `zk_chroot`: a fresh chroot path ("/t-<hex>") per test, so tests never see each other's
+  znodes: `KafkaZkClient(zk_ensemble.connect_string, zk_chroot)`.
+* `zk_client`: a started KafkaZkClient on that chroot (6 s sessions), closed afterwards.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from moldau.cluster.zk_client import KafkaZkClient
+from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
+
+ZK_TICK_MS = 500  # ZooKeeper allows sessions of 2 to 20 ticks: 1 s to 10 s
+
+
+@pytest.fixture(scope="session")
+def zk_ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
+    ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp("zk"), size=3, tick_time=ZK_TICK_MS,
+                                 die_with_parent=True)
+    ensemble.start(timeout=60)
+    try:
+        yield ensemble
+    finally:
+        ensemble.stop()
+
+
+@pytest.fixture
+def zk_chroot() -> str:
+    return f"/t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def zk_client(zk_ensemble: ZooKeeperEnsemble, zk_chroot: str) -> Iterator[KafkaZkClient]:
+    client = KafkaZkClient(zk_ensemble.connect_string, zk_chroot, session_timeout_ms=6000,
+                           connection_timeout_ms=15000)
+    client.start()
+    try:
+        yield client
+    finally:
+        client.close()
