@@ -734,6 +734,18 @@ class ZkConnect:
 _LISTENER_RE = re.compile(r"^([^:/\s]+)://\[?([0-9a-zA-Z\-%._:]*?)\]?:(-?[0-9]+)$")
 
 
+_LISTENER_OVERRIDE = re.compile(r"listener\.name\.([^.]+)\.(ssl\..+)")
+
+
+def _listener_override_base(name: str) -> ConfigKey | None:
+    """The ssl.* key a `listener.name.<l>.ssl.*` key overrides, or None."""
+    match = _LISTENER_OVERRIDE.fullmatch(name)
+    if match is None:
+        return None
+    base = KEYS.get(match.group(2))
+    return base if base is not None and base.status != "rejected" else None
+
+
 def parse_protocol_map(key: str, text: str) -> dict[str, str]:
     mapping: dict[str, str] = {}
     for item in (s.strip() for s in text.split(",")):
@@ -809,6 +821,8 @@ class BrokerConfig:
     values: dict[str, Any]
     explicit: frozenset[str]
     warnings: list[str] = field(default_factory=list)
+    # `listener.name.<listener>.ssl.*` per-listener overrides (typed like their base key)
+    listener_overrides: dict[str, Any] = field(default_factory=dict)
 
     # derived by _derive()
     log_dirs: list[str] = field(default_factory=list)
@@ -831,10 +845,19 @@ class BrokerConfig:
         raw = parse_properties(source) if isinstance(source, str) else dict(source)
         warnings: list[str] = []
         values: dict[str, Any] = {}
+        overrides: dict[str, Any] = {}
         explicit: set[str] = set()
         for name, value in raw.items():
             key = KEYS.get(name)
             if key is None:
+                base = _listener_override_base(name)
+                if base is not None:
+                    converted = convert(base, value)
+                    if base.validator is not None:
+                        base.validator.check(name, converted)
+                    overrides[name] = converted
+                    explicit.add(name)
+                    continue
                 warnings.append(
                     f"The configuration '{name}' was supplied but isn't a known config.")
                 continue
@@ -850,7 +873,8 @@ class BrokerConfig:
                 values[key.name] = key.default
             if key.validator is not None:
                 key.validator.check(key.name, values[key.name])
-        config = cls(values=values, explicit=frozenset(explicit), warnings=warnings)
+        config = cls(values=values, explicit=frozenset(explicit), warnings=warnings,
+                     listener_overrides=overrides)
         config._derive()
         return config
 
@@ -938,6 +962,12 @@ class BrokerConfig:
             raise ConfigError(key, name, "inter.broker.listener.name must be a listener name "
                               "defined in advertised.listeners")
         self.inter_broker_listener_name = name
+
+    def listener_settings(self, listener: str) -> dict[str, Any]:
+        """The `ssl.*` settings of one listener, per-listener overrides applied."""
+        from moldau.security.tls import listener_settings
+
+        return listener_settings({**self.values, **self.listener_overrides}, listener)
 
     # ---- effective values with Kafka's precedence
 

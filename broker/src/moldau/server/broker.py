@@ -1,0 +1,341 @@
+"""One broker process: startup, wiring and shutdown (Kafka's KafkaServer).
+
+Startup, in Kafka's order: connect to ZooKeeper (or exit after
+zookeeper.connection.timeout.ms), create the persistent paths and the cluster id, settle
+the broker id (meta.properties, or generated from /brokers/seqid), load the logs, open
+the listeners, register /brokers/ids/<id>, start the controller election. Shutdown on
+SIGTERM: stop accepting, close connections, resign, deregister, flush and checkpoint
+the logs and mark the clean shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from moldau.cluster import zk_data
+from moldau.cluster.config_changes import ConfigChangeListener
+from moldau.cluster.controller import Controller, PartitionDecision
+from moldau.cluster.zk_async import AsyncZk
+from moldau.cluster.zk_client import KafkaZkClient, ZooKeeperUnavailableError
+from moldau.security.tls import TlsConfigError, TlsContextHolder, principal_from_certificate
+from moldau.storage import checkpoints
+from moldau.storage.log_manager import LogManager, ManagerConfig
+
+from .config import BrokerConfig
+from .handlers import register_handlers
+from .metadata_cache import BrokerEndpoints, MetadataCache, PartitionInfo, TopicInfo
+from .network import Listener, SocketServer
+from .producer_ids import ProducerIdManager
+from .replica_manager import LeaderAndIsr, ReplicaManager
+from .requests import RequestDispatcher
+from .topic_admin import TopicAdmin
+from .topic_configs import TopicConfigs
+
+log = logging.getLogger("kafka.server.KafkaServer")
+
+
+class StartupError(RuntimeError):
+    """The broker cannot start; the message says why (logged, then exit non-zero)."""
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.cluster_id = ""
+        self.broker_epoch = -1
+        self.zk: AsyncZk | None = None
+        self.metadata = MetadataCache(self.broker_id)
+        self.log_manager: LogManager | None = None
+        self.replica_manager: ReplicaManager = None  # type: ignore[assignment]
+        self.dispatcher = RequestDispatcher()
+        self.socket_server: SocketServer | None = None
+        self.controller: Controller | None = None
+        self.topics = TopicAdmin(self)
+        self.topic_configs = TopicConfigs(config)
+        self.producer_ids = ProducerIdManager(self._allocate_producer_ids)
+        self._maintenance: asyncio.Task[None] | None = None
+        self.config_changes: ConfigChangeListener | None = None
+        self.tls_holders: dict[str, TlsContextHolder] = {}
+        self._stopped = asyncio.Event()
+        self.started = False
+
+    # --- startup ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        config = self.config
+        log.info("starting")
+        for warning in config.warnings:
+            log.warning(warning)
+        log.info(config.dump())
+        await self._connect_zookeeper()
+        self.cluster_id = await self.zk.call("get_or_create_cluster_id")
+        log.info("Cluster ID = %s", self.cluster_id)
+        self.broker_id = await self._settle_broker_id()
+        self.metadata = MetadataCache(self.broker_id)
+        self.metadata.cluster_id = self.cluster_id
+        await self.topic_configs.load(self.zk)
+        self.log_manager = await asyncio.get_running_loop().run_in_executor(
+            None, self._open_logs)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager)
+        register_handlers(self.dispatcher, self)
+        self.socket_server = SocketServer(
+            self.dispatcher,
+            max_request_size=config["socket.request.max.bytes"],
+            queued_max_requests=config["queued.max.requests"],
+            principal_builder=self._principal,
+        )
+        await self.socket_server.start(self._listeners())
+        await self._register()
+        self.config_changes = ConfigChangeListener(self.zk)
+        self.config_changes.add_handler(self._on_config_change)
+        await self.config_changes.start()
+        self.controller = Controller(self.broker_id, self.zk, LocalControllerChannel(self),
+                                     delete_topic_enable=config["delete.topic.enable"])
+        await self.controller.start()
+        self._maintenance = asyncio.ensure_future(self._run_maintenance())
+        self.started = True
+        log.info("[KafkaServer id=%d] started", self.broker_id)
+
+    async def _connect_zookeeper(self) -> None:
+        zk_config = self.config.zookeeper
+        assert zk_config is not None
+        client = KafkaZkClient(
+            zk_config.connect_string, zk_config.chroot,
+            session_timeout_ms=self.config["zookeeper.session.timeout.ms"],
+            connection_timeout_ms=self.config["zookeeper.connection.timeout.ms"],
+        )
+        self.zk = AsyncZk(client, asyncio.get_running_loop())
+        try:
+            await self.zk.start()
+        except ZooKeeperUnavailableError as exc:
+            raise StartupError(str(exc)) from exc
+        await self.zk.call("ensure_persistent_paths")
+
+    async def _settle_broker_id(self) -> int:
+        configured = self.config.broker_id
+        stored: set[int] = set()
+        for path in self.config.log_dirs:
+            try:
+                meta = checkpoints.read_meta_properties(path)
+            except (OSError, checkpoints.MetaPropertiesError) as exc:
+                raise StartupError(f"cannot read meta.properties in {path}: {exc}") from exc
+            if meta is not None and meta.broker_id is not None:
+                stored.add(meta.broker_id)
+        if len(stored) > 1:
+            raise StartupError(f"the log dirs hold different broker ids {sorted(stored)} in "
+                               "meta.properties")
+        if configured >= 0:
+            if stored and configured not in stored:
+                raise StartupError(
+                    f"Configured broker.id {configured} doesn't match stored broker.id "
+                    f"{stored.pop()} in meta.properties. If you moved your data, make sure "
+                    "your configured broker.id matches.")
+            return configured
+        if stored:
+            return stored.pop()
+        generated = await self.zk.call("generate_broker_id",
+                                       self.config["reserved.broker.max.id"])
+        log.info("Generated broker id %d from /brokers/seqid", generated)
+        return generated
+
+    def _open_logs(self) -> LogManager:
+        c = self.config
+        manager_config = ManagerConfig(
+            log_dirs=c.log_dirs,
+            broker_id=self.broker_id,
+            cluster_id=self.cluster_id,
+            retention_check_interval_ms=c["log.retention.check.interval.ms"],
+            flush_offset_checkpoint_interval_ms=c["log.flush.offset.checkpoint.interval.ms"],
+            flush_start_offset_checkpoint_interval_ms=c[
+                "log.flush.start.offset.checkpoint.interval.ms"],
+            flush_scheduler_interval_ms=c["log.flush.scheduler.interval.ms"],
+            log_cleaner_enable=c["log.cleaner.enable"],
+            log_cleaner_backoff_ms=c["log.cleaner.backoff.ms"],
+        )
+        try:
+            return LogManager(manager_config, self.topic_configs.default,
+                              topic_configs=self.topic_configs.log_config,
+                              on_dir_failure=self._on_dir_failure)
+        except Exception as exc:
+            raise StartupError(f"cannot open the log dirs {c.log_dirs}: {exc}") from exc
+
+    def _listeners(self) -> list[Listener]:
+        listeners = []
+        for endpoint in self.config.listeners:
+            context = None
+            if endpoint.security_protocol == "SSL":
+                context = self.tls_context(endpoint.listener)
+            listeners.append(Listener(endpoint.listener, endpoint.host, endpoint.port,
+                                      endpoint.security_protocol, context))
+        return listeners
+
+    def tls_context(self, listener: str) -> Any:
+        """The listener's TLS context; a holder per listener lets dynamic configs swap the
+        key material without a restart (new connections get the new one)."""
+        try:
+            holder = TlsContextHolder(self.config.listener_settings(listener))
+        except TlsConfigError as exc:
+            raise StartupError(f"listener {listener}: {exc}") from exc
+        self.tls_holders[listener] = holder
+        return holder.listener_context
+
+    def _principal(self, listener: Listener, cert: bytes | None) -> str:
+        rules = self.config.get("ssl.principal.mapping.rules") or "DEFAULT"
+        return "User:" + principal_from_certificate(cert, rules)
+
+    def registration(self) -> zk_data.BrokerRegistration:
+        """Our /brokers/ids/<id> payload: advertised endpoints with the bound ports (a
+        listener on port 0 gets one from the kernel, which tests use)."""
+        assert self.socket_server is not None
+        bound = {lst.name: lst.bound_port for lst in self.socket_server.listeners}
+        endpoints = []
+        for ep in self.config.advertised_listeners:
+            port = ep.port or bound.get(ep.listener, ep.port)
+            host = ep.host or _canonical_host()
+            endpoints.append(zk_data.EndPoint(ep.listener, host, port, ep.security_protocol))
+        return zk_data.BrokerRegistration(
+            id=self.broker_id, endpoints=endpoints, rack=self.config["broker.rack"])
+
+    async def _register(self) -> None:
+        reg = self.registration()
+        self.broker_epoch = await self.zk.call("register_broker", reg)
+        self.zk.set_registration_listener(self._on_reregistered)
+        log.info("Registered broker %d at path %s with addresses: %s, czxid (broker epoch): "
+                 "%d", self.broker_id, zk_data.broker_path(self.broker_id),
+                 ",".join(e.connection_string() for e in reg.endpoints), self.broker_epoch)
+
+    def _on_reregistered(self, epoch: int) -> None:
+        self.broker_epoch = epoch
+        log.info("Re-registered broker %d after a ZooKeeper session expiry (broker epoch %d)",
+                 self.broker_id, epoch)
+        if self.controller is not None:
+            self.controller.post("elect")
+
+    # --- controller requests applied locally ---------------------------------------------
+
+    def apply_leader_and_isr(self, decisions: list[PartitionDecision]) -> None:
+        for d in decisions:
+            if self.broker_id not in d.replicas:
+                continue
+            state = LeaderAndIsr(d.leader, d.leader_epoch, d.isr, d.replicas,
+                                 d.controller_epoch, d.zk_version)
+            try:
+                self.replica_manager.become_leader_or_follower(
+                    d.topic, d.partition, d.topic_id, state,
+                    self.topic_configs.log_config(d.topic))
+            except Exception as exc:
+                logging.getLogger("state.change.logger").error(
+                    "Error applying LeaderAndIsr for %s-%d: %s", d.topic, d.partition, exc)
+
+    def apply_update_metadata(self, live: list[zk_data.BrokerRegistration],
+                              decisions: list[PartitionDecision], deleted: list[str]) -> None:
+        cache = self.metadata
+        cache.controller_id = self.controller.broker_id if self.controller and \
+            self.controller.active else cache.controller_id
+        cache.set_brokers([
+            BrokerEndpoints(b.id, {e.listener_name: (e.host or "", e.port) for e in b.endpoints},
+                            b.rack) for b in live])
+        for name in deleted:
+            cache.remove_topic(name)
+        topics: dict[str, TopicInfo] = {}
+        for d in decisions:
+            info = topics.get(d.topic)
+            if info is None:
+                info = topics[d.topic] = TopicInfo(d.topic, d.topic_id)
+            info.partitions[d.partition] = PartitionInfo(d.partition, d.leader, d.leader_epoch,
+                                                         d.replicas, d.isr)
+        for info in topics.values():
+            cache.put_topic(info)
+
+    def apply_stop_replica(self, partitions: list[tuple[str, int]], delete: bool) -> None:
+        for topic, index in partitions:
+            self.replica_manager.stop_replica(topic, index, delete)
+        if delete:
+            for topic in {t for t, _ in partitions}:
+                self.topic_configs.forget(topic)
+
+    # --- background work -----------------------------------------------------------------
+
+    async def _allocate_producer_ids(self) -> tuple[int, int]:
+        return await self.zk.call("allocate_producer_id_block", self.broker_id)
+
+    async def _on_config_change(self, entity_type: str, name: str) -> None:
+        if entity_type == "topics":
+            overrides = await self.zk.call("get_entity_config", "topics", name)
+            logging.getLogger("kafka.server.ConfigHandler").info(
+                "Processing override for entityPath: topics/%s with config: %s", name,
+                overrides)
+            self.topic_configs.set_overrides(name, overrides)
+            self._apply_topic_config(name)
+
+    def _apply_topic_config(self, topic: str) -> None:
+        config = self.topic_configs.log_config(topic)
+        for (name, _index), partition in self.replica_manager.partitions.items():
+            if name == topic:
+                partition.log.config = config
+
+    def _on_dir_failure(self, path: str) -> None:
+        log.error("Log dir %s failed; its partitions are offline on this broker", path)
+
+    async def _run_maintenance(self) -> None:
+        """Retention, flushes and checkpoints; the log manager keeps its own timers."""
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                self.log_manager.run_maintenance()  # type: ignore[union-attr]
+            except Exception:
+                log.exception("Log maintenance failed")
+
+    # --- shutdown ------------------------------------------------------------------------
+
+    async def shutdown(self) -> None:
+        log.info("[KafkaServer id=%d] shutting down", self.broker_id)
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+        if self.socket_server is not None:
+            await self.socket_server.stop()
+        if self.controller is not None:
+            await self.controller.stop()
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+        if self.log_manager is not None:
+            self.log_manager.shutdown()
+        if self.zk is not None:
+            await self.zk.close()
+        self._stopped.set()
+        log.info("[KafkaServer id=%d] shut down completed", self.broker_id)
+
+
+class LocalControllerChannel:
+    """The controller's requests to this same broker: direct calls (no network hop)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    async def leader_and_isr(self, broker_id: int, decisions: list[PartitionDecision]) -> None:
+        if broker_id == self.broker.broker_id:
+            self.broker.apply_leader_and_isr(decisions)
+
+    async def update_metadata(self, broker_ids: Iterable[int],
+                              live_brokers: list[zk_data.BrokerRegistration],
+                              decisions: list[PartitionDecision],
+                              deleted_topics: list[str]) -> None:
+        if self.broker.broker_id in set(broker_ids):
+            self.broker.apply_update_metadata(live_brokers, decisions, deleted_topics)
+
+    async def stop_replica(self, broker_id: int, partitions: list[tuple[str, int]],
+                           delete: bool) -> None:
+        if broker_id == self.broker.broker_id:
+            self.broker.apply_stop_replica(partitions, delete)
+
+
+def _canonical_host() -> str:
+    import socket
+
+    return socket.getfqdn()
+
+

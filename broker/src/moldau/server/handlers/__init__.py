@@ -1,0 +1,45 @@
+"""The request handlers, one module per API family, and their registration."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .api_versions import ApiVersionsHandler
+from .cluster_info import DescribeClusterHandler, DescribeLogDirsHandler
+from .configs import AlterConfigsHandler, DescribeConfigsHandler, IncrementalAlterConfigsHandler
+from .fetch import FetchHandler
+from .init_producer_id import InitProducerIdHandler
+from .list_offsets import ListOffsetsHandler
+from .metadata import MetadataHandler
+from .produce import ProduceHandler
+from .records import DeleteRecordsHandler, OffsetForLeaderEpochHandler
+from .topics import CreatePartitionsHandler, CreateTopicsHandler, DeleteTopicsHandler
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..requests import RequestDispatcher
+
+# API key -> handler class (each declares the versions it serves)
+HANDLERS = {
+    0: ProduceHandler,
+    1: FetchHandler,
+    2: ListOffsetsHandler,
+    3: MetadataHandler,
+    18: ApiVersionsHandler,
+    22: InitProducerIdHandler,
+    19: CreateTopicsHandler,
+    20: DeleteTopicsHandler,
+    21: DeleteRecordsHandler,
+    23: OffsetForLeaderEpochHandler,
+    32: DescribeConfigsHandler,
+    33: AlterConfigsHandler,
+    35: DescribeLogDirsHandler,
+    37: CreatePartitionsHandler,
+    44: IncrementalAlterConfigsHandler,
+    60: DescribeClusterHandler,
+}
+
+
+def register_handlers(dispatcher: RequestDispatcher, broker: Broker) -> None:
+    for api_key, cls in HANDLERS.items():
+        dispatcher.register(api_key, cls(broker), cls.MIN_VERSION, cls.MAX_VERSION)

@@ -1,0 +1,48 @@
+"""ApiVersions (API key 18): the versions of every API this broker serves."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from moldau.protocol.messages.api_versions_response import ApiVersionsResponse
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..requests import RequestContext
+
+INVALID_REQUEST = 42
+
+
+class ApiVersionsHandler:
+    MIN_VERSION, MAX_VERSION = 0, 4
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._keys: list[Any] | None = None
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        if ctx.api_version >= 3:
+            # KIP-511: clients name themselves; Kafka validates the strings
+            name = request.client_software_name or ""
+            version = request.client_software_version or ""
+            if not (_valid(name) and _valid(version)):
+                return ApiVersionsResponse(error_code=INVALID_REQUEST, api_keys=self._api_keys())
+            ctx.session.software_name = name
+            ctx.session.software_version = version
+        return ApiVersionsResponse(error_code=0, api_keys=self._api_keys())
+
+    def _api_keys(self) -> list[Any]:
+        if self._keys is None:  # the table is fixed once the handlers are registered
+            self._keys = [
+                ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)
+                for key, (low, high) in sorted(self.broker.dispatcher.advertised_versions().items())
+            ]
+        return self._keys
+
+
+def _valid(text: str) -> bool:
+    # Kafka: letters, digits, '.', '-' and must start and end with a letter or digit
+    if not text:
+        return False
+    return text[0].isalnum() and text[-1].isalnum() and all(
+        c.isalnum() or c in ".-" for c in text)

@@ -1,0 +1,163 @@
+"""Fetch (API key 1) for consumers: read up to the high watermark (or the last stable
+offset under read_committed), long-poll until min_bytes or max_wait_ms, and hand the
+record data to the connection as file ranges, which plaintext connections send with
+sendfile.
+
+Fetch sessions (KIP-227) are not kept: every answer carries session id 0, which tells the
+client to send full fetch requests, as Kafka does when its session cache is full.
+Follower fetches arrive with replication (replica_id >= 0 is refused until then).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from moldau.errors import (
+    FencedLeaderEpochError,
+    KafkaError,
+    NotLeaderOrFollowerError,
+    TopicAuthorizationFailedError,
+    UnknownLeaderEpochError,
+    UnknownTopicIdError,
+)
+from moldau.protocol.messages.fetch_response import FetchResponse
+
+from ..replica_manager import Partition
+from ..responses import FileRecords
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..requests import RequestContext
+
+PartitionData = FetchResponse.PartitionData
+TopicResponse = FetchResponse.FetchableTopicResponse
+INT32_MAX = 2**31 - 1
+FETCH_SESSION_ID_NOT_FOUND = 70
+READ_COMMITTED = 1
+
+
+def check_leader_epoch(partition: Partition, requested: int) -> None:
+    """KIP-320: a client with a stale epoch is fenced; one ahead of us must retry."""
+    if requested == -1:
+        return
+    if requested < partition.leader_epoch:
+        raise FencedLeaderEpochError(
+            f"leader epoch {requested} of the request is older than the current "
+            f"{partition.leader_epoch} of {partition.name}")
+    if requested > partition.leader_epoch:
+        raise UnknownLeaderEpochError(
+            f"leader epoch {requested} of the request is newer than the current "
+            f"{partition.leader_epoch} of {partition.name}")
+
+
+class FetchHandler:
+    MIN_VERSION, MAX_VERSION = 4, 16
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        replica_id = request.replica_id if version <= 14 else request.replica_state.replica_id
+        if replica_id >= 0:
+            return self._error_response(request, NotLeaderOrFollowerError.code, version)
+        if request.session_id != 0 or request.session_epoch > 0:
+            # an incremental request for a session we never created
+            return FetchResponse(error_code=FETCH_SESSION_ID_NOT_FOUND, session_id=0,
+                                 responses=[])
+        wanted = self._resolve(ctx, request, version)
+        response, total, partitions, errors = self._read(request, wanted, version)
+        if (request.max_wait_ms <= 0 or total >= request.min_bytes or errors
+                or not partitions):
+            return response
+        return self._long_poll(request, wanted, partitions, version)
+
+    async def _long_poll(self, request: Any, wanted: list[Any],
+                         partitions: list[Partition], version: int) -> Any:
+        deadline = time.monotonic() + request.max_wait_ms / 1000
+        rm = self.broker.replica_manager
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            await rm.wait_for_change(partitions, remaining)
+            response, total, partitions, errors = self._read(request, wanted, version)
+            if total >= request.min_bytes or errors or not partitions:
+                return response
+        return self._read(request, wanted, version)[0]
+
+    def _resolve(self, ctx: RequestContext, request: Any, version: int) -> list[Any]:
+        """[(topic name or None, topic id, topic entry, authorized)] in request order."""
+        metadata = self.broker.metadata
+        resolved = []
+        for topic in request.topics:
+            if version >= 13:
+                name = metadata.topic_names.get(topic.topic_id)
+                topic_id = topic.topic_id
+            else:
+                name = topic.topic
+                topic_id = metadata.topic_id(name) if name is not None else None
+            authorized = name is not None and ctx.authorize("READ", "TOPIC", name)
+            resolved.append((name, topic_id, topic, authorized))
+        return resolved
+
+    def _read(self, request: Any, wanted: list[Any],
+              version: int) -> tuple[Any, int, list[Partition], bool]:
+        rm = self.broker.replica_manager
+        topics_known = self.broker.metadata.topics
+        isolation = request.isolation_level
+        with_start = version >= 5
+        budget = request.max_bytes
+        min_one = True  # the first batch found is sent even when larger than the limits
+        total = 0
+        errors = False
+        fetched: list[Partition] = []
+        responses = []
+        for name, topic_id, topic, authorized in wanted:
+            partitions_out = []
+            for fp in topic.partitions:
+                out = PartitionData(partition_index=fp.partition, records=b"")
+                try:
+                    if name is None:
+                        raise UnknownTopicIdError(f"unknown topic id {topic.topic_id}")
+                    if not authorized:
+                        raise TopicAuthorizationFailedError(name)
+                    partition = rm.leader_partition(name, fp.partition, name in topics_known)
+                    check_leader_epoch(partition, fp.current_leader_epoch)
+                    plog = partition.log
+                    fetched.append(partition)
+                    out.high_watermark = plog.high_watermark
+                    out.last_stable_offset = plog.last_stable_offset
+                    if with_start:
+                        out.log_start_offset = plog.log_start_offset
+                    if isolation == READ_COMMITTED:
+                        out.aborted_transactions = []
+                    limit = min(fp.partition_max_bytes, budget)
+                    if limit > 0 or min_one:
+                        data = plog.read(fp.fetch_offset, max(limit, 0),
+                                         max_offset=plog.fetch_upper_bound(isolation),
+                                         min_one_batch=min_one)
+                        found = data.slice
+                        if found is not None and found.size:
+                            out.records = FileRecords(found.fd, found.position, found.size)
+                            total += found.size
+                            budget -= found.size
+                            min_one = False
+                except KafkaError as exc:
+                    errors = True
+                    out.error_code = exc.code
+                partitions_out.append(out)
+            responses.append(TopicResponse(topic=name or "", topic_id=topic_id or topic.topic_id,
+                                           partitions=partitions_out))
+        return FetchResponse(responses=responses), total, fetched, errors
+
+    @staticmethod
+    def _error_response(request: Any, code: int, version: int) -> Any:
+        responses = [
+            TopicResponse(topic=t.topic or "", topic_id=t.topic_id, partitions=[
+                PartitionData(partition_index=p.partition, error_code=code, records=b"")
+                for p in t.partitions])
+            for t in request.topics
+        ]
+        return FetchResponse(responses=responses)

@@ -1,0 +1,76 @@
+"""ListOffsets (API key 2): earliest, latest, max timestamp, and the first offset at or
+after a timestamp; consumers never see past the high watermark (or the last stable offset
+under read_committed)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from moldau.errors import InvalidRequestError, KafkaError, TopicAuthorizationFailedError
+from moldau.protocol.messages.list_offsets_response import ListOffsetsResponse
+from moldau.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+
+from .fetch import check_leader_epoch
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..requests import RequestContext
+
+Topic_ = ListOffsetsResponse.ListOffsetsTopicResponse
+Partition_ = ListOffsetsResponse.ListOffsetsPartitionResponse
+CONSUMER_REPLICA_ID = -1
+
+
+class ListOffsetsHandler:
+    MIN_VERSION, MAX_VERSION = 0, 8
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        rm = self.broker.replica_manager
+        known = self.broker.metadata.topics
+        version = ctx.api_version
+        isolation = request.isolation_level if version >= 2 else 0
+        from_consumer = request.replica_id == CONSUMER_REPLICA_ID
+        topics = []
+        for topic in request.topics:
+            authorized = ctx.authorize("DESCRIBE", "TOPIC", topic.name)
+            partitions = []
+            seen: set[int] = set()
+            for wanted in topic.partitions:
+                out = Partition_(partition_index=wanted.partition_index)
+                try:
+                    if wanted.partition_index in seen and version >= 1:
+                        raise InvalidRequestError("partition listed twice")
+                    seen.add(wanted.partition_index)
+                    if not authorized:
+                        raise TopicAuthorizationFailedError(topic.name)
+                    partition = rm.leader_partition(topic.name, wanted.partition_index,
+                                                    topic.name in known)
+                    check_leader_epoch(partition, wanted.current_leader_epoch)
+                    plog = partition.log
+                    bound = plog.fetch_upper_bound(isolation if from_consumer else None)
+                    ts = wanted.timestamp
+                    if ts == LATEST_TIMESTAMP:
+                        found: tuple[int, int, int] | None = (
+                            -1, bound, plog.epochs.epoch_for_offset(bound)
+                            if bound < plog.log_end_offset else plog.epochs.latest_epoch)
+                    elif ts == EARLIEST_TIMESTAMP or (ts < 0 and ts != MAX_TIMESTAMP):
+                        found = plog.offset_for_timestamp(EARLIEST_TIMESTAMP)
+                    else:
+                        found = plog.offset_for_timestamp(ts)
+                        if found is not None and found[1] >= bound:
+                            found = None  # not yet visible to consumers
+                    if version == 0:
+                        offsets = [found[1]] if found is not None else []
+                        out.old_style_offsets = offsets[: max(wanted.max_num_offsets, 0)]
+                    elif found is not None:
+                        out.timestamp, out.offset, epoch = found
+                        if version >= 4:
+                            out.leader_epoch = epoch if epoch is not None else -1
+                except KafkaError as exc:
+                    out.error_code = exc.code
+                partitions.append(out)
+            topics.append(Topic_(name=topic.name, partitions=partitions))
+        return ListOffsetsResponse(topics=topics)

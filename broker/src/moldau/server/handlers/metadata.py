@@ -1,0 +1,122 @@
+"""Metadata (API key 3): brokers on the requester's listener, topics, partitions, leaders.
+
+A request naming a topic that does not exist creates it when auto.create.topics.enable is
+on and the request allows it (v4+); the answer for that topic is LEADER_NOT_AVAILABLE
+until its leaders are elected, and the client asks again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from moldau.errors import (
+    KafkaError,
+    LeaderNotAvailableError,
+    TopicAuthorizationFailedError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
+from moldau.protocol.messages.metadata_response import MetadataResponse
+
+from ..metadata_cache import TopicInfo
+from ..topic_names import validate_topic_name
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..requests import RequestContext
+
+log = logging.getLogger("kafka.server.KafkaApis")
+Broker_ = MetadataResponse.MetadataResponseBroker
+Topic_ = MetadataResponse.MetadataResponseTopic
+Partition_ = MetadataResponse.MetadataResponsePartition
+ZERO_UUID_INT = 0
+REPLICA_NOT_AVAILABLE = 9
+
+
+class MetadataHandler:
+    MIN_VERSION, MAX_VERSION = 0, 12
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        metadata = self.broker.metadata
+        version = ctx.api_version
+        listener = ctx.listener
+        brokers = []
+        for broker_id in metadata.alive_broker_ids():
+            endpoint = metadata.endpoint(broker_id, listener)
+            if endpoint is not None:
+                entry = Broker_(node_id=broker_id, host=endpoint[0], port=endpoint[1])
+                if version >= 1:
+                    entry.rack = metadata.brokers[broker_id].rack
+                brokers.append(entry)
+        all_topics = request.topics is None or (version == 0 and not request.topics)
+        allow_create = request.allow_auto_topic_creation if version >= 4 else True
+        topics = []
+        if all_topics:
+            for info in list(metadata.topics.values()):
+                if ctx.authorize("DESCRIBE", "TOPIC", info.name):
+                    topics.append(self._describe(info, version, listener))
+        else:
+            for wanted in request.topics:
+                topics.append(self._one(ctx, wanted, version, listener, allow_create))
+        response = MetadataResponse(brokers=brokers, topics=topics)
+        if version >= 1:
+            response.controller_id = metadata.controller_id
+        if version >= 2:
+            response.cluster_id = metadata.cluster_id
+        return response
+
+    def _one(self, ctx: RequestContext, wanted: Any, version: int, listener: str,
+             allow_create: bool) -> Any:
+        metadata = self.broker.metadata
+        name = wanted.name
+        if name is None:  # v10+: asked by id
+            name = metadata.topic_names.get(wanted.topic_id)
+            if name is None:
+                return Topic_(error_code=UnknownTopicIdError.code, name=None,
+                              topic_id=wanted.topic_id, partitions=[])
+        try:
+            if not ctx.authorize("DESCRIBE", "TOPIC", name):
+                raise TopicAuthorizationFailedError(name)
+            info = metadata.topics.get(name)
+            if info is not None:
+                return self._describe(info, version, listener)
+            validate_topic_name(name)
+            if allow_create and self.broker.config["auto.create.topics.enable"]:
+                if not ctx.authorize("CREATE", "CLUSTER", "kafka-cluster") and not \
+                        ctx.authorize("CREATE", "TOPIC", name):
+                    raise TopicAuthorizationFailedError(name)
+                self.broker.topics.auto_create(name)
+                raise LeaderNotAvailableError(f"topic {name} is being created")
+            raise UnknownTopicOrPartitionError(f"unknown topic {name}")
+        except KafkaError as exc:
+            return Topic_(error_code=exc.code, name=name, partitions=[])
+
+    def _describe(self, info: TopicInfo, version: int, listener: str) -> Any:
+        metadata = self.broker.metadata
+        alive = metadata.brokers
+        partitions = []
+        for index in sorted(info.partitions):
+            p = info.partitions[index]
+            error = 0
+            if p.leader < 0 or metadata.endpoint(p.leader, listener) is None:
+                error = LeaderNotAvailableError.code
+            elif version <= 5 and any(r not in alive for r in p.replicas):
+                error = REPLICA_NOT_AVAILABLE  # as Kafka, before offline_replicas existed
+            out = Partition_(error_code=error, partition_index=index, leader_id=p.leader,
+                             replica_nodes=list(p.replicas), isr_nodes=list(p.isr))
+            if version >= 5:
+                out.offline_replicas = [r for r in p.replicas
+                                        if r not in alive or r in p.offline_replicas]
+            if version >= 7:
+                out.leader_epoch = p.leader_epoch
+            partitions.append(out)
+        topic = Topic_(error_code=0, name=info.name, partitions=partitions)
+        if version >= 1:
+            topic.is_internal = info.internal
+        if version >= 10:
+            topic.topic_id = info.topic_id
+        return topic

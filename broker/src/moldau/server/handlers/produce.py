@@ -1,0 +1,135 @@
+"""Produce (API key 0): validate and append each partition's batches on the leader.
+
+acks=0 gets no response (an error closes the connection, so the client notices), acks=1
+is answered after the leader's append, acks=all once the ISR has the records, i.e. when
+the high watermark passes them, or with REQUEST_TIMED_OUT after timeout_ms.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from moldau.errors import (
+    InvalidRecordError,
+    InvalidRequestError,
+    InvalidRequiredAcksError,
+    KafkaError,
+    KafkaStorageError,
+    NotEnoughReplicasError,
+    RequestTimedOutError,
+    TopicAuthorizationFailedError,
+)
+from moldau.protocol.errors import ProtocolError
+from moldau.protocol.messages.produce_response import ProduceResponse
+
+from ..replica_manager import Partition
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..requests import RequestContext
+
+log = logging.getLogger("kafka.server.KafkaApis")
+
+PartitionResponse = ProduceResponse.PartitionProduceResponse
+TopicResponse = ProduceResponse.TopicProduceResponse
+
+
+class ProduceHandler:
+    MIN_VERSION, MAX_VERSION = 0, 11
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        acks = request.acks
+        version = ctx.api_version
+        replica_manager = self.broker.replica_manager
+        topics = self.broker.metadata.topics
+        responses = []
+        waiting: list[tuple[Partition, int]] = []  # acks=all: (partition, offset needed)
+        failed = False
+        bad_acks = acks not in (-1, 0, 1)
+        transactional = request.transactional_id is not None
+        for topic_data in request.topic_data:
+            name = topic_data.name
+            authorized = ctx.authorize("WRITE", "TOPIC", name)
+            partition_responses = []
+            for data in topic_data.partition_data:
+                response = PartitionResponse(index=data.index)
+                try:
+                    if bad_acks:
+                        raise InvalidRequiredAcksError(f"acks={acks} is not -1, 0 or 1")
+                    if transactional:
+                        raise InvalidRequestError("transactions are not supported yet")
+                    if not authorized:
+                        raise TopicAuthorizationFailedError(name)
+                    partition = replica_manager.leader_partition(name, data.index,
+                                                                 name in topics)
+                    if acks == -1:
+                        min_isr = partition.log.config.min_insync_replicas
+                        if len(partition.state.isr) < min_isr:
+                            raise NotEnoughReplicasError(
+                                f"the ISR of {partition.name} has {len(partition.state.isr)} "
+                                f"replicas, fewer than min.insync.replicas={min_isr}")
+                    if data.records is None:
+                        raise InvalidRecordError("the produce request has null records")
+                    info = partition.log.append_as_leader(data.records, partition.leader_epoch)
+                    partition.maybe_increment_high_watermark()
+                    partition.wake()
+                    response.base_offset = info.first_offset
+                    if version >= 2:
+                        response.log_append_time_ms = info.log_append_time
+                    if version >= 5:
+                        response.log_start_offset = partition.log.log_start_offset
+                    if acks == -1 and partition.log.high_watermark <= info.last_offset:
+                        waiting.append((partition, info.last_offset + 1))
+                except KafkaError as exc:
+                    failed = True
+                    self._fail(response, exc, name, version)
+                except ProtocolError as exc:
+                    failed = True
+                    self._fail(response, InvalidRecordError(str(exc)), name, version)
+                partition_responses.append(response)
+            responses.append(TopicResponse(name=name, partition_responses=partition_responses))
+        if acks == 0:
+            if failed:
+                # no response carries the error: closing the connection is how Kafka tells
+                raise ProtocolError("an acks=0 produce request failed; closing the connection")
+            return None
+        response = ProduceResponse(responses=responses)
+        if waiting:
+            return self._await_replication(response, waiting, request.timeout_ms)
+        return response
+
+    def _fail(self, response: Any, exc: KafkaError, topic: str, version: int) -> None:
+        response.error_code = exc.code
+        response.base_offset = -1  # Kafka's INVALID_OFFSET: nothing was appended
+        if version >= 8:
+            response.error_message = str(exc) or None
+        if isinstance(exc, InvalidRecordError) and version >= 8:
+            response.record_errors = [
+                ProduceResponse.BatchIndexAndErrorMessage(
+                    batch_index=0, batch_index_error_message=str(exc))]
+        elif isinstance(exc, KafkaStorageError):
+            log.error("Error appending to %s-%d: %s", topic, response.index, exc)
+        log.debug("Produce to %s-%d failed: %s", topic, response.index, exc)
+
+    async def _await_replication(self, response: Any, waiting: list[tuple[Partition, int]],
+                                 timeout_ms: int) -> Any:
+        deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+        rm = self.broker.replica_manager
+        while True:
+            left = [(p, o) for p, o in waiting if p.log.high_watermark < o]
+            remaining = deadline - time.monotonic()
+            if not left or remaining <= 0:
+                break
+            await rm.wait_for_change([p for p, _ in left], remaining)
+        timed_out = {(p.topic, p.index) for p, o in waiting if p.log.high_watermark < o}
+        if timed_out:
+            for topic in response.responses:
+                for pr in topic.partition_responses:
+                    if (topic.name, pr.index) in timed_out:
+                        pr.error_code = RequestTimedOutError.code
+        return response

@@ -1,0 +1,144 @@
+"""DeleteRecords (21) and OffsetForLeaderEpoch (23) (Kafka's ReplicaManager.deleteRecords,
+Partition.deleteRecordsOnLeader and Partition.lastOffsetForLeaderEpoch)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from moldau.errors import (
+    KafkaError,
+    KafkaStorageError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+    PolicyViolationError,
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+)
+from moldau.protocol.messages.delete_records_response import DeleteRecordsResponse
+from moldau.protocol.messages.offset_for_leader_epoch_response import (
+    OffsetForLeaderEpochResponse,
+)
+from moldau.storage.epoch_cache import UNDEFINED_OFFSET
+
+from ..replica_manager import Partition
+from .fetch import check_leader_epoch
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..requests import RequestContext
+
+log = logging.getLogger("kafka.server.ReplicaManager")
+
+CLUSTER_NAME = "kafka-cluster"
+HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
+INVALID_LOW_WATERMARK = -1
+
+DeleteTopic_ = DeleteRecordsResponse.DeleteRecordsTopicResult
+DeletePartition_ = DeleteRecordsResponse.DeleteRecordsPartitionResult
+EpochTopic_ = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+EpochEnd_ = OffsetForLeaderEpochResponse.EpochEndOffset
+
+
+def _local_partition(broker: Broker, topic: str, index: int, known: bool,
+                     current_leader_epoch: int = -1) -> Partition:
+    """Partition.getLocalLog(fetchOnlyFromLeader=true): the epoch check first, then
+    leadership and the log dir."""
+    rm = broker.replica_manager
+    partition = rm.get_partition(topic, index)
+    if partition is None:
+        if known:
+            raise NotLeaderOrFollowerError(f"this broker does not host {topic}-{index}")
+        raise UnknownTopicOrPartitionError(f"this server does not host {topic}-{index}")
+    check_leader_epoch(partition, current_leader_epoch)
+    return rm.leader_partition(topic, index, known)
+
+
+class DeleteRecordsHandler:
+    MIN_VERSION, MAX_VERSION = 0, 2
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        metadata = self.broker.metadata
+        topics = []
+        for topic in request.topics:
+            name = topic.name
+            authorized = ctx.authorize("DELETE", "TOPIC", name)
+            partitions = []
+            for wanted in topic.partitions:
+                out = DeletePartition_(partition_index=wanted.partition_index,
+                                       low_watermark=INVALID_LOW_WATERMARK)
+                try:
+                    if not authorized:
+                        raise TopicAuthorizationFailedError(name)
+                    if metadata.partition(name, wanted.partition_index) is None:
+                        raise UnknownTopicOrPartitionError(f"{name}-{wanted.partition_index}")
+                    partition = _local_partition(self.broker, name, wanted.partition_index,
+                                                 True)
+                    out.low_watermark = self._delete(partition, wanted.offset)
+                except KafkaError as exc:
+                    out.error_code = exc.code
+                    log.debug("DeleteRecords on %s-%d failed: %s", name,
+                              wanted.partition_index, exc)
+                partitions.append(out)
+            topics.append(DeleteTopic_(name=name, partitions=partitions))
+        return DeleteRecordsResponse(topics=topics)
+
+    def _delete(self, partition: Partition, offset: int) -> int:
+        """Partition.deleteRecordsOnLeader: -1 means the high watermark; the log start
+        moves to the offset (never past the high watermark) and the new low watermark is
+        answered. While this broker is the only replica the low watermark is its own log
+        start, so nothing has to wait for followers."""
+        plog = partition.log
+        if not plog.config.delete:
+            raise PolicyViolationError(f"Records of partition {partition.name} can not be "
+                                       "deleted due to the configured policy")
+        target = plog.high_watermark if offset == HIGH_WATERMARK else offset
+        if target < 0:
+            raise OffsetOutOfRangeError(f"The offset {target} for partition {partition.name} "
+                                        "is not valid")
+        try:
+            start = plog.delete_records(target)
+        except OSError as exc:
+            self.broker.log_manager.handle_storage_error(plog, exc)
+            raise KafkaStorageError(str(exc)) from exc
+        log.info("Incremented log start offset of %s to %d due to client delete records "
+                 "request", partition.name, start)
+        return start
+
+
+class OffsetForLeaderEpochHandler:
+    MIN_VERSION, MAX_VERSION = 0, 4
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        known = self.broker.metadata.topics
+        cluster_action = ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME)
+        topics = []
+        for topic in request.topics:
+            name = topic.topic
+            authorized = cluster_action or ctx.authorize("DESCRIBE", "TOPIC", name)
+            partitions = []
+            for wanted in topic.partitions:
+                out = EpochEnd_(partition=wanted.partition, error_code=0)
+                try:
+                    if not authorized:
+                        raise TopicAuthorizationFailedError(name)
+                    current = wanted.current_leader_epoch if version >= 2 else -1
+                    partition = _local_partition(self.broker, name, wanted.partition,
+                                                 name in known, current)
+                    plog = partition.log
+                    epoch, end = plog.epochs.end_offset_for(wanted.leader_epoch,
+                                                            plog.log_end_offset)
+                    if end != UNDEFINED_OFFSET:
+                        out.leader_epoch, out.end_offset = epoch, end
+                except KafkaError as exc:
+                    out.error_code = exc.code
+                partitions.append(out)
+            topics.append(EpochTopic_(topic=name, partitions=partitions))
+        return OffsetForLeaderEpochResponse(topics=topics)

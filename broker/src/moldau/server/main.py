@@ -1,0 +1,77 @@
+"""`moldau-server <server.properties>`: run one broker until SIGTERM or SIGINT.
+
+Exit codes: 0 after a clean shutdown, 1 when the configuration is invalid or the broker
+cannot start (ZooKeeper unreachable, log dirs unusable); the reason is logged and
+printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from .broker import Broker, StartupError
+from .config import BrokerConfig, ConfigError
+from .logging_setup import configure_logging
+
+log = logging.getLogger("kafka.Kafka")
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="moldau-server",
+                                     description="Run a Moldau broker (Kafka protocol).")
+    parser.add_argument("config", help="the broker's server.properties")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a property of the file (as kafka-server-start.sh)")
+    return parser.parse_args(argv)
+
+
+def load_config(path: str, overrides: list[str]) -> BrokerConfig:
+    with open(path, encoding="latin-1") as fh:
+        text = fh.read()
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError("--override", item, "expected KEY=VALUE")
+        text += "\n" + item
+    return BrokerConfig.from_properties(text)
+
+
+async def _serve(config: BrokerConfig) -> int:
+    broker = Broker(config)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await broker.start()
+    except StartupError as exc:
+        log.error("Fatal error during KafkaServer startup. Prepare to shutdown: %s", exc)
+        print(f"moldau-server: {exc}", file=sys.stderr)
+        await broker.shutdown()
+        return 1
+    await stop.wait()
+    await broker.shutdown()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    configure_logging()
+    try:
+        config = load_config(args.config, args.override)
+    except (OSError, ConfigError) as exc:
+        log.error("%s", exc)
+        print(f"moldau-server: {exc}", file=sys.stderr)
+        return 1
+    try:
+        import uvloop  # type: ignore[import-not-found]
+    except ImportError:
+        return asyncio.run(_serve(config))
+    return uvloop.run(_serve(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

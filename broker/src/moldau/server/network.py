@@ -1,0 +1,405 @@
+"""The socket server: listeners, connections, framing, back-pressure and response sending.
+
+Every connection is an asyncio Protocol. Frames are cut from the byte stream as they
+arrive and handled one at a time per connection, in order, as Kafka does (a client
+pipelines up to max.in.flight requests; their responses must come back in order). A
+request whose handler answers at once costs no task; one that waits (a long-poll fetch,
+acks=all) parks the connection's queue on a task until it completes.
+
+Back-pressure, so that slow or greedy clients cannot exhaust memory:
+* `queued.max.requests` bounds the requests received and not yet answered, across all
+  connections; a connection that would exceed it stops reading until the count drops;
+* a connection whose transport buffer is over the high-water mark stops handling
+  requests (and so stops reading) until the client drains its responses.
+
+Responses are a list of parts: bytes, and `FileRecords` (segment file ranges). On a
+plaintext connection file ranges go out with `sendfile`, straight from the page cache;
+on TLS they are read with pread and encrypted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import errno
+import logging
+import os
+import socket
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from moldau.protocol.errors import ProtocolError
+from moldau.protocol.framing import FrameDecoder
+
+from .responses import FileRecords, Parts
+
+log = logging.getLogger("kafka.network.SocketServer")
+
+# A connection stops handling requests while its unsent responses exceed this.
+WRITE_HIGH_WATER = 4 * 1024 * 1024
+WRITE_LOW_WATER = 1 * 1024 * 1024
+
+
+@dataclass
+class Session:
+    """Who is on the other end: what the authorizer and quotas look at."""
+
+    principal: str = "User:ANONYMOUS"
+    client_address: str = ""
+    listener: str = ""
+    security_protocol: str = "PLAINTEXT"
+    authenticated: bool = True  # SASL will start connections unauthenticated
+    client_id: str = ""
+    software_name: str = ""
+    software_version: str = ""
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+# handle(connection, frame) -> parts to send, None (no response: acks=0), or an awaitable
+# of either. May raise ProtocolError: the connection is then closed.
+RequestHandler = Callable[["Connection", bytearray], "Parts | Awaitable[Parts | None] | None"]
+
+
+class RequestQueueBound:
+    """`queued.max.requests`: requests received but not yet answered, broker-wide."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.queued = 0
+        self._paused: collections.deque[Connection] = collections.deque()
+
+    def full(self) -> bool:
+        return self.queued >= self.limit
+
+    def park(self, conn: Connection) -> None:
+        self._paused.append(conn)
+
+    def release(self, n: int = 1) -> None:
+        self.queued -= n
+        while self._paused and self.queued < self.limit:
+            conn = self._paused.popleft()
+            conn.resume_from_queue_bound()
+
+
+class Connection(asyncio.Protocol):
+    """One client connection (Kafka's KafkaChannel and its Processor state)."""
+
+    def __init__(self, server: SocketServer, listener: Listener) -> None:
+        self.server = server
+        self.listener = listener
+        self.decoder = FrameDecoder(server.max_request_size)
+        self.pending: collections.deque[bytearray] = collections.deque()
+        self.session = Session(listener=listener.name,
+                               security_protocol=listener.security_protocol)
+        self.transport: asyncio.Transport | None = None
+        self.sock: socket.socket | None = None
+        self.busy = False  # a request is in progress (waiting on a task)
+        self.closed = False
+        self.muted = False  # quotas and authentication may mute a connection
+        self._write_paused = False
+        self._read_paused_by_bound = False
+        self.id = ""
+        self.tls = listener.ssl_context is not None
+        self._task: asyncio.Future[None] | None = None  # the request in progress, if it waits
+
+    # --- asyncio callbacks -------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.set_write_buffer_limits(WRITE_HIGH_WATER, WRITE_LOW_WATER)
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        local = transport.get_extra_info("sockname") or ("?", 0)
+        self.id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}"
+        self.session.client_address = str(peer[0])
+        self.sock = transport.get_extra_info("socket")
+        if self.sock is not None:
+            with contextlib.suppress(OSError):  # not a TCP socket (tests over socketpair)
+                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.tls:
+            ssl_object = transport.get_extra_info("ssl_object")
+            cert = ssl_object.getpeercert(binary_form=True) if ssl_object else None
+            try:
+                self.session.principal = self.server.principal_builder(self.listener, cert)
+            except ValueError as exc:  # no ssl.principal.mapping.rules rule applies
+                self.server.connections.add(self)
+                self.close(f"authentication failed: {exc}")
+                return
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.server.connections.discard(self)
+        if self.pending:
+            self.server.queue_bound.release(len(self.pending))
+            self.pending.clear()
+        if exc is not None and not isinstance(exc, ConnectionError):
+            log.debug("connection %s lost: %s", self.id, exc)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self.decoder.feed(data)
+        except ProtocolError as exc:
+            self.close(f"invalid frame: {exc}")
+            return
+        if not frames:
+            return
+        self.pending.extend(frames)
+        bound = self.server.queue_bound
+        bound.queued += len(frames)
+        self._process()
+        if bound.full() and not self.closed and not self._read_paused_by_bound:
+            self._read_paused_by_bound = True
+            self.transport.pause_reading()  # type: ignore[union-attr]
+            bound.park(self)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._process()
+
+    def eof_received(self) -> bool | None:
+        return None  # close our side too
+
+    # --- flow control ------------------------------------------------------------------
+
+    def resume_from_queue_bound(self) -> None:
+        self._read_paused_by_bound = False
+        if not self.closed and not self.muted:
+            self.transport.resume_reading()  # type: ignore[union-attr]
+
+    def mute(self) -> None:
+        """Stop reading and handling requests (quota throttling, authentication)."""
+        if not self.muted:
+            self.muted = True
+            if not self.closed:
+                self.transport.pause_reading()  # type: ignore[union-attr]
+
+    def unmute(self) -> None:
+        if self.muted:
+            self.muted = False
+            if not self.closed and not self._read_paused_by_bound:
+                self.transport.resume_reading()  # type: ignore[union-attr]
+            self._process()
+
+    def close(self, why: str = "") -> None:
+        if self.closed:
+            return
+        if why:
+            log.info("Closing connection %s (%s): %s", self.id, self.session.client_id or "-",
+                     why)
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    # --- request processing --------------------------------------------------------------
+
+    def _process(self) -> None:
+        """Handle queued frames in order until one has to wait or the client must drain."""
+        handler = self.server.handler
+        bound = self.server.queue_bound
+        while self.pending and not (self.busy or self.closed or self.muted or self._write_paused):
+            frame = self.pending.popleft()
+            try:
+                result = handler(self, frame)
+            except ProtocolError as exc:
+                bound.release()
+                self.close(str(exc))
+                return
+            except Exception:  # a bug must not take the broker down: drop the connection
+                bound.release()
+                log.exception("Unexpected error handling a request on %s; closing it", self.id)
+                self.close()
+                return
+            if result is None or type(result) is list:
+                bound.release()
+                if result and not self._send(result):
+                    return  # the rest of the response goes out on a task
+                continue
+            self.busy = True
+            self._task = asyncio.ensure_future(self._finish(result))
+            return
+
+    async def _finish(self, pending: Awaitable[Parts | None]) -> None:
+        try:
+            result = await pending
+        except ProtocolError as exc:
+            self.server.queue_bound.release()
+            self.close(str(exc))
+            return
+        except Exception:
+            self.server.queue_bound.release()
+            log.exception("Unexpected error completing a request on %s; closing it", self.id)
+            self.close()
+            return
+        self.server.queue_bound.release()
+        if result and not self.closed:
+            await self._send_async(result)
+        self.busy = False
+        if not self.closed:
+            self._process()
+
+    def _send(self, parts: Parts) -> bool:
+        """Send a response; True when it went out (or into the transport's buffer) at once.
+        A response with file ranges that cannot be sent at once finishes on a task."""
+        transport = self.transport
+        assert transport is not None
+        if len(parts) == 1:
+            transport.write(parts[0])  # type: ignore[arg-type]
+            return True
+        for i, part in enumerate(parts):
+            if type(part) is not FileRecords:
+                transport.write(part)  # type: ignore[arg-type]
+                continue
+            if self.tls or transport.get_write_buffer_size():
+                # finish on a task (TLS copies; plaintext waits for the buffer to drain)
+                self.busy = True
+                self._task = asyncio.ensure_future(self._send_rest(parts[i:]))
+                return False
+            sent = self._sendfile_now(part)
+            if sent < part.size:
+                self.busy = True
+                rest = FileRecords(part.fd, part.position + sent, part.size - sent)
+                self._task = asyncio.ensure_future(self._send_rest([rest, *parts[i + 1:]]))
+                return False
+        return True
+
+    def _sendfile_now(self, part: FileRecords) -> int:
+        """sendfile as much as the socket takes without blocking."""
+        fd = self.sock.fileno()  # type: ignore[union-attr]
+        sent = 0
+        try:
+            while sent < part.size:
+                n = os.sendfile(fd, part.fd, part.position + sent, part.size - sent)
+                if n == 0:
+                    break
+                sent += n
+        except BlockingIOError:
+            pass
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EWOULDBLOCK):
+                self.close(f"send failed: {exc}")
+                return part.size
+        return sent
+
+    async def _send_rest(self, parts: Parts) -> None:
+        await self._send_async(parts)
+        self.busy = False
+        if not self.closed:
+            self._process()
+
+    async def _send_async(self, parts: Parts) -> None:
+        transport = self.transport
+        assert transport is not None
+        loop = asyncio.get_running_loop()
+        for part in parts:
+            if self.closed:
+                return
+            if type(part) is not FileRecords:
+                transport.write(part)  # type: ignore[arg-type]
+                continue
+            if self.tls:
+                transport.write(os.pread(part.fd, part.size, part.position))
+                continue
+            with open(part.fd, "rb", buffering=0, closefd=False) as file:
+                try:
+                    await loop.sendfile(transport, file, part.position, part.size)
+                except (ConnectionError, OSError) as exc:
+                    self.close(f"send failed: {exc}")
+                    return
+
+
+@dataclass
+class Listener:
+    name: str
+    host: str
+    port: int
+    security_protocol: str
+    ssl_context: ssl.SSLContext | None = None
+    server: asyncio.base_events.Server | None = None
+
+    @property
+    def bound_port(self) -> int:
+        if self.server is None or not self.server.sockets:
+            return self.port
+        return self.server.sockets[0].getsockname()[1]
+
+
+def _default_principal(listener: Listener, cert: bytes | None) -> str:
+    return "User:ANONYMOUS"
+
+
+class SocketServer:
+    """The broker's listeners and their connections."""
+
+    def __init__(
+        self,
+        handler: RequestHandler,
+        *,
+        max_request_size: int = 100 * 1024 * 1024,
+        queued_max_requests: int = 500,
+        principal_builder: Callable[[Listener, bytes | None], str] = _default_principal,
+    ) -> None:
+        self.handler = handler
+        self.max_request_size = max_request_size
+        self.queue_bound = RequestQueueBound(queued_max_requests)
+        self.principal_builder = principal_builder
+        self.connections: set[Connection] = set()
+        self.listeners: list[Listener] = []
+        self._last_fd_warning = 0.0
+
+    async def start(self, listeners: list[Listener]) -> None:
+        loop = asyncio.get_running_loop()
+        self._install_accept_error_logging(loop)
+        for listener in listeners:
+            host = listener.host or None  # "" binds every interface, as Kafka
+            listener.server = await loop.create_server(
+                lambda lst=listener: Connection(self, lst),
+                host, listener.port, ssl=listener.ssl_context, reuse_address=True,
+                backlog=1024,
+            )
+            self.listeners.append(listener)
+            log.info("Awaiting socket connections on %s:%d (%s).", host or "0.0.0.0",
+                     listener.bound_port, listener.name)
+
+    def _install_accept_error_logging(self, loop: asyncio.AbstractEventLoop) -> None:
+        """asyncio pauses accepting for a second when accept() fails with EMFILE; make the
+        log say what that means for the operator instead of a generic traceback."""
+        previous = loop.get_exception_handler()
+
+        def on_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+            exc = context.get("exception")
+            if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+                now = time.monotonic()
+                if now - self._last_fd_warning > 5:
+                    self._last_fd_warning = now
+                    log.error("Too many open files (%s): refusing new connections for now; "
+                              "%d existing connections keep being served. Raise the open "
+                              "files limit (LimitNOFILE) of the broker.", exc.strerror,
+                              len(self.connections))
+                return
+            if previous is not None:
+                previous(loop, context)
+            else:
+                loop.default_exception_handler(context)
+
+        loop.set_exception_handler(on_error)
+
+    def stop_accepting(self) -> None:
+        for listener in self.listeners:
+            if listener.server is not None:
+                listener.server.close()
+
+    async def stop(self) -> None:
+        self.stop_accepting()
+        for conn in list(self.connections):
+            conn.close()
+        for listener in self.listeners:
+            if listener.server is not None:
+                await listener.server.wait_closed()

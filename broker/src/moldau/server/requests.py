@@ -1,0 +1,164 @@
+"""Request dispatch: from a frame to a handler and back to response parts (Kafka's
+KafkaApis entry point).
+
+Handlers are registered per API key with the version range Moldau serves. A handler
+takes (RequestContext, request body) and returns the response body, None when no
+response is due (Produce with acks=0), or an awaitable of either when it has to wait.
+The dispatcher owns what is common to every request: header decoding, version checks,
+the ApiVersions answer for unknown versions, `throttle_time_ms`, and the request log.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from moldau.protocol.api import APIS
+from moldau.protocol.errors import ProtocolError, UnsupportedVersionError
+from moldau.protocol.headers import (
+    API_VERSIONS_KEY,
+    decode_request,
+    unsupported_api_versions_response,
+)
+from moldau.protocol.messages.request_header import RequestHeader
+
+from .network import Connection, Session
+from .responses import Parts, encode_response_parts
+
+request_log = logging.getLogger("kafka.request.logger")
+log = logging.getLogger("kafka.server.KafkaApis")
+
+Handler = Callable[["RequestContext", Any], Any]
+
+
+class Authorizer:
+    """The one authorization hook every handler calls. Allows everything until ACLs land
+    (security issue); the signature is Kafka's Authorizer.authorize in small."""
+
+    def authorize(self, session: Session, operation: str, resource_type: str,
+                  name: str) -> bool:
+        return True
+
+
+@dataclass(slots=True)
+class RequestContext:
+    conn: Connection
+    header: RequestHeader
+    api_version: int
+    received_ns: int
+    authorizer: Authorizer
+
+    @property
+    def session(self) -> Session:
+        return self.conn.session
+
+    @property
+    def listener(self) -> str:
+        return self.conn.listener.name
+
+    @property
+    def client_id(self) -> str:
+        return self.header.client_id or ""
+
+    def authorize(self, operation: str, resource_type: str, name: str) -> bool:
+        return self.authorizer.authorize(self.conn.session, operation, resource_type, name)
+
+
+@dataclass(slots=True)
+class Registration:
+    handler: Handler
+    min_version: int
+    max_version: int
+
+
+class RequestDispatcher:
+    """Routes requests to handlers; callable as the SocketServer's request handler."""
+
+    def __init__(self, authorizer: Authorizer | None = None) -> None:
+        self.handlers: dict[int, Registration] = {}
+        self.authorizer = authorizer or Authorizer()
+        self.throttle_ms: Callable[[RequestContext], int] = lambda ctx: 0  # quotas later
+        self._advertised: dict[int, tuple[int, int]] = {}
+
+    def register(self, api_key: int, handler: Handler, min_version: int,
+                 max_version: int) -> None:
+        spec = APIS[api_key]
+        if not spec.min_version <= min_version <= max_version <= spec.max_version:
+            raise ValueError(f"{spec.name} v{min_version}-{max_version} is outside the "
+                             f"protocol's range v{spec.min_version}-{spec.max_version}")
+        self.handlers[api_key] = Registration(handler, min_version, max_version)
+        self._advertised[api_key] = (min_version, max_version)
+
+    def advertised_versions(self) -> dict[int, tuple[int, int]]:
+        """What ApiVersions announces: exactly the registered handlers and ranges."""
+        return dict(self._advertised)
+
+    def __call__(self, conn: Connection, frame: bytearray) -> Parts | Awaitable[Any] | None:
+        received = time.monotonic_ns()
+        try:
+            header, body = decode_request(frame)
+        except UnsupportedVersionError as exc:
+            header = getattr(exc, "header", None)
+            if header is not None and header.request_api_key == API_VERSIONS_KEY:
+                # a client newer than us probes with a higher version: answer v0 so it
+                # can retry with one we know (KIP-511)
+                return [unsupported_api_versions_response(header.correlation_id,
+                                                          self._advertised)]
+            raise ProtocolError(str(exc)) from None
+        api_key = header.request_api_key
+        version = header.request_api_version
+        registration = self.handlers.get(api_key)
+        if registration is None or not (
+                registration.min_version <= version <= registration.max_version):
+            if api_key == API_VERSIONS_KEY:
+                return [unsupported_api_versions_response(header.correlation_id,
+                                                          self._advertised)]
+            name = APIS[api_key].name
+            raise ProtocolError(f"{name} v{version} is not supported by this broker"
+                                + ("" if registration is None else
+                                   f" (v{registration.min_version}-{registration.max_version})"))
+        if header.client_id and not conn.session.client_id:
+            conn.session.client_id = header.client_id
+        ctx = RequestContext(conn, header, version, received, self.authorizer)
+        result = registration.handler(ctx, body)
+        if inspect.isawaitable(result):
+            return self._complete(ctx, body, result)
+        return self._respond(ctx, body, result)
+
+    async def _complete(self, ctx: RequestContext, request: Any,
+                        pending: Awaitable[Any]) -> Parts | None:
+        return self._respond(ctx, request, await pending)
+
+    def _respond(self, ctx: RequestContext, request: Any, response: Any) -> Parts | None:
+        if response is None:
+            self._log(ctx, request, None)
+            return None
+        if hasattr(response, "throttle_time_ms"):
+            response.throttle_time_ms = self.throttle_ms(ctx)
+        header = ctx.header
+        parts = encode_response_parts(header.correlation_id, header.request_api_key,
+                                      ctx.api_version, response)
+        self._log(ctx, request, response)
+        return parts
+
+    def _log(self, ctx: RequestContext, request: Any, response: Any) -> None:
+        if not request_log.isEnabledFor(logging.DEBUG):
+            return
+        header = ctx.header
+        took_ms = (time.monotonic_ns() - ctx.received_ns) / 1e6
+        request_log.debug(
+            "Completed request:{requestHeader=%s, request=%s} response:%s from connection "
+            "%s;totalTime:%.3f,securityProtocol:%s,principal:%s,listener:%s,clientInformation:"
+            "ClientInformation(softwareName=%s, softwareVersion=%s)",
+            header, _short(request), _short(response), ctx.conn.id, took_ms,
+            ctx.session.security_protocol, ctx.session.principal, ctx.listener,
+            ctx.session.software_name or "unknown", ctx.session.software_version or "unknown")
+
+
+def _short(message: Any, limit: int = 2000) -> str:
+    text = repr(message)
+    return text if len(text) <= limit else text[:limit] + "..."

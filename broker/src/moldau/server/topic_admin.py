@@ -1,0 +1,151 @@
+"""Creating topics: validation, replica assignment and the ZooKeeper writes (Kafka's
+ZkAdminManager and AdminZkClient). CreateTopics, Metadata auto-creation and (later) the
+tools share it. The controller turns the written assignment into partitions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from moldau.cluster import zk_data
+from moldau.errors import (
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    InvalidTopicError,
+    TopicAlreadyExistsError,
+)
+
+from .topic_names import has_collision_chars, unify_collision_chars, validate_topic_name
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+log = logging.getLogger("kafka.server.ZkAdminManager")
+
+
+def assign_replicas(brokers: list[int], partitions: int, replication_factor: int,
+                    start_index: int = -1, next_replica_shift: int = -1,
+                    first_partition: int = 0) -> dict[int, list[int]]:
+    """Kafka's rack-unaware assignment (AdminUtils.assignReplicasToBrokers): leaders go
+    round-robin from a random start; followers follow at a shift that grows each lap."""
+    if partitions <= 0:
+        raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+    if replication_factor <= 0:
+        raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+    if replication_factor > len(brokers):
+        raise InvalidReplicationFactorError(
+            f"Replication factor: {replication_factor} larger than available brokers: "
+            f"{len(brokers)}.")
+    ids = sorted(brokers)
+    n = len(ids)
+    start = start_index if start_index >= 0 else random.randrange(n)
+    shift = next_replica_shift if next_replica_shift >= 0 else random.randrange(n)
+    current = first_partition
+    result: dict[int, list[int]] = {}
+    for _ in range(partitions):
+        if current > 0 and current % n == 0:
+            shift += 1
+        first = (current + start) % n
+        replicas = [ids[first]]
+        for j in range(replication_factor - 1):
+            replicas.append(ids[(first + 1 + (shift + j) % (n - 1)) % n] if n > 1 else ids[0])
+        result[current] = replicas
+        current += 1
+    return result
+
+
+class TopicAdmin:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._auto_creating: set[str] = set()
+        self._tasks: set[asyncio.Future[None]] = set()
+
+    def validate_new_topic(self, name: str) -> None:
+        validate_topic_name(name)
+        existing = self.broker.metadata.topics
+        if name in existing:
+            raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+        if has_collision_chars(name):
+            unified = unify_collision_chars(name)
+            for other in existing:
+                if unify_collision_chars(other) == unified:
+                    raise InvalidTopicError(
+                        f"Topic '{name}' collides with existing topic: {other}")
+
+    def plan(self, name: str, num_partitions: int, replication_factor: int,
+             assignment: Mapping[int, list[int]] | None) -> dict[int, list[int]]:
+        """The replica assignment of a new topic (validated against the live brokers)."""
+        live = self.broker.metadata.alive_broker_ids()
+        if assignment:
+            if sorted(assignment) != list(range(len(assignment))):
+                raise InvalidReplicaAssignmentError(
+                    "Partitions should be a consecutive 0-based integer sequence")
+            sizes = {len(r) for r in assignment.values()}
+            if len(sizes) != 1:
+                raise InvalidReplicaAssignmentError(
+                    "All partitions should have the same number of replicas")
+            for index, replicas in assignment.items():
+                if len(set(replicas)) != len(replicas):
+                    raise InvalidReplicaAssignmentError(
+                        f"Duplicate replica assignment found: {replicas} for partition {index}")
+                unknown = [r for r in replicas if r not in live]
+                if unknown:
+                    raise InvalidReplicaAssignmentError(
+                        f"Unknown broker(s) {unknown} in the assignment of partition {index}")
+            return {int(k): list(v) for k, v in assignment.items()}
+        return assign_replicas(live, num_partitions, replication_factor)
+
+    async def create(self, name: str, assignment: dict[int, list[int]],
+                     configs: dict[str, str]) -> None:
+        topic_id = zk_data.random_uuid()
+        try:
+            await self.broker.zk.call("create_topic", name, topic_id, assignment, configs)
+        except Exception as exc:
+            if type(exc).__name__ in ("NodeExistsError", "TopicExistsError"):
+                raise TopicAlreadyExistsError(f"Topic '{name}' already exists.") from None
+            raise
+        log.info("Creating topic %s with configuration %s and initial partition assignment %s",
+                 name, configs, assignment)
+
+    async def wait_for_leaders(self, names: list[str], timeout_s: float) -> bool:
+        """CreateTopics answers once every partition has a leader, or at the timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        metadata = self.broker.metadata
+        while True:
+            if all(name in metadata.topics and metadata.topics[name].partitions and all(
+                    p.leader >= 0 for p in metadata.topics[name].partitions.values())
+                    for name in names):
+                return True
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.01)
+
+    def auto_create(self, name: str) -> None:
+        """Metadata's auto-creation: fire and forget (the client asks again)."""
+        if name in self._auto_creating:
+            return
+        self._auto_creating.add(name)
+        config = self.broker.config
+
+        async def run() -> None:
+            try:
+                self.validate_new_topic(name)
+                partitions = config["num.partitions"]
+                factor = config["default.replication.factor"]
+                await self.create(name, self.plan(name, partitions, factor, None), {})
+            except TopicAlreadyExistsError:
+                pass
+            except Exception as exc:
+                log.warning("Auto-creation of topic %s failed: %s", name, exc)
+            finally:
+                self._auto_creating.discard(name)
+
+        task = asyncio.ensure_future(run())
+        self._tasks.add(task)  # keep a reference until it is done
+        task.add_done_callback(self._tasks.discard)
