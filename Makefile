@@ -5,10 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 SHARED ?= $(abspath ../shared)
 
-.PHONY: help test lint unit codegen-check generate bench cluster deps clean
+.PHONY: help test lint unit codegen-check generate bench cluster cluster-down deps clean
 
 help:
-	@echo "make cluster   start the local development cluster"
+	@echo "make cluster   start the local development cluster (ZooKeeper + a broker on :9092)"
+	@echo "make cluster-down  stop it"
 	@echo "make test      install what the tests need, then run every suite (lint, codegen, unit)"
 	@echo "make bench     run every benchmark suite in bench/ and rewrite docs/benchmarks.md"
 	@echo "make generate  regenerate the protocol messages from $(SHARED)/kafka-protocol"
@@ -41,10 +42,14 @@ generate: deps
 bench: deps
 	MOLDAU_BENCH_VIA_MAKE=1 $(BIN)/python bench/run.py $(foreach suite,$(ONLY),--only $(suite))
 
-cluster:
-	@echo "make cluster: there is no broker to start yet. Moldau's single broker lands with" >&2
-	@echo "the single-broker issue; until then only the protocol library exists (make test)." >&2
-	@exit 1
+# The development cluster: a ZooKeeper node and a broker on 127.0.0.1:9092, state in
+# .moldau-dev/ (moldau dev-cluster status|down). PORT=... moves the broker.
+PORT ?= 9092
+cluster: deps
+	$(BIN)/moldau dev-cluster up --port $(PORT)
+
+cluster-down: deps
+	$(BIN)/moldau dev-cluster down
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .moldau-dev

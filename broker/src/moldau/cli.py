@@ -1,0 +1,58 @@
+"""`moldau`: the command line entry point (the development cluster now; Kafka's tools
+join it with the tools issue)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from moldau.devcluster.cluster import FIRST_BROKER_PORT, DevCluster
+
+DEFAULT_DIR = ".moldau-dev"
+
+
+def _dev_cluster(args: argparse.Namespace) -> int:
+    if args.action == "up":
+        if args.brokers != 1:
+            print("moldau dev-cluster: only --brokers 1 works until replication lands "
+                  "(each broker would act as its own controller)", file=sys.stderr)
+            return 2
+        cluster = DevCluster.create(args.dir, brokers=args.brokers, zookeepers=args.zookeepers,
+                                    first_port=args.port)
+        cluster.up()
+        print("\n".join(cluster.status()))
+        print(f"bootstrap servers: {cluster.bootstrap_servers}")
+        return 0
+    try:
+        cluster = DevCluster.load(args.dir)
+    except FileNotFoundError as exc:
+        print(f"moldau dev-cluster: {exc}", file=sys.stderr)
+        return 1
+    if args.action == "status":
+        print("\n".join(cluster.status()))
+        print(f"bootstrap servers: {cluster.bootstrap_servers}")
+        return 0
+    cluster.down()
+    print(f"stopped the development cluster in {cluster.directory}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="moldau", description="Moldau command line.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    dev = commands.add_parser("dev-cluster", help="a local ZooKeeper ensemble and brokers")
+    dev.add_argument("action", choices=["up", "status", "down"])
+    dev.add_argument("--brokers", type=int, default=1, help="number of brokers (default 1)")
+    dev.add_argument("--zookeepers", type=int, default=1,
+                     help="ZooKeeper nodes (default 1; use an odd number)")
+    dev.add_argument("--dir", default=DEFAULT_DIR, help=f"state directory ({DEFAULT_DIR})")
+    dev.add_argument("--port", type=int, default=FIRST_BROKER_PORT,
+                     help=f"port of the first broker ({FIRST_BROKER_PORT})")
+    args = parser.parse_args(argv)
+    if args.command == "dev-cluster":
+        return _dev_cluster(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
