@@ -81,9 +81,11 @@ class DevCluster:
         lines = []
         for i in range(self.zookeeper.size):
             port = self.zookeeper.client_ports[i]
-            mode = self.zookeeper.mode(i) if self.zookeeper.running(i) else None
-            lines.append(f"zookeeper {i + 1}  127.0.0.1:{port}  "
-                         f"{mode or ('running, not serving' if self.zookeeper.running(i) else 'stopped')}")
+            if not self.zookeeper.running(i):
+                state = "stopped"
+            else:
+                state = self.zookeeper.mode(i) or "running, not serving"
+            lines.append(f"zookeeper {i + 1}  127.0.0.1:{port}  {state}")
         for broker in self.brokers:
             if not broker.running():
                 state = "stopped"
