@@ -443,3 +443,36 @@ def test_offset_for_leader_epoch(broker) -> None:
     assert (above.error_code, above.leader_epoch, above.end_offset) == (0, -1, -1)
     assert ask(name, 0, current=4).error_code == 75  # UNKNOWN_LEADER_EPOCH (ours is 0)
     assert ask(topic_name("none"), 0).error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+
+
+# --- routing: the controller APIs ------------------------------------------------------
+
+
+def test_topic_admin_apis_answer_not_controller_off_the_controller() -> None:
+    """CreateTopics, DeleteTopics and CreatePartitions are served by the active controller
+    only; another broker answers NOT_CONTROLLER for every topic (the single broker is
+    always its own controller, so this calls the handlers directly)."""
+    from types import SimpleNamespace
+
+    from moldau.protocol.messages.create_partitions_request import CreatePartitionsRequest
+    from moldau.protocol.messages.create_topics_request import CreateTopicsRequest
+    from moldau.protocol.messages.delete_topics_request import DeleteTopicsRequest
+    from moldau.server.handlers.topics import (
+        CreatePartitionsHandler,
+        CreateTopicsHandler,
+        DeleteTopicsHandler,
+    )
+
+    follower = SimpleNamespace(controller=SimpleNamespace(active=False),
+                               config={"delete.topic.enable": True})
+    ctx = SimpleNamespace(api_version=6, authorize=lambda *_: True)
+    created = asyncio.run(CreateTopicsHandler(follower)(ctx, CreateTopicsRequest(
+        topics=[CreateTopicsRequest.CreatableTopic(name="a", num_partitions=1,
+                                                   replication_factor=1)])))
+    deleted = asyncio.run(DeleteTopicsHandler(follower)(ctx, DeleteTopicsRequest(
+        topics=[DeleteTopicsRequest.DeleteTopicState(name="a")], timeout_ms=1000)))
+    grown = asyncio.run(CreatePartitionsHandler(follower)(ctx, CreatePartitionsRequest(
+        topics=[CreatePartitionsRequest.CreatePartitionsTopic(name="a", count=2)])))
+    assert [t.error_code for t in created.topics] == [41]
+    assert [t.error_code for t in deleted.responses] == [41]
+    assert [t.error_code for t in grown.results] == [41]

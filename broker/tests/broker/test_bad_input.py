@@ -9,6 +9,7 @@ import socket
 import struct
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -50,7 +51,8 @@ from .raw import (
 
 MESSAGE_MAX_BYTES = 10_000
 REQUEST_MAX_BYTES = 1024 * 1024
-NONE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE = 0, 2, 3, 10
+NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 2, 3
+MESSAGE_TOO_LARGE = 10
 INVALID_TOPIC_EXCEPTION, UNSUPPORTED_VERSION, OUT_OF_ORDER_SEQUENCE_NUMBER = 17, 35, 45
 BATCH_HEADER_SIZE = 61  # a v2 batch's records start after its 61-byte header
 
@@ -65,6 +67,7 @@ def strict(tmp_path_factory: pytest.TempPathFactory, zk_ensemble) -> Iterator[Br
         "socket.request.max.bytes": str(REQUEST_MAX_BYTES),
     })
     yield process
+    assert "Traceback" not in server_log(process), server_log(process)[-5000:]
     assert process.stop() == 0, process.tail()
 
 
@@ -328,9 +331,12 @@ def test_every_advertised_version_round_trips(strict: BrokerProcess) -> None:
             if version >= 5:
                 assert answer.log_start_offset == 0
             expected += 1
+            failed = produce(conn, name, data, version=version, partition=5)  # error path
+            assert (failed.error_code, failed.base_offset) == \
+                (UNKNOWN_TOPIC_OR_PARTITION, -1), (version, failed)
         assert latest_offset(conn, name) == expected
 
-        for version in range(4, 17):
+        def fetch(version: int, offset: int, partition: int = 0) -> Any:
             request = FetchRequest(
                 replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
                 isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[],
@@ -338,15 +344,18 @@ def test_every_advertised_version_round_trips(strict: BrokerProcess) -> None:
                     topic=name if version <= 12 else "",
                     topic_id=topic_id if version >= 13 else ZERO_UUID,
                     partitions=[FetchRequest.FetchPartition(
-                        partition=0, fetch_offset=3, partition_max_bytes=1 << 20)])])
-            if version >= 15:
-                request.replica_id = -1
-            answer = conn.request(FETCH, version, request)
-            part = answer.responses[0].partitions[0]
+                        partition=partition, fetch_offset=offset,
+                        partition_max_bytes=1 << 20)])])
+            return conn.request(FETCH, version, request).responses[0].partitions[0]
+
+        for version in range(4, 17):
+            part = fetch(version, 3)
             assert (part.error_code, part.high_watermark) == (NONE, expected), (version, answer)
             values = [r.value for b in iter_batches(bytes(part.records)) for r in b.records()]
             assert values[0] == b"p3", (version, values)
             assert values[-1] == b"p11"
+            assert fetch(version, 10**6).error_code == OFFSET_OUT_OF_RANGE
+            assert fetch(version, 0, partition=5).error_code == UNKNOWN_TOPIC_OR_PARTITION
 
         for version in range(0, 9):
             wanted = ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=LATEST)
@@ -365,6 +374,11 @@ def test_every_advertised_version_round_trips(strict: BrokerProcess) -> None:
                     name=name, partitions=[earliest])]))
             part = answer.topics[0].partitions[0]
             assert (part.old_style_offsets if version == 0 else [part.offset]) == [0]
+            unknown = ListOffsetsRequest.ListOffsetsPartition(partition_index=5, timestamp=-2)
+            answer = conn.request(LIST_OFFSETS, version, ListOffsetsRequest(
+                replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(
+                    name=name, partitions=[unknown])]))
+            assert answer.topics[0].partitions[0].error_code == UNKNOWN_TOPIC_OR_PARTITION
 
         for version in range(0, 13):
             answer = metadata(conn, [name], version=version)
@@ -375,6 +389,8 @@ def test_every_advertised_version_round_trips(strict: BrokerProcess) -> None:
                 [(0, strict.broker_id)]
             everything = metadata(conn, [] if version == 0 else None, version=version)
             assert name in {t.name for t in everything.topics}, version
+            missing = metadata(conn, [topic_name("missing")], version=version).topics[0]
+            assert missing.error_code == UNKNOWN_TOPIC_OR_PARTITION, (version, missing)
 
         for version in range(0, 5):
             request = ApiVersionsRequest()

@@ -76,8 +76,9 @@ def test_trailing_bytes():
                            client_id="c")
     payload = header.encode(1) + PRODUCE
     assert headers.decode_request(payload)[1] == ProduceRequest.decode(PRODUCE, 3)
-    with pytest.raises(ProtocolError, match="1 unexpected trailing bytes"):
-        headers.decode_request(payload + b"\x00")
+    # A whole request frame tolerates bytes after the body, as Kafka's parser does
+    # (librdkafka 2.16 sends some); a lone message decode does not (above).
+    assert headers.decode_request(payload + b"\x00")[1] == ProduceRequest.decode(PRODUCE, 3)
 
 
 # --- lengths -------------------------------------------------------------------------------

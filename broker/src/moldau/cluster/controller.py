@@ -62,6 +62,9 @@ class ControllerChannel(Protocol):
     async def stop_replica(self, broker_id: int, partitions: list[tuple[str, int]],
                            delete: bool) -> None: ...
 
+    def controller_moved(self, controller_id: int) -> None:
+        """This broker stopped being the controller; -1 while no one is known."""
+
 
 class Controller:
     def __init__(self, broker_id: int, zk: Any, channel: ControllerChannel,
@@ -125,14 +128,17 @@ class Controller:
             log.info("[Controller id=%d] Resigning: broker %s holds /controller",
                      self.broker_id, holder)
             self.active = False
+            self.channel.controller_moved(holder if holder is not None else -1)
         epoch = await self.zk.call("try_elect_controller", self.broker_id)
         if epoch is None:
             holder = await self.zk.call("get_controller_id")
+            self.channel.controller_moved(holder if holder is not None else -1)
             log.info("[Controller id=%d] Broker %s has been elected as the controller, so "
                      "stopping the election process.", self.broker_id, holder)
             return
         self.epoch = epoch
         self.active = True
+        self.channel.controller_moved(self.broker_id)
         log.info("[Controller id=%d] %d successfully elected as the controller. Epoch "
                  "incremented to %d", self.broker_id, self.broker_id, epoch)
         await self._on_become_controller()

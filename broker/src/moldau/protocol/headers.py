@@ -73,9 +73,9 @@ def decode_request(data: bytes | bytearray | memoryview) -> tuple[RequestHeader,
         )
         error.header = header  # type: ignore[attr-defined]  # so the caller can answer
         raise error
-    body, end = spec.request.decode_from(buf, pos, header.request_api_version)
-    if end != len(buf):
-        raise ProtocolError(f"{spec.name} request has {len(buf) - end} unexpected trailing bytes")
+    body, _end = spec.request.decode_from(buf, pos, header.request_api_version)
+    # Bytes after the body are ignored, as Kafka's parser does: librdkafka 2.16 sends
+    # Metadata v12 with fields of other versions at the end.
     return header, body
 
 

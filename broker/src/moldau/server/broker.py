@@ -25,6 +25,7 @@ from moldau.storage import checkpoints
 from moldau.storage.log_manager import LogManager, ManagerConfig
 
 from .config import BrokerConfig
+from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
 from .handlers import register_handlers
 from .metadata_cache import BrokerEndpoints, MetadataCache, PartitionInfo, TopicInfo
 from .network import Listener, SocketServer
@@ -60,6 +61,7 @@ class Broker:
         self._maintenance: asyncio.Task[None] | None = None
         self.config_changes: ConfigChangeListener | None = None
         self.tls_holders: dict[str, TlsContextHolder] = {}
+        self.dynamic_config: DynamicBrokerConfig | None = None
         self._stopped = asyncio.Event()
         self.started = False
 
@@ -75,6 +77,11 @@ class Broker:
         self.cluster_id = await self.zk.call("get_or_create_cluster_id")
         log.info("Cluster ID = %s", self.cluster_id)
         self.broker_id = await self._settle_broker_id()
+        # dynamic broker configs (/config/brokers/<id> and <default>) precede the file
+        self.dynamic_config = DynamicBrokerConfig(config, self.broker_id)
+        self.dynamic_config.bind(self.zk)
+        await self.dynamic_config.load(self.zk)
+        self.topic_configs.set_broker_defaults(self.dynamic_config.log_config())
         self.metadata = MetadataCache(self.broker_id)
         self.metadata.cluster_id = self.cluster_id
         await self.topic_configs.load(self.zk)
@@ -92,6 +99,9 @@ class Broker:
         await self._register()
         self.config_changes = ConfigChangeListener(self.zk)
         self.config_changes.add_handler(self._on_config_change)
+        self.config_changes.add_handler(self.dynamic_config.on_change)
+        self.dynamic_config.on_log_defaults_change(lambda lc: apply_log_defaults(self, lc))
+        self.dynamic_config.on_listener_ssl_change(self._reload_listener_tls)
         await self.config_changes.start()
         self.controller = Controller(self.broker_id, self.zk, LocalControllerChannel(self),
                                      delete_topic_enable=config["delete.topic.enable"])
@@ -183,6 +193,20 @@ class Broker:
         self.tls_holders[listener] = holder
         return holder.listener_context
 
+    def _reload_listener_tls(self, listener: str) -> None:
+        """New key material for a listener (dynamic listener.name.<l>.ssl.* configs):
+        new connections use it, established ones keep theirs."""
+        holder = self.tls_holders.get(listener.upper())
+        if holder is None:
+            return
+        settings = {**self.config.listener_settings(listener.upper()),
+                    **self.dynamic_config.listener_overrides(listener)}
+        try:
+            holder.reload(settings)
+            log.info("Reloaded the TLS key material of listener %s", listener)
+        except (TlsConfigError, ValueError, OSError) as exc:
+            log.error("Keeping the old TLS key material of listener %s: %s", listener, exc)
+
     def _principal(self, listener: Listener, cert: bytes | None) -> str:
         rules = self.config.get("ssl.principal.mapping.rules") or "DEFAULT"
         return "User:" + principal_from_certificate(cert, rules)
@@ -234,8 +258,6 @@ class Broker:
     def apply_update_metadata(self, live: list[zk_data.BrokerRegistration],
                               decisions: list[PartitionDecision], deleted: list[str]) -> None:
         cache = self.metadata
-        cache.controller_id = self.controller.broker_id if self.controller and \
-            self.controller.active else cache.controller_id
         cache.set_brokers([
             BrokerEndpoints(b.id, {e.listener_name: (e.host or "", e.port) for e in b.endpoints},
                             b.rack) for b in live])
@@ -331,6 +353,10 @@ class LocalControllerChannel:
                            delete: bool) -> None:
         if broker_id == self.broker.broker_id:
             self.broker.apply_stop_replica(partitions, delete)
+
+    def controller_moved(self, controller_id: int) -> None:
+        # Metadata must not name this broker as controller while it answers NOT_CONTROLLER
+        self.broker.metadata.controller_id = controller_id
 
 
 def _canonical_host() -> str:

@@ -341,10 +341,11 @@ class DynamicBrokerConfig:
                 text = _raw(key.name, key.default)
                 if text is not None:
                     self.default_values[key.name] = text
-        self._static_values = dict(static.values)  # the file's typed values, kept apart
         self.broker_props: dict[str, str] = {}  # /config/brokers/<id> (passwords decoded)
         self.default_props: dict[str, str] = {}  # /config/brokers/<default>
         self.current: BrokerConfig = static
+        self._merged: dict[str, str] = dict(self.static_props)
+        self._zk: Any = None
         self._log_config: LogConfig = static.log_config()
         self._log_listeners: list[Listener] = []
         self._ssl_listeners: list[Listener] = []
@@ -409,8 +410,6 @@ class DynamicBrokerConfig:
         else:
             return
         await self._recompute(notify=True)
-
-    _zk: Any = None
 
     def bind(self, zk: Any) -> None:
         """Remember the AsyncZk so on_change(entity_type, name) needs no zk argument."""
@@ -535,7 +534,7 @@ class DynamicBrokerConfig:
                       "configuration: %s", exc)
             return
         old = self.current
-        old_merged = getattr(self, "_merged", dict(self.static_props))
+        old_merged = self._merged
         self.current = new
         self._merged = merged
         changed = {k for k in set(old.values) | set(new.values)
@@ -592,7 +591,7 @@ class DynamicBrokerConfig:
         listener-prefixed keys, None when unset)."""
         if name in self.current.values:
             return self.current.values[name]
-        return getattr(self, "_merged", self.static_props).get(name)
+        return self._merged.get(name)
 
     def effective_string(self, name: str) -> str | None:
         return render(name, self.effective(name))

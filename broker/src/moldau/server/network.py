@@ -7,8 +7,11 @@ request whose handler answers at once costs no task; one that waits (a long-poll
 acks=all) parks the connection's queue on a task until it completes.
 
 Back-pressure, so that slow or greedy clients cannot exhaust memory:
-* `queued.max.requests` bounds the requests received and not yet answered, across all
-  connections; a connection that would exceed it stops reading until the count drops;
+* `queued.max.requests` bounds the requests received and not yet handled, across all
+  connections; a connection that would exceed it stops reading until the count drops. A
+  request counts until its handler takes it, not until it is answered: as in Kafka, where
+  a request in purgatory has left the request queue, so that the parked long-poll fetches
+  of idle consumers cannot stall every other client;
 * a connection whose transport buffer is over the high-water mark stops handling
   requests (and so stops reading) until the client drains its responses.
 
@@ -65,7 +68,7 @@ RequestHandler = Callable[["Connection", bytearray], "Parts | Awaitable[Parts | 
 
 
 class RequestQueueBound:
-    """`queued.max.requests`: requests received but not yet answered, broker-wide."""
+    """`queued.max.requests`: requests received but not yet handled, broker-wide."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -206,19 +209,17 @@ class Connection(asyncio.Protocol):
         bound = self.server.queue_bound
         while self.pending and not (self.busy or self.closed or self.muted or self._write_paused):
             frame = self.pending.popleft()
+            bound.release()  # being handled: no longer queued (see the module doc)
             try:
                 result = handler(self, frame)
             except ProtocolError as exc:
-                bound.release()
                 self.close(str(exc))
                 return
             except Exception:  # a bug must not take the broker down: drop the connection
-                bound.release()
                 log.exception("Unexpected error handling a request on %s; closing it", self.id)
                 self.close()
                 return
             if result is None or type(result) is list:
-                bound.release()
                 if result and not self._send(result):
                     return  # the rest of the response goes out on a task
                 continue
@@ -230,15 +231,12 @@ class Connection(asyncio.Protocol):
         try:
             result = await pending
         except ProtocolError as exc:
-            self.server.queue_bound.release()
             self.close(str(exc))
             return
         except Exception:
-            self.server.queue_bound.release()
             log.exception("Unexpected error completing a request on %s; closing it", self.id)
             self.close()
             return
-        self.server.queue_bound.release()
         if result and not self.closed:
             await self._send_async(result)
         self.busy = False

@@ -19,7 +19,6 @@ from moldau.errors import (
     ClusterAuthorizationFailedError,
     InvalidConfigurationError,
     InvalidRequestError,
-    InvalidTopicError,
     KafkaError,
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
@@ -150,7 +149,7 @@ def broker_entry(dynamic: DynamicBrokerConfig, name: str, per_broker: bool,
         config_type=CONFIG_TYPE_IDS.get(config_type(name) or "", 0), documentation=None)
 
 
-def broker_id_of(name: str, ours: int, what: str = "Node") -> int:
+def broker_id_of(name: str, what: str = "Node") -> int:
     try:
         broker_id = int(name)
     except ValueError:
@@ -210,10 +209,7 @@ class DescribeConfigsHandler:
 
     async def _topic(self, dynamic: DynamicBrokerConfig, name: str,
                      include_synonyms: bool) -> list[Any]:
-        try:
-            validate_topic_name(name)
-        except InvalidTopicError:
-            raise
+        validate_topic_name(name)  # INVALID_TOPIC_EXCEPTION, as Kafka's Topic.validate
         if name not in self.broker.metadata.topics:
             raise UnknownTopicOrPartitionError()
         overrides = await self.broker.zk.call("get_entity_config", "topics", name)
@@ -229,7 +225,7 @@ class DescribeConfigsHandler:
         if not name:
             names = sorted(dynamic.default_props)
             return [broker_entry(dynamic, n, False, include_synonyms) for n in names]
-        if broker_id_of(name, self.broker.broker_id, "Broker") != self.broker.broker_id:
+        if broker_id_of(name, "Broker") != self.broker.broker_id:
             raise InvalidRequestError(f"Unexpected broker id, expected "
                                       f"{self.broker.broker_id} or empty string, but received "
                                       f"{name}")
@@ -239,7 +235,7 @@ class DescribeConfigsHandler:
     def _logger(self, name: str) -> list[Any]:
         if not name:
             raise InvalidRequestError("Broker id must not be empty")
-        if broker_id_of(name, self.broker.broker_id, "Broker") != self.broker.broker_id:
+        if broker_id_of(name, "Broker") != self.broker.broker_id:
             raise InvalidRequestError(f"Unexpected broker id, expected "
                                       f"{self.broker.broker_id} but received {name}")
         return [Entry(name=logger, value=level, read_only=False,
@@ -282,7 +278,7 @@ class _AlterBase:
         """True for a per-broker resource (our id), False for the cluster default ("")."""
         if not name:
             return False
-        if broker_id_of(name, self.broker.broker_id) != self.broker.broker_id:
+        if broker_id_of(name) != self.broker.broker_id:
             raise InvalidRequestError(f"Unexpected broker id, expected "
                                       f"{self.broker.broker_id}, but received {name}")
         return True
@@ -491,7 +487,7 @@ class IncrementalAlterConfigsHandler(_AlterBase):
 
     def _loggers(self, name: str, ops: list[Any], validate_only: bool) -> None:
         """RuntimeLoggerManager.applyChangesForResource (KIP-412)."""
-        if broker_id_of(name, self.broker.broker_id) != self.broker.broker_id:
+        if broker_id_of(name) != self.broker.broker_id:
             raise InvalidRequestError(f"Unexpected node id. Expected {self.broker.broker_id}, "
                                       f"but received {name}")
         known = logging_setup.logger_levels()

@@ -105,7 +105,7 @@ class FetchHandler:
     def _read(self, request: Any, wanted: list[Any],
               version: int) -> tuple[Any, int, list[Partition], bool]:
         rm = self.broker.replica_manager
-        topics_known = self.broker.metadata.topics
+        metadata = self.broker.metadata
         isolation = request.isolation_level
         with_start = version >= 5
         budget = request.max_bytes
@@ -123,7 +123,8 @@ class FetchHandler:
                         raise UnknownTopicIdError(f"unknown topic id {topic.topic_id}")
                     if not authorized:
                         raise TopicAuthorizationFailedError(name)
-                    partition = rm.leader_partition(name, fp.partition, name in topics_known)
+                    partition = rm.leader_partition(
+                        name, fp.partition, metadata.partition(name, fp.partition) is not None)
                     check_leader_epoch(partition, fp.current_leader_epoch)
                     plog = partition.log
                     fetched.append(partition)

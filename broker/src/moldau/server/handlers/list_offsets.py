@@ -29,7 +29,7 @@ class ListOffsetsHandler:
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
         rm = self.broker.replica_manager
-        known = self.broker.metadata.topics
+        metadata = self.broker.metadata
         version = ctx.api_version
         isolation = request.isolation_level if version >= 2 else 0
         from_consumer = request.replica_id == CONSUMER_REPLICA_ID
@@ -46,8 +46,9 @@ class ListOffsetsHandler:
                     seen.add(wanted.partition_index)
                     if not authorized:
                         raise TopicAuthorizationFailedError(topic.name)
-                    partition = rm.leader_partition(topic.name, wanted.partition_index,
-                                                    topic.name in known)
+                    partition = rm.leader_partition(
+                        topic.name, wanted.partition_index,
+                        metadata.partition(topic.name, wanted.partition_index) is not None)
                     check_leader_epoch(partition, wanted.current_leader_epoch)
                     plog = partition.log
                     bound = plog.fetch_upper_bound(isolation if from_consumer else None)

@@ -21,6 +21,7 @@ from moldau.protocol.messages.metadata_response import MetadataResponse
 
 from ..metadata_cache import TopicInfo
 from ..topic_names import validate_topic_name
+from .cluster_info import CLUSTER_NAME, CLUSTER_OPERATIONS, authorized_operations
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -32,6 +33,9 @@ Topic_ = MetadataResponse.MetadataResponseTopic
 Partition_ = MetadataResponse.MetadataResponsePartition
 ZERO_UUID_INT = 0
 REPLICA_NOT_AVAILABLE = 9
+# AclOperation codes of the operations Kafka supports on a TOPIC resource (KIP-430)
+TOPIC_OPERATIONS = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7,
+                    "DESCRIBE": 8, "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11}
 
 
 class MetadataHandler:
@@ -62,7 +66,15 @@ class MetadataHandler:
         else:
             for wanted in request.topics:
                 topics.append(self._one(ctx, wanted, version, listener, allow_create))
+        if version >= 8 and request.include_topic_authorized_operations:
+            for topic in topics:
+                if topic.error_code == 0:
+                    topic.topic_authorized_operations = authorized_operations(
+                        ctx, "TOPIC", topic.name, TOPIC_OPERATIONS)
         response = MetadataResponse(brokers=brokers, topics=topics)
+        if 8 <= version <= 10 and request.include_cluster_authorized_operations:
+            response.cluster_authorized_operations = authorized_operations(
+                ctx, "CLUSTER", CLUSTER_NAME, CLUSTER_OPERATIONS)
         if version >= 1:
             response.controller_id = metadata.controller_id
         if version >= 2:

@@ -46,7 +46,7 @@ class ProduceHandler:
         acks = request.acks
         version = ctx.api_version
         replica_manager = self.broker.replica_manager
-        topics = self.broker.metadata.topics
+        metadata = self.broker.metadata
         responses = []
         waiting: list[tuple[Partition, int]] = []  # acks=all: (partition, offset needed)
         failed = False
@@ -65,8 +65,10 @@ class ProduceHandler:
                         raise InvalidRequestError("transactions are not supported yet")
                     if not authorized:
                         raise TopicAuthorizationFailedError(name)
-                    partition = replica_manager.leader_partition(name, data.index,
-                                                                 name in topics)
+                    # Kafka answers NOT_LEADER_OR_FOLLOWER only for a partition the
+                    # metadata knows; a partition beyond the topic's count is unknown
+                    partition = replica_manager.leader_partition(
+                        name, data.index, metadata.partition(name, data.index) is not None)
                     if acks == -1:
                         min_isr = partition.log.config.min_insync_replicas
                         if len(partition.state.isr) < min_isr:

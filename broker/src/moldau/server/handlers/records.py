@@ -117,7 +117,7 @@ class OffsetForLeaderEpochHandler:
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
-        known = self.broker.metadata.topics
+        metadata = self.broker.metadata
         cluster_action = ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME)
         topics = []
         for topic in request.topics:
@@ -131,7 +131,8 @@ class OffsetForLeaderEpochHandler:
                         raise TopicAuthorizationFailedError(name)
                     current = wanted.current_leader_epoch if version >= 2 else -1
                     partition = _local_partition(self.broker, name, wanted.partition,
-                                                 name in known, current)
+                                                 metadata.partition(name, wanted.partition)
+                                                 is not None, current)
                     plog = partition.log
                     epoch, end = plog.epochs.end_offset_for(wanted.leader_epoch,
                                                             plog.log_end_offset)
