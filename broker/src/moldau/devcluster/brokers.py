@@ -9,6 +9,7 @@ its metadata cache knows itself.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import resource
 import signal
@@ -23,6 +24,7 @@ from moldau.client.blocking import BlockingConnection
 from moldau.protocol.messages.metadata_request import MetadataRequest
 
 METADATA_KEY = 3
+PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def free_port() -> int:
@@ -42,6 +44,10 @@ class BrokerProcess:
     # the open files limit (soft and hard RLIMIT_NOFILE) of the broker process; None keeps
     # ours (tests of running out of file descriptors set a low one)
     rlimit_nofile: int | None = None
+    # Tests: the broker gets SIGKILL when the process that started it dies, so a killed
+    # test run leaves no brokers behind. The dev cluster turns it off: its brokers must
+    # outlive `moldau dev-cluster up`.
+    die_with_parent: bool = True
 
     @property
     def data_dir(self) -> str:
@@ -101,11 +107,15 @@ class BrokerProcess:
 
     def _preexec(self) -> Callable[[], None] | None:
         limit = self.rlimit_nofile
-        if limit is None:
+        die = self.die_with_parent
+        if limit is None and not die:
             return None
 
         def apply() -> None:  # runs in the child between fork and exec
-            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+            if limit is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+            if die:
+                ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
         return apply
 
@@ -118,10 +128,11 @@ class BrokerProcess:
         except (OSError, ValueError):
             return None
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            with open(f"/proc/{pid}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
             return None
-        return pid
+        return None if state == "Z" else pid  # a zombie waits for its reaper: it is gone
 
     def running(self) -> bool:
         return self.pid() is not None

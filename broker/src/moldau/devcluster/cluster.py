@@ -44,7 +44,7 @@ class DevCluster:
         connect = ensemble.connect_string + CHROOT
         processes = [
             BrokerProcess(str(root / f"broker-{i}"), i, connect, port=first_port + i - 1,
-                          properties=dict(properties or {}))
+                          properties=dict(properties or {}), die_with_parent=False)
             for i in range(1, brokers + 1)
         ]
         cluster = cls(root, ensemble, processes)
@@ -63,7 +63,8 @@ class DevCluster:
                                     "`moldau dev-cluster up` first)") from None
         ensemble = ZooKeeperEnsemble.load(root / "zookeeper")
         processes = [BrokerProcess(str(root / f"broker-{b['id']}"), b["id"],
-                                   state["zookeeper_connect"], port=b["port"])
+                                   state["zookeeper_connect"], port=b["port"],
+                                   die_with_parent=False)
                      for b in state["brokers"]]
         return cls(root, ensemble, processes)
 
