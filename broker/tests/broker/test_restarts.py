@@ -201,6 +201,11 @@ class Traffic:
     def __enter__(self) -> Traffic:
         for thread in self.threads:
             thread.start()
+        # The first ack needs a producer id, which the broker takes from ZooKeeper: wait
+        # for it, so the faults that follow hit steady traffic, not the producer's setup.
+        deadline = time.monotonic() + 20
+        while not self.acked and not self.errors and time.monotonic() < deadline:
+            time.sleep(0.01)
         return self
 
     def __exit__(self, *exc: object) -> None:

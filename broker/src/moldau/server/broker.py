@@ -241,6 +241,14 @@ class Broker:
 
     # --- controller requests applied locally ---------------------------------------------
 
+    async def load_topic_overrides(self, topics: set[str]) -> None:
+        """A topic new to this broker: read its overrides before its logs are created
+        (Kafka's fetchLogConfig), since no change notification announces them."""
+        for topic in sorted(topics):
+            if topic not in self.topic_configs.overrides:
+                overrides = await self.zk.call("get_entity_config", "topics", topic)
+                self.topic_configs.set_overrides(topic, overrides)
+
     def apply_leader_and_isr(self, decisions: list[PartitionDecision]) -> None:
         for d in decisions:
             if self.broker_id not in d.replicas:
@@ -340,6 +348,7 @@ class LocalControllerChannel:
 
     async def leader_and_isr(self, broker_id: int, decisions: list[PartitionDecision]) -> None:
         if broker_id == self.broker.broker_id:
+            await self.broker.load_topic_overrides({d.topic for d in decisions})
             self.broker.apply_leader_and_isr(decisions)
 
     async def update_metadata(self, broker_ids: Iterable[int],
