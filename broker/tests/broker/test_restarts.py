@@ -282,9 +282,9 @@ def test_losing_the_whole_ensemble_stops_only_metadata_changes(
     try:
         with Traffic(broker, topic, start=1) as traffic:
             time.sleep(0.5)
-            # A metadata change needs ZooKeeper: it fails within the client's timeout. (The
-            # broker's ZooKeeper call waits for the ensemble to return, as Kafka's does, so
-            # the failure the client sees is its own request timeout.)
+            # A metadata change needs ZooKeeper: it fails within the client's timeout, with
+            # the broker's REQUEST_TIMED_OUT once ZooKeeper has been unreachable for the
+            # session timeout, or the client's own timeout if that comes first.
             started = time.monotonic()
             future = admin.create_topics([NewTopic(topic_name("no-zk"), 1, 1)],
                                          request_timeout=ADMIN_TIMEOUT_S)

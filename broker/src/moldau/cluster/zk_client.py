@@ -46,7 +46,11 @@ from moldau.cluster.zk_data import (
     ProducerIdBlock,
     TopicAssignment,
 )
-from moldau.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from moldau.errors import (
+    RequestTimedOutError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +69,9 @@ class ZkError(Exception):
     """Base of the errors of the ZooKeeper layer."""
 
 
-class ZooKeeperUnavailableError(ZkError):
-    """No connection to ZooKeeper (at start, or for longer than an operation may wait)."""
+class ZooKeeperUnavailableError(ZkError, RequestTimedOutError):
+    """No connection to ZooKeeper (at start, or for longer than an operation may wait).
+    A request handler that meets it answers REQUEST_TIMED_OUT with this message."""
 
 
 class ZkNodeExistsError(ZkError):
@@ -282,8 +287,17 @@ class KafkaZkClient:
                 log.exception("ZooKeeper session listener failed")
 
     def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a kazoo call, retried while disconnected (kazoo's command retry policy)."""
+        """Run a kazoo call, retried while disconnected (kazoo's command retry policy).
+        kazoo queues a call made while disconnected until the connection returns, with no
+        deadline; so wait for the connection first, at most one session timeout."""
         zk = self._client()
+        deadline = time.monotonic() + self.session_timeout_ms / 1000
+        while not zk.connected:
+            if self._closed or time.monotonic() >= deadline:
+                raise ZooKeeperUnavailableError(
+                    f"ZooKeeper at {self.connect_string} has been unreachable for "
+                    f"{self.session_timeout_ms} ms (zookeeper.session.timeout.ms)")
+            time.sleep(0.05)
         try:
             return zk.retry(fn, *args, **kwargs)
         except _UNAVAILABLE as exc:

@@ -561,6 +561,14 @@ TOPIC_SYNONYMS: dict[str, str] = {
     "log.message.timestamp.type": "message.timestamp.type",
     "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
     "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
+    "compression.gzip.level": "compression.gzip.level",
+    "compression.lz4.level": "compression.lz4.level",
+    "compression.zstd.level": "compression.zstd.level",
+    "log.message.format.version": "message.format.version",
+    "log.message.downconversion.enable": "message.downconversion.enable",
+    "log.message.timestamp.difference.max.ms": "message.timestamp.difference.max.ms",
+    "log.local.retention.ms": "local.retention.ms",
+    "log.local.retention.bytes": "local.retention.bytes",
 }
 
 # --------------------------------------------------------------------------- properties syntax

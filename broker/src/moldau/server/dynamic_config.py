@@ -80,11 +80,7 @@ LOG_CLEANER_CONFIGS = frozenset({
 })
 # DynamicLogConfig.ReconfigurableConfigs: the broker synonyms of the topic configs
 # (ServerTopicConfigSynonyms), including the topic keys Moldau's LogConfig does not model.
-DYNAMIC_LOG_CONFIGS = frozenset(TOPIC_SYNONYMS) | frozenset({
-    "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
-    "log.message.timestamp.difference.max.ms", "log.message.downconversion.enable",
-    "log.local.retention.ms", "log.local.retention.bytes",
-})
+DYNAMIC_LOG_CONFIGS = frozenset(TOPIC_SYNONYMS) - {"log.message.format.version"}
 # DynamicThreadPool.RECONFIGURABLE_CONFIGS
 THREAD_POOL_CONFIGS = frozenset({
     "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",

@@ -70,6 +70,16 @@ class LogConfig:
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
     preallocate: bool = False
+    # Kept, shown and validated, but not acted on: recompression uses each codec's
+    # default level; magic 2 is the only stored format; there is no tiered storage.
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
+    message_format_version: str = "3.0-IV1"
+    message_downconversion_enable: bool = True
+    message_timestamp_difference_max_ms: int = LONG_MAX
+    local_retention_ms: int = -2
+    local_retention_bytes: int = -2
 
     # Kafka's lower bounds (ConfigDef "atLeast") for the keys that have one.
     _MINIMUMS = {
