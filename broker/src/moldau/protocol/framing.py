@@ -53,3 +53,87 @@ class FrameDecoder:
 
 def frame(payload: bytes | bytearray) -> bytes:
     return _INT32.pack(len(payload)) + payload
+
+
+class FrameReader:
+    """Frames for an asyncio.BufferedProtocol: the socket is read straight into our
+    buffers, so a request's bytes are copied once at most (FrameDecoder copies twice).
+
+    Small frames arrive in a scratch buffer and are copied out whole; a frame larger
+    than half the scratch buffer gets its own bytearray, and the rest of it is received
+    directly into that. Protocol: `get_buffer()` returns where the next bytes go;
+    `buffer_updated(n)` returns the frames completed by those n bytes. A bad size raises
+    ProtocolError before anything is allocated for it.
+    """
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME,
+                 scratch_size: int = 256 * 1024) -> None:
+        self.max_frame_size = max_frame_size
+        self._scratch = bytearray(scratch_size)
+        self._view = memoryview(self._scratch)
+        self._start = 0  # unparsed bytes are _scratch[_start:_end]
+        self._end = 0
+        self._frame: bytearray | None = None  # a large frame being received in place
+        self._filled = 0
+
+    def get_buffer(self) -> memoryview:
+        if self._frame is not None:
+            return memoryview(self._frame)[self._filled:]
+        if self._end == len(self._scratch):
+            self._compact()
+        return self._view[self._end:]
+
+    def _compact(self) -> None:
+        pending = self._end - self._start
+        if self._start:
+            self._view[:pending] = self._view[self._start:self._end]
+            self._start, self._end = 0, pending
+
+    def buffer_updated(self, nbytes: int) -> list[bytearray]:
+        if self._frame is not None:
+            self._filled += nbytes
+            if self._filled < len(self._frame):
+                return []
+            frames = [self._frame]
+            self._frame = None
+            return frames
+        self._end += nbytes
+        return self._parse()
+
+    def _parse(self) -> list[bytearray]:
+        frames: list[bytearray] = []
+        buf, view = self._scratch, self._view
+        pos, end = self._start, self._end
+        while end - pos >= 4:
+            (size,) = _INT32.unpack_from(buf, pos)
+            if size < 0:
+                raise ProtocolError(f"frame size {size} is negative")
+            if size > self.max_frame_size:
+                raise ProtocolError(
+                    f"frame size {size} is larger than the limit of {self.max_frame_size} bytes"
+                )
+            available = end - pos - 4
+            if available >= size:
+                frames.append(bytearray(view[pos + 4:pos + 4 + size]))
+                pos += 4 + size
+                continue
+            if size > len(buf) // 2:
+                # a large frame: receive the rest of it in place
+                frame = bytearray(size)
+                frame[:available] = view[pos + 4:end]
+                self._frame, self._filled = frame, available
+                pos = end
+            elif pos + 4 + size > len(buf):
+                self._start, self._end = pos, end
+                self._compact()  # make room for the rest of a small frame
+                return frames
+            break
+        if pos == end:
+            pos = end = 0
+        self._start, self._end = pos, end
+        return frames
+
+    @property
+    def pending(self) -> int:
+        """Bytes received that do not yet form a whole frame."""
+        return self._end - self._start + (self._filled if self._frame is not None else 0)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moldau.protocol.errors import ProtocolError
-from moldau.protocol.framing import FrameDecoder
+from moldau.protocol.framing import FrameReader
 
 from .responses import FileRecords, Parts
 
@@ -88,13 +88,13 @@ class RequestQueueBound:
             conn.resume_from_queue_bound()
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     """One client connection (Kafka's KafkaChannel and its Processor state)."""
 
     def __init__(self, server: SocketServer, listener: Listener) -> None:
         self.server = server
         self.listener = listener
-        self.decoder = FrameDecoder(server.max_request_size)
+        self.reader = FrameReader(server.max_request_size)
         self.pending: collections.deque[bytearray] = collections.deque()
         self.session = Session(listener=listener.name,
                                security_protocol=listener.security_protocol)
@@ -143,9 +143,13 @@ class Connection(asyncio.Protocol):
         if exc is not None and not isinstance(exc, ConnectionError):
             log.debug("connection %s lost: %s", self.id, exc)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        # the socket is read straight into the frame buffers (one copy at most)
+        return self.reader.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         try:
-            frames = self.decoder.feed(data)
+            frames = self.reader.buffer_updated(nbytes)
         except ProtocolError as exc:
             self.close(f"invalid frame: {exc}")
             return
