@@ -112,6 +112,22 @@ def consume(bootstrap: str, topic: str, records: int, size: int, pid: int) -> Th
     return Throughput(f"consume {size} B", got, got * size, seconds, cpu)
 
 
+def consume_kcat(bootstrap: str, topic: str, records: int, size: int,
+                 pid: int) -> Throughput | None:
+    """The same topic read by kcat (librdkafka in C, output to /dev/null): the broker's
+    consume rate without the Python consumer's per-message cost."""
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        return None
+    cpu0, t0 = _cpu_seconds(pid), time.perf_counter()
+    subprocess.run([kcat, "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
+                    "-X", "fetch.max.bytes=52428800", "-X", "queued.max.messages.kbytes=1048576"],
+                   stdout=subprocess.DEVNULL, check=True, timeout=600)
+    seconds = time.perf_counter() - t0
+    cpu = (_cpu_seconds(pid) - cpu0) / seconds
+    return Throughput(f"consume {size} B (kcat)", records, records * size, seconds, cpu)
+
+
 def latency(bootstrap: str, topic: str) -> list[float]:
     from confluent_kafka import Producer
 
@@ -219,12 +235,13 @@ def run() -> str:
         broker.start()
         pid = broker.pid()
         assert pid is not None
-        results: list[tuple[Throughput, Throughput]] = []
+        results: list[list[Throughput]] = []
         for size in (1024, 100):
             topic = f"bench-{size}"
             produced = produce(broker.bootstrap, topic, size, total, pid)
             consumed = consume(broker.bootstrap, topic, produced.records, size, pid)
-            results.append((produced, consumed))
+            by_kcat = consume_kcat(broker.bootstrap, topic, produced.records, size, pid)
+            results.append([produced, consumed] + ([by_kcat] if by_kcat else []))
         samples = latency(broker.bootstrap, "bench-latency")
         iperf = loopback_iperf3()
         sink = python_sink(Path(broker.data_dir), min(total, 2 * GIB))
@@ -239,11 +256,11 @@ def _pct(samples: list[float], q: float) -> float:
     return samples[min(len(samples) - 1, int(q * len(samples)))] * 1000 if samples else float("nan")
 
 
-def _report(clock: s.Stopwatch, total: int, results: list[tuple[Throughput, Throughput]],
+def _report(clock: s.Stopwatch, total: int, results: list[list[Throughput]],
             samples: list[float], iperf: float | None, sink: float | None) -> str:
     rows = []
-    for produced, consumed in results:
-        for t in (produced, consumed):
+    for group in results:
+        for t in group:
             rows.append((t.label, f"{t.mb_s:.0f}", f"{t.records_s:,.0f}", f"{t.seconds:.1f}",
                          f"{t.broker_cpu * 100:.0f}%"))
     lines = [
