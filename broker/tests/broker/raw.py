@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from moldau.client.blocking import BlockingConnection
@@ -27,6 +28,16 @@ def topic_name(prefix: str) -> str:
 
 def connect(broker: Any, timeout: float = 10.0) -> BlockingConnection:
     return BlockingConnection("127.0.0.1", broker.port, timeout=timeout)
+
+
+def wait_until(check: Callable[[], Any], timeout: float = 10.0) -> Any:
+    """Poll check() until it returns something true or the timeout; return its result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result or time.monotonic() > deadline:
+            return result
+        time.sleep(0.05)
 
 
 def records(n: int, size: int = 10, prefix: bytes = b"v") -> bytes:

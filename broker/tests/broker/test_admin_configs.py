@@ -9,14 +9,11 @@ per-broker dynamic > cluster-wide dynamic > server.properties > default) and the
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from moldau.client.blocking import BlockingConnection
 from moldau.protocol.messages.alter_configs_request import AlterConfigsRequest
 from moldau.protocol.messages.describe_configs_request import DescribeConfigsRequest
 from moldau.protocol.messages.incremental_alter_configs_request import (
@@ -24,6 +21,7 @@ from moldau.protocol.messages.incremental_alter_configs_request import (
 )
 
 from .conftest import start_broker
+from .raw import connect, topic_name, wait_until
 
 TIMEOUT = 30
 SECRET = "moldau-test-encoder-secret"
@@ -50,25 +48,7 @@ def broker(tmp_path_factory, zk_ensemble) -> Iterator[Any]:
     assert code == 0, f"broker exited with {code} on SIGTERM\n{process.tail()}"
 
 
-def topic_name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_until(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(0.05)
-
-
 # --- the raw protocol (what kafka-configs sends) ----------------------------------------
-
-
-def _conn(broker: Any) -> BlockingConnection:
-    host, port = broker.bootstrap.split(":")
-    return BlockingConnection(host, int(port), timeout=TIMEOUT)
 
 
 def alter(broker: Any, rtype: int, name: str, ops: list[tuple[str, int, str | None]],
@@ -79,7 +59,7 @@ def alter(broker: Any, rtype: int, name: str, ops: list[tuple[str, int, str | No
         resource_type=rtype, resource_name=name,
         configs=[R.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops])],
         validate_only=validate_only)
-    with _conn(broker) as conn:
+    with connect(broker, TIMEOUT) as conn:
         (result,) = conn.request(44, 1, body).responses
     return result.error_code, result.error_message
 
@@ -91,7 +71,7 @@ def describe(broker: Any, rtype: int, name: str, keys: list[str] | None = None,
     body = R(resources=[R.DescribeConfigsResource(resource_type=rtype, resource_name=name,
                                                   configuration_keys=keys)],
              include_synonyms=version >= 1)
-    with _conn(broker) as conn:
+    with connect(broker, TIMEOUT) as conn:
         (result,) = conn.request(32, version, body).results
     if result.error_code:
         raise AssertionError((result.error_code, result.error_message))
@@ -100,7 +80,7 @@ def describe(broker: Any, rtype: int, name: str, keys: list[str] | None = None,
 
 def describe_error(broker: Any, rtype: int, name: str) -> tuple[int, str | None]:
     R = DescribeConfigsRequest
-    with _conn(broker) as conn:
+    with connect(broker, TIMEOUT) as conn:
         (result,) = conn.request(32, 4, R(resources=[R.DescribeConfigsResource(
             resource_type=rtype, resource_name=name, configuration_keys=None)])).results
     return result.error_code, result.error_message
@@ -297,7 +277,7 @@ def test_legacy_alter_configs_replaces_the_override_set(broker) -> None:
                                                configs=[R.AlterableConfig(name="retention.ms",
                                                                           value="60000")])],
              validate_only=True)
-    with _conn(broker) as conn:
+    with connect(broker, TIMEOUT) as conn:
         assert conn.request(33, 2, body).responses[0].error_code == 0
     assert effective(broker, TOPIC, name, "retention.ms") == ("1800000", TOPIC_CONFIG)
 
@@ -512,7 +492,7 @@ def test_broker_logger_levels_change_at_runtime(broker) -> None:
     assert effective(broker, BROKER_LOGGER, "1", "kafka.controller") == ("INFO", LOGGER)
     # legacy AlterConfigs knows no BROKER_LOGGER (KIP-412 is incremental only)
     R = AlterConfigsRequest
-    with _conn(broker) as conn:
+    with connect(broker, TIMEOUT) as conn:
         (result,) = conn.request(33, 2, R(resources=[R.AlterConfigsResource(
             resource_type=BROKER_LOGGER, resource_name="1",
             configs=[R.AlterableConfig(name="kafka.controller", value="DEBUG")])])).responses

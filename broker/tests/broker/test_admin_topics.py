@@ -7,34 +7,13 @@ DescribeLogDirs, DescribeCluster and OffsetForLeaderEpoch."""
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
-from moldau.client.blocking import BlockingConnection
-
 from .conftest import start_broker
+from .raw import connect, topic_name, wait_until
 
 TIMEOUT = 30
-
-
-def topic_name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_until(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(0.05)
-
-
-def raw(broker: Any) -> BlockingConnection:
-    host, port = broker.bootstrap.split(":")
-    return BlockingConnection(host, int(port), timeout=TIMEOUT)
 
 
 def admin(broker: Any) -> Any:
@@ -368,7 +347,8 @@ def test_describe_log_dirs(broker) -> None:
     assert partition["partition_size"] > 20 * len(b"value-0")
     assert (partition["offset_lag"], partition["is_future_key"]) == (0, False)
 
-    with raw(broker) as conn:  # v0 has no sizes of the file system; a filter by partition
+    # v0 has no sizes of the file system; a filter by partition
+    with connect(broker, TIMEOUT) as conn:
         response = conn.request(35, 0, DescribeLogDirsRequest(
             topics=[DescribeLogDirsRequest.DescribableLogDirTopic(topic=name, partitions=[0])]))
     (result,) = response.results
@@ -414,7 +394,8 @@ def test_describe_cluster(broker) -> None:
 
     from moldau.protocol.messages.describe_cluster_request import DescribeClusterRequest
 
-    with raw(broker) as conn:  # v1 asked for the controller endpoints: MISMATCHED_ENDPOINT_TYPE
+    # v1 asked for the controller endpoints: MISMATCHED_ENDPOINT_TYPE
+    with connect(broker, TIMEOUT) as conn:
         response = conn.request(60, 1, DescribeClusterRequest(endpoint_type=2))
     assert response.error_code == 114
 
@@ -434,7 +415,7 @@ def test_offset_for_leader_epoch(broker) -> None:
         body = Request(replica_id=-1, topics=[Request.OffsetForLeaderTopic(
             topic=topic, partitions=[Request.OffsetForLeaderPartition(
                 partition=0, current_leader_epoch=current, leader_epoch=leader_epoch)])])
-        with raw(broker) as conn:
+        with connect(broker, TIMEOUT) as conn:
             return conn.request(23, 4, body).topics[0].partitions[0]
 
     latest = ask(name, 0, current=0)

@@ -7,15 +7,12 @@ import asyncio
 import shutil
 import subprocess
 import time
-import uuid
 
 import pytest
 
+from .raw import topic_name
+
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-
-
-def topic_name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def expected_records(n: int) -> list[tuple[bytes, bytes, list[tuple[str, bytes]], int]]:
