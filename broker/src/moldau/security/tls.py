@@ -648,17 +648,28 @@ class TlsContextHolder:
         the current ones). Returns the new context; raises TlsConfigError and keeps the
         old context when the new material is not acceptable. Always rereads the store
         files, so an in-place file replacement is picked up."""
+        merged, built = self._prepare(settings)
+        self._settings = merged
+        self._built = built
+        self.generation += 1
+        log.info("TLS context reloaded (generation %d)", self.generation)
+        return built.context
+
+    def check(self, settings: Mapping[str, Any]) -> None:
+        """Validate what `reload(settings)` would install, without installing it: raises
+        TlsConfigError (the stores do not load, or the new certificate is not compatible
+        with the current one). Kafka's SslFactory.validateReconfiguration, which runs
+        before a dynamic listener update is accepted."""
+        self._prepare(settings)
+
+    def _prepare(self, settings: Mapping[str, Any]) -> tuple[dict[str, Any], _Built]:
         merged = dict(self._settings)
         for key in RECONFIGURABLE_KEYS | {ALLOW_DN_CHANGES, ALLOW_SAN_CHANGES}:
             if key in settings:
                 merged[key] = settings[key]
         built = _build(merged, self._server_side)
         self._check_compatible(built, merged)
-        self._settings = merged
-        self._built = built
-        self.generation += 1
-        log.info("TLS context reloaded (generation %d)", self.generation)
-        return built.context
+        return merged, built
 
     def _check_compatible(self, new: _Built, settings: Mapping[str, Any]) -> None:
         old = self._built

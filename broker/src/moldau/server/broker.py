@@ -185,9 +185,13 @@ class Broker:
 
     def tls_context(self, listener: str) -> Any:
         """The listener's TLS context; a holder per listener lets dynamic configs swap the
-        key material without a restart (new connections get the new one)."""
+        key material without a restart (new connections get the new one). The dynamic
+        listener.name.<l>.ssl.* configs of /config/brokers/<id> apply from the start."""
+        settings = (self.dynamic_config.listener_ssl_settings(listener)
+                    if self.dynamic_config is not None
+                    else self.config.listener_settings(listener))
         try:
-            holder = TlsContextHolder(self.config.listener_settings(listener))
+            holder = TlsContextHolder(settings)
         except TlsConfigError as exc:
             raise StartupError(f"listener {listener}: {exc}") from exc
         self.tls_holders[listener] = holder
@@ -199,10 +203,8 @@ class Broker:
         holder = self.tls_holders.get(listener.upper())
         if holder is None:
             return
-        settings = {**self.config.listener_settings(listener.upper()),
-                    **self.dynamic_config.listener_overrides(listener)}
         try:
-            holder.reload(settings)
+            holder.reload(self.dynamic_config.listener_ssl_settings(listener.upper()))
             log.info("Reloaded the TLS key material of listener %s", listener)
         except (TlsConfigError, ValueError, OSError) as exc:
             log.error("Keeping the old TLS key material of listener %s: %s", listener, exc)

@@ -23,6 +23,14 @@ every /config/changes notification. Components follow changes through callbacks:
 ``on_log_defaults_change(fn(LogConfig))`` (the topic defaults moved, e.g. a dynamic
 ``log.retention.ms``), ``on_listener_ssl_change(fn(listener))`` (a listener's TLS settings
 changed, or its key/trust store should be reloaded), ``on_config_change(fn(changed keys))``.
+
+Listener TLS (certificate rotation without a restart): ``listener_ssl_settings(listener)``
+is the complete ``ssl.*`` settings of a listener (server.properties < dynamic
+``listener.name.<l>.ssl.*``) to pass to ``TlsContextHolder.reload``. As in Kafka
+(SslFactory.validateReconfiguration runs inside DynamicBrokerConfig.validate), a per-broker
+change is refused before anything reaches ZooKeeper when the listener's new stores do not
+load or the new certificate changes the subject / SubjectAltNames: ``validate(props,
+per_broker, tls_holders)`` checks against the listener's current TlsContextHolder.
 """
 
 from __future__ import annotations
@@ -39,6 +47,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from moldau.cluster import zk_data
+from moldau.security.tls import RECONFIGURABLE_KEYS as TLS_STORE_KEYS
+from moldau.security.tls import TlsConfigError
 from moldau.storage.config import LogConfig
 
 from .config import (
@@ -476,9 +486,12 @@ class DynamicBrokerConfig:
 
     # --- validation ----------------------------------------------------------------------
 
-    def validate(self, props: Mapping[str, str], per_broker: bool) -> None:
+    def validate(self, props: Mapping[str, str], per_broker: bool,
+                 tls_holders: Mapping[str, Any] | None = None) -> None:
         """DynamicBrokerConfig.validate: the new override set of one level must be dynamic,
-        well typed, allowed at that level and give a valid broker configuration."""
+        well typed, allowed at that level and give a valid broker configuration; with
+        `tls_holders` (listener name -> TlsContextHolder, the broker's `tls_holders`) the
+        new TLS settings of those listeners must load and fit the current certificate."""
         names = set(props)
         non_dynamic = _non_dynamic(names)
         if non_dynamic:
@@ -505,6 +518,49 @@ class DynamicBrokerConfig:
             _build(merged)
         except ConfigError as exc:
             raise DynamicConfigError(str(exc)) from None
+        if per_broker and tls_holders:
+            self.validate_listener_tls(props, tls_holders)
+
+    def validate_listener_tls(self, props: Mapping[str, str],
+                              tls_holders: Mapping[str, Any]) -> None:
+        """Kafka's SslFactory.validateReconfiguration for the proposed per-broker set
+        `props`: every SSL listener whose TLS settings change, or whose key/trust store
+        location `props` names (those files are reloaded), gets its new stores loaded and
+        compared with the current certificate (TlsContextHolder.check) without switching.
+        Raises DynamicConfigError naming the listener-prefixed key to fix."""
+        for listener in sorted(tls_holders):
+            settings = self.listener_ssl_settings(listener, props)
+            if (settings == self.listener_ssl_settings(listener)
+                    and not _names_listener_files(props, listener)):
+                continue
+            prefix = f"listener.name.{listener.lower()}."
+            try:
+                tls_holders[listener].check(settings)
+            except TlsConfigError as exc:
+                raise DynamicConfigError(f"Invalid dynamic configuration: {prefix}{exc.key}: "
+                                         f"{exc.reason}") from None
+            except (ValueError, OSError) as exc:
+                raise DynamicConfigError(f"Invalid dynamic configuration: listener {listener}"
+                                         f": {exc}") from None
+
+    def listener_ssl_settings(self, listener: str,
+                              per_broker_props: Mapping[str, str] | None = None
+                              ) -> dict[str, Any]:
+        """The complete `ssl.*` settings of a listener, for TlsContextHolder: static
+        (server.properties, `listener.name.<l>.ssl.*` applied) < the dynamic
+        `listener.name.<l>.ssl.*` overrides (passwords decoded) of `per_broker_props` (a
+        proposed per-broker set) or else the current ones. The store keys neither sets are
+        None, so a reload also drops a dynamic key that was deleted (TlsContextHolder.reload
+        keeps the value of a key the settings leave out)."""
+        dynamic = self.broker_props if per_broker_props is None else per_broker_props
+        prefix = f"listener.name.{listener.lower()}."
+        out: dict[str, Any] = dict.fromkeys(TLS_STORE_KEYS)
+        out.update(self.static.listener_settings(listener))
+        for level in (self.default_props, dynamic):
+            for name, value in level.items():
+                if name.startswith(prefix) and name[len(prefix):].startswith("ssl."):
+                    out[name[len(prefix):]] = value
+        return out
 
     # --- effective values --------------------------------------------------------------
 
@@ -569,12 +625,19 @@ class DynamicBrokerConfig:
 
     async def reload_listener_files(self, props: Mapping[str, str]) -> None:
         """Kafka's reloadUpdatedFilesWithoutConfigChange: a per-broker AlterConfigs naming a
-        listener's keystore/truststore location reloads the files even when unchanged."""
+        listener's keystore/truststore location reloads the files when the listener's
+        settings stay the same (a file replaced in place); a listener whose settings
+        change is reloaded when the change is applied."""
         listeners = set()
         for name in props:
             match = LISTENER_CONFIG_RE.match(name)
             if match and match.group(2) in RELOADABLE_FILE_CONFIGS:
-                listeners.add(match.group(1).upper())
+                listener = match.group(1).upper()
+                # reloadOnly: a listener whose settings change is reloaded by the change
+                # itself (after the write), not here with its old settings
+                if (self.listener_ssl_settings(listener, props)
+                        == self.listener_ssl_settings(listener)):
+                    listeners.add(listener)
         for listener in sorted(listeners):
             await _fire(self._ssl_listeners, listener)
 
@@ -671,6 +734,12 @@ def _check_type(name: str, value: str | None) -> None:
             key.validator.check(base, typed)
     except ConfigError as exc:
         raise DynamicConfigError(str(exc)) from None
+
+
+def _names_listener_files(props: Iterable[str], listener: str) -> bool:
+    """Whether `props` names the listener's key or trust store location."""
+    prefix = f"listener.name.{listener.lower()}."
+    return any(prefix + name in props for name in RELOADABLE_FILE_CONFIGS)
 
 
 def _non_dynamic(names: Iterable[str]) -> set[str]:

@@ -301,7 +301,9 @@ class _AlterBase:
         """ConfigAdminManager's validation (INVALID_REQUEST), then the write (a failure to
         encode a password is INVALID_CONFIG, as ZkAdminManager.alterBrokerConfigs)."""
         try:
-            dynamic.validate(props, per_broker)
+            # the listeners' new TLS stores too (Kafka: SslFactory.validateReconfiguration),
+            # so a bad key store is refused before it reaches ZooKeeper
+            dynamic.validate(props, per_broker, getattr(self.broker, "tls_holders", None))
         except DynamicConfigError as exc:
             raise InvalidRequestError(str(exc)) from None
         try:
