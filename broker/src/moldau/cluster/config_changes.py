@@ -12,6 +12,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from moldau.cluster.zk_client import ZooKeeperUnavailableError
+
 log = logging.getLogger("kafka.common.ZkNodeChangeNotificationListener")
 
 Handler = Callable[[str, str], "Awaitable[None] | None"]
@@ -32,7 +34,12 @@ class ConfigChangeListener:
 
     async def _on_children(self, _children: list[str]) -> None:
         async with self._lock:  # one pass at a time, in order
-            changes = await self.zk.call("read_change_notifications", self.last_seen)
+            try:
+                changes = await self.zk.call("read_change_notifications", self.last_seen)
+            except ZooKeeperUnavailableError as exc:
+                # the watch fires again once the connection is back
+                log.error("Could not read config change notifications: %s", exc)
+                return
             for change in changes:
                 self.last_seen = change.seq_name
                 for handler in self.handlers:
@@ -40,6 +47,9 @@ class ConfigChangeListener:
                         result = handler(change.entity_type, change.entity_name)
                         if inspect.isawaitable(result):
                             await result
+                    except ZooKeeperUnavailableError as exc:  # an outage: no traceback
+                        log.error("Could not process config change %s for %s/%s: %s",
+                                  change.seq_name, change.entity_type, change.entity_name, exc)
                     except Exception:
                         log.exception("Error processing config change %s for %s/%s",
                                       change.name, change.entity_type, change.entity_name)

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from moldau.cluster import zk_data
+from moldau.cluster.zk_client import ZooKeeperUnavailableError
 
 log = logging.getLogger("kafka.controller")
 state_change_log = logging.getLogger("state.change.logger")
@@ -116,6 +117,9 @@ class Controller:
                 await handlers[event](payload)
             except asyncio.CancelledError:
                 raise
+            except ZooKeeperUnavailableError as exc:  # an outage, not a bug: no traceback
+                log.error("[Controller id=%d] Could not process event %s: %s",
+                          self.broker_id, event, exc)
             except Exception:
                 log.exception("[Controller id=%d] Error processing event %s", self.broker_id,
                               event)
