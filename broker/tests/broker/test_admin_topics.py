@@ -457,3 +457,26 @@ def test_topic_admin_apis_answer_not_controller_off_the_controller() -> None:
     assert [t.error_code for t in created.topics] == [41]
     assert [t.error_code for t in deleted.responses] == [41]
     assert [t.error_code for t in grown.results] == [41]
+
+
+def test_an_assignment_naming_an_absent_broker_creates_offline_partitions(broker) -> None:
+    """Kafka's ZooKeeper mode takes brokers that are not registered: the partition exists
+    without a leader until that broker arrives, and CreateTopics times out waiting for it."""
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import NewTopic
+
+    from moldau.protocol.messages.metadata_request import MetadataRequest
+
+    client = admin(broker)
+    name = topic_name("ct-offline")
+    futures = client.create_topics([NewTopic(name, 2, replica_assignment=[[1], [7]])],
+                                   operation_timeout=2, request_timeout=15)
+    error = outcome(futures[name])
+    assert error is not None and error.code() == KafkaError.REQUEST_TIMED_OUT
+    with connect(broker, TIMEOUT) as conn:
+        response = conn.request(3, 12, MetadataRequest(topics=[
+            MetadataRequest.MetadataRequestTopic(name=name)]))
+    partitions = {p.partition_index: p for p in response.topics[0].partitions}
+    assert (partitions[0].error_code, partitions[0].leader_id) == (0, 1)
+    assert (partitions[1].error_code, partitions[1].leader_id) == (5, -1)  # LEADER_NOT_AVAILABLE
+    assert partitions[1].replica_nodes == [7] and partitions[1].offline_replicas == [7]

@@ -93,10 +93,9 @@ class TopicAdmin:
                 if len(set(replicas)) != len(replicas):
                     raise InvalidReplicaAssignmentError(
                         f"Duplicate replica assignment found: {replicas} for partition {index}")
-                unknown = [r for r in replicas if r not in live]
-                if unknown:
-                    raise InvalidReplicaAssignmentError(
-                        f"Unknown broker(s) {unknown} in the assignment of partition {index}")
+                # Kafka's ZooKeeper mode takes brokers that are not alive (as TopicCommand
+                # always did): their partitions start offline and get a leader when the
+                # broker registers. CreatePartitions, unlike this, refuses them.
             return {int(k): list(v) for k, v in assignment.items()}
         return assign_replicas(live, num_partitions, replication_factor)
 
