@@ -10,6 +10,16 @@ _INT32 = struct.Struct(">i")
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 
 
+def _frame_size(buf: bytearray, pos: int, limit: int) -> int:
+    """The size prefix at pos, refused before anything is allocated for it."""
+    (size,) = _INT32.unpack_from(buf, pos)
+    if size < 0:
+        raise ProtocolError(f"frame size {size} is negative")
+    if size > limit:
+        raise ProtocolError(f"frame size {size} is larger than the limit of {limit} bytes")
+    return size
+
+
 class FrameDecoder:
     """Cut a byte stream into frames, refusing sizes that are negative or too large.
 
@@ -30,13 +40,7 @@ class FrameDecoder:
         buf = self._buffer
         pos = 0
         while len(buf) - pos >= 4:
-            (size,) = _INT32.unpack_from(buf, pos)
-            if size < 0:
-                raise ProtocolError(f"frame size {size} is negative")
-            if size > self.max_frame_size:
-                raise ProtocolError(
-                    f"frame size {size} is larger than the limit of {self.max_frame_size} bytes"
-                )
+            size = _frame_size(buf, pos, self.max_frame_size)
             if len(buf) - pos - 4 < size:
                 break
             frames.append(buf[pos + 4 : pos + 4 + size])  # a bytearray slice is a copy
@@ -105,13 +109,7 @@ class FrameReader:
         buf, view = self._scratch, self._view
         pos, end = self._start, self._end
         while end - pos >= 4:
-            (size,) = _INT32.unpack_from(buf, pos)
-            if size < 0:
-                raise ProtocolError(f"frame size {size} is negative")
-            if size > self.max_frame_size:
-                raise ProtocolError(
-                    f"frame size {size} is larger than the limit of {self.max_frame_size} bytes"
-                )
+            size = _frame_size(buf, pos, self.max_frame_size)
             available = end - pos - 4
             if available >= size:
                 frames.append(bytearray(view[pos + 4:pos + 4 + size]))

@@ -68,15 +68,12 @@ class Partition:
 
     def maybe_increment_high_watermark(self) -> bool:
         """Move the high watermark to the smallest log end in the ISR (just ours while the
-        ISR is only this broker; followers' positions join with replication)."""
+        ISR is only this broker; followers' positions join with replication). True when it
+        moved; the caller wakes the waiters once for everything that changed."""
         if not self.is_leader:
             return False
         old = self.log.high_watermark
-        new = self.log.update_high_watermark(self.log.log_end_offset)
-        if new != old:
-            self.wake()
-            return True
-        return False
+        return self.log.update_high_watermark(self.log.log_end_offset) != old
 
     def wake(self) -> None:
         """Complete every waiting fetch or produce: something they wait for moved."""

@@ -79,15 +79,3 @@ def encode_response_parts(correlation_id: int, api_key: int, api_version: int,
         parts.append(bytes(view[start:]))
     return parts
 
-
-def materialize(parts: Parts) -> bytes:
-    """The frame as one bytes object (for tests and TLS)."""
-    import os
-
-    chunks = []
-    for part in parts:
-        if type(part) is FileRecords:
-            chunks.append(os.pread(part.fd, part.size, part.position))
-        else:
-            chunks.append(bytes(part))
-    return b"".join(chunks)

@@ -283,6 +283,34 @@ class _AlterBase:
                                       f"{self.broker.broker_id}, but received {name}")
         return True
 
+    RESPONSE: Any  # the response class (both share AlterConfigsResourceResponse's shape)
+    WHAT: str  # for the log line
+
+    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        dynamic = await ensure_dynamic_config(self.broker)
+        errors = _check_resource_list(request.resources)
+        responses = []
+        for i, resource in enumerate(request.resources):
+            rtype, name = resource.resource_type, resource.resource_name
+            error: KafkaError | None = errors.get(i)
+            if error is None:
+                try:
+                    await self._one(ctx, resource, request.validate_only, dynamic)
+                except KafkaError as exc:
+                    error = exc
+            if error is not None:
+                log.info("Error processing %s request for resource %s: %s", self.WHAT,
+                         resource_str(rtype, name), error)
+            responses.append(self.RESPONSE.AlterConfigsResourceResponse(
+                error_code=error.code if error else 0,
+                error_message=(str(error) or None) if error else None,
+                resource_type=rtype, resource_name=name))
+        return self.RESPONSE(responses=responses)
+
+    async def _one(self, ctx: RequestContext, resource: Any, validate_only: bool,
+                   dynamic: DynamicBrokerConfig) -> None:
+        raise NotImplementedError
+
     async def _alter_topic(self, name: str, props: dict[str, str], validate_only: bool,
                            dynamic: DynamicBrokerConfig) -> None:
         """ZkAdminManager.alterTopicConfigs: the whole override set of the topic."""
@@ -333,26 +361,8 @@ class _AlterBase:
 class AlterConfigsHandler(_AlterBase):
     MIN_VERSION, MAX_VERSION = 0, 2
 
-    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
-        dynamic = await ensure_dynamic_config(self.broker)
-        errors = _check_resource_list(request.resources)
-        responses = []
-        for i, resource in enumerate(request.resources):
-            rtype, name = resource.resource_type, resource.resource_name
-            error: KafkaError | None = errors.get(i)
-            if error is None:
-                try:
-                    await self._one(ctx, resource, request.validate_only, dynamic)
-                except KafkaError as exc:
-                    error = exc
-            if error is not None:
-                log.info("Error processing alter configs request for resource %s: %s",
-                         resource_str(rtype, name), error)
-            responses.append(AlterConfigsResponse.AlterConfigsResourceResponse(
-                error_code=error.code if error else 0,
-                error_message=(str(error) or None) if error else None,
-                resource_type=rtype, resource_name=name))
-        return AlterConfigsResponse(responses=responses)
+    RESPONSE = AlterConfigsResponse
+    WHAT = "alter configs"
 
     async def _one(self, ctx: RequestContext, resource: Any, validate_only: bool,
                    dynamic: DynamicBrokerConfig) -> None:
@@ -436,26 +446,8 @@ def _broker_list_default(name: str) -> str:
 class IncrementalAlterConfigsHandler(_AlterBase):
     MIN_VERSION, MAX_VERSION = 0, 1
 
-    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
-        dynamic = await ensure_dynamic_config(self.broker)
-        errors = _check_resource_list(request.resources)
-        responses = []
-        for i, resource in enumerate(request.resources):
-            rtype, name = resource.resource_type, resource.resource_name
-            error: KafkaError | None = errors.get(i)
-            if error is None:
-                try:
-                    await self._one(ctx, resource, request.validate_only, dynamic)
-                except KafkaError as exc:
-                    error = exc
-            if error is not None:
-                log.info("Error processing incremental alter configs request for resource "
-                         "%s: %s", resource_str(rtype, name), error)
-            responses.append(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
-                error_code=error.code if error else 0,
-                error_message=(str(error) or None) if error else None,
-                resource_type=rtype, resource_name=name))
-        return IncrementalAlterConfigsResponse(responses=responses)
+    RESPONSE = IncrementalAlterConfigsResponse
+    WHAT = "incremental alter configs"
 
     async def _one(self, ctx: RequestContext, resource: Any, validate_only: bool,
                    dynamic: DynamicBrokerConfig) -> None:

@@ -61,7 +61,7 @@ class FetchHandler:
         version = ctx.api_version
         replica_id = request.replica_id if version <= 14 else request.replica_state.replica_id
         if replica_id >= 0:
-            return self._error_response(request, NotLeaderOrFollowerError.code, version)
+            return self._error_response(request, NotLeaderOrFollowerError.code)
         if request.session_id != 0 or request.session_epoch > 0:
             # an incremental request for a session we never created
             return FetchResponse(error_code=FETCH_SESSION_ID_NOT_FOUND, session_id=0,
@@ -154,7 +154,7 @@ class FetchHandler:
         return FetchResponse(responses=responses), total, fetched, errors
 
     @staticmethod
-    def _error_response(request: Any, code: int, version: int) -> Any:
+    def _error_response(request: Any, code: int) -> Any:
         responses = [
             TopicResponse(topic=t.topic or "", topic_id=t.topic_id, partitions=[
                 PartitionData(partition_index=p.partition, error_code=code, records=b"")
