@@ -20,6 +20,8 @@ from moldau.cluster.config_changes import ConfigChangeListener
 from moldau.cluster.controller import Controller, PartitionDecision
 from moldau.cluster.zk_async import AsyncZk
 from moldau.cluster.zk_client import KafkaZkClient, ZooKeeperUnavailableError
+from moldau.coordinator.group.coordinator import CoordinatorConfig, GroupCoordinator
+from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC, OffsetsLog
 from moldau.security.tls import TlsConfigError, TlsContextHolder, principal_from_certificate
 from moldau.storage import checkpoints
 from moldau.storage.log_manager import LogManager, ManagerConfig
@@ -52,6 +54,7 @@ class Broker:
         self.metadata = MetadataCache(self.broker_id)
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager = None  # type: ignore[assignment]
+        self.group_coordinator: GroupCoordinator = None  # type: ignore[assignment]
         self.dispatcher = RequestDispatcher()
         self.socket_server: SocketServer | None = None
         self.controller: Controller | None = None
@@ -88,6 +91,7 @@ class Broker:
         self.log_manager = await asyncio.get_running_loop().run_in_executor(
             None, self._open_logs)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager)
+        self.group_coordinator = self._group_coordinator()
         register_handlers(self.dispatcher, self)
         self.socket_server = SocketServer(
             self.dispatcher,
@@ -109,6 +113,23 @@ class Broker:
         self._maintenance = asyncio.ensure_future(self._run_maintenance())
         self.started = True
         log.info("[KafkaServer id=%d] started", self.broker_id)
+
+    def _group_coordinator(self) -> GroupCoordinator:
+        c = self.config
+        offsets_log = OffsetsLog(lambda: self.replica_manager,
+                                 compression=c["offsets.topic.compression.codec"],
+                                 commit_timeout_ms=c["offsets.commit.timeout.ms"],
+                                 load_buffer_size=c["offsets.load.buffer.size"])
+        return GroupCoordinator(CoordinatorConfig(
+            offsets_partitions=c["offsets.topic.num.partitions"],
+            min_session_timeout_ms=c["group.min.session.timeout.ms"],
+            max_session_timeout_ms=c["group.max.session.timeout.ms"],
+            initial_rebalance_delay_ms=c["group.initial.rebalance.delay.ms"],
+            max_group_size=c["group.max.size"],
+            offset_metadata_max_bytes=c["offset.metadata.max.bytes"],
+            offsets_retention_ms=c["offsets.retention.minutes"] * 60 * 1000,
+            offsets_retention_check_interval_ms=c["offsets.retention.check.interval.ms"],
+        ), offsets_log, asyncio.get_running_loop())
 
     async def _connect_zookeeper(self) -> None:
         zk_config = self.config.zookeeper
@@ -258,12 +279,18 @@ class Broker:
             state = LeaderAndIsr(d.leader, d.leader_epoch, d.isr, d.replicas,
                                  d.controller_epoch, d.zk_version)
             try:
-                self.replica_manager.become_leader_or_follower(
+                partition = self.replica_manager.become_leader_or_follower(
                     d.topic, d.partition, d.topic_id, state,
                     self.topic_configs.log_config(d.topic))
             except Exception as exc:
                 logging.getLogger("state.change.logger").error(
                     "Error applying LeaderAndIsr for %s-%d: %s", d.topic, d.partition, exc)
+                continue
+            if d.topic == OFFSETS_TOPIC:
+                if partition.is_leader:
+                    self.group_coordinator.on_elected(d.partition)
+                else:
+                    self.group_coordinator.on_resigned(d.partition)
 
     def apply_update_metadata(self, live: list[zk_data.BrokerRegistration],
                               decisions: list[PartitionDecision], deleted: list[str]) -> None:
@@ -285,6 +312,8 @@ class Broker:
 
     def apply_stop_replica(self, partitions: list[tuple[str, int]], delete: bool) -> None:
         for topic, index in partitions:
+            if topic == OFFSETS_TOPIC:
+                self.group_coordinator.on_resigned(index)
             self.replica_manager.stop_replica(topic, index, delete)
         if delete:
             for topic in {t for t, _ in partitions}:
@@ -332,6 +361,8 @@ class Broker:
             await self.socket_server.stop()
         if self.controller is not None:
             await self.controller.stop()
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.log_manager is not None:

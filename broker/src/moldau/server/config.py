@@ -36,7 +36,6 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DEFAULT_PROTOCOL_MAP = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
 INTER_BROKER_PROTOCOL_VERSION = "3.9-IV0"
 
-P_GROUPS = "planned: issue 5 (consumer groups)"
 P_REPL = "planned: issue 6 (replication, controller)"
 P_METRICS = "planned: issue 10 (metrics)"
 P_SECURITY = "planned: security issue (SASL, ACLs, quotas)"
@@ -367,24 +366,30 @@ KEYS_LIST: list[ConfigKey] = [
     acc("controller.quota.window.size.seconds", "int", 1, "L", P_SECURITY, at_least(1)),
     acc("client.quota.callback.class", "class", None, "L", JVM_ONLY),
     # ---- offsets.* and group.*
-    acc("offset.metadata.max.bytes", "int", 4096, "H", P_GROUPS),
-    acc("offsets.load.buffer.size", "int", 5 * 1024 * 1024, "H", P_GROUPS, at_least(1)),
-    acc("offsets.topic.replication.factor", "short", 3, "H", P_GROUPS, at_least(1)),
-    acc("offsets.topic.num.partitions", "int", 50, "H", P_GROUPS, at_least(1)),
-    acc("offsets.topic.segment.bytes", "int", 100 * 1024 * 1024, "H", P_GROUPS, at_least(1)),
-    acc("offsets.topic.compression.codec", "int", 0, "H", P_GROUPS),
-    acc("offsets.retention.minutes", "int", 7 * 24 * 60, "H", P_GROUPS, at_least(1)),
-    acc("offsets.retention.check.interval.ms", "long", 600000, "H", P_GROUPS, at_least(1)),
-    acc("offsets.commit.timeout.ms", "int", 5000, "H", P_GROUPS, at_least(1)),
-    acc("offsets.commit.required.acks", "short", -1, "H", P_GROUPS + "; deprecated in Kafka"),
-    acc("group.min.session.timeout.ms", "int", 6000, "M", P_GROUPS),
-    acc("group.max.session.timeout.ms", "int", 1800000, "M", P_GROUPS),
-    acc("group.initial.rebalance.delay.ms", "int", 3000, "M", P_GROUPS),
-    acc("group.max.size", "int", INT_MAX, "M", P_GROUPS, at_least(1)),
+    impl("offset.metadata.max.bytes", "int", 4096, "H"),
+    impl("offsets.load.buffer.size", "int", 5 * 1024 * 1024, "H", at_least(1)),
+    impl("offsets.topic.replication.factor", "short", 3, "H", at_least(1)),
+    impl("offsets.topic.num.partitions", "int", 50, "H", at_least(1)),
+    impl("offsets.topic.segment.bytes", "int", 100 * 1024 * 1024, "H", at_least(1)),
+    impl("offsets.topic.compression.codec", "int", 0, "H", Range(0, 4),
+         note="the codec id of the coordinator's batches: 0 none, 1 gzip, 2 snappy, 3 lz4, "
+              "4 zstd"),
+    impl("offsets.retention.minutes", "int", 7 * 24 * 60, "H", at_least(1)),
+    impl("offsets.retention.check.interval.ms", "long", 600000, "H", at_least(1)),
+    impl("offsets.commit.timeout.ms", "int", 5000, "H", at_least(1)),
+    acc("offsets.commit.required.acks", "short", -1, "H",
+        "deprecated in Kafka; commits always wait for the ISR (acks=all)"),
+    impl("group.min.session.timeout.ms", "int", 6000, "M"),
+    impl("group.max.session.timeout.ms", "int", 1800000, "M"),
+    impl("group.initial.rebalance.delay.ms", "int", 3000, "M"),
+    impl("group.max.size", "int", INT_MAX, "M", at_least(1)),
     acc("group.coordinator.rebalance.protocols", "list", ["classic"], "M",
-        P_GROUPS + "; only classic", OneOf(("classic", "consumer", "share"))),
+        "only the classic group protocol is offered (KIP-848 groups are KRaft-only in 3.9)",
+        OneOf(("classic", "consumer", "share"))),
     acc("group.coordinator.threads", "int", 1, "M", ONE_LOOP, at_least(1)),
-    acc("group.coordinator.append.linger.ms", "int", 10, "M", P_GROUPS, at_least(0)),
+    acc("group.coordinator.append.linger.ms", "int", 10, "M",
+        "the new (KIP-848) coordinator's batching; the classic one appends at once",
+        at_least(0)),
     acc("group.consumer.session.timeout.ms", "int", 45000, "M",
         "KIP-848 protocol not offered", at_least(1)),
     acc("group.consumer.min.session.timeout.ms", "int", 45000, "M",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .broker import Broker
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def assign_replicas(brokers: list[int], partitions: int, replication_factor: int,
@@ -127,17 +128,34 @@ class TopicAdmin:
 
     def auto_create(self, name: str) -> None:
         """Metadata's auto-creation: fire and forget (the client asks again)."""
+        if name == OFFSETS_TOPIC:
+            self.create_offsets_topic()
+            return
+        config = self.broker.config
+        self._create_in_background(name, config["num.partitions"],
+                                   config["default.replication.factor"], {})
+
+    def create_offsets_topic(self) -> None:
+        """__consumer_offsets on first use, with the offsets.topic.* settings. As in
+        Kafka, it is not created until offsets.topic.replication.factor brokers are
+        alive (FindCoordinator answers COORDINATOR_NOT_AVAILABLE meanwhile)."""
+        config = self.broker.config
+        self._create_in_background(
+            OFFSETS_TOPIC, config["offsets.topic.num.partitions"],
+            config["offsets.topic.replication.factor"],
+            {"cleanup.policy": "compact", "compression.type": "producer",
+             "segment.bytes": str(config["offsets.topic.segment.bytes"])})
+
+    def _create_in_background(self, name: str, partitions: int, factor: int,
+                              configs: dict[str, str]) -> None:
         if name in self._auto_creating:
             return
         self._auto_creating.add(name)
-        config = self.broker.config
 
         async def run() -> None:
             try:
                 self.validate_new_topic(name)
-                partitions = config["num.partitions"]
-                factor = config["default.replication.factor"]
-                await self.create(name, self.plan(name, partitions, factor, None), {})
+                await self.create(name, self.plan(name, partitions, factor, None), configs)
             except TopicAlreadyExistsError:
                 pass
             except Exception as exc:

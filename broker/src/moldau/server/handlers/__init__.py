@@ -8,6 +8,19 @@ from .api_versions import ApiVersionsHandler
 from .cluster_info import DescribeClusterHandler, DescribeLogDirsHandler
 from .configs import AlterConfigsHandler, DescribeConfigsHandler, IncrementalAlterConfigsHandler
 from .fetch import FetchHandler
+from .groups import (
+    DeleteGroupsHandler,
+    DescribeGroupsHandler,
+    FindCoordinatorHandler,
+    HeartbeatHandler,
+    JoinGroupHandler,
+    LeaveGroupHandler,
+    ListGroupsHandler,
+    OffsetCommitHandler,
+    OffsetDeleteHandler,
+    OffsetFetchHandler,
+    SyncGroupHandler,
+)
 from .init_producer_id import InitProducerIdHandler
 from .list_offsets import ListOffsetsHandler
 from .metadata import MetadataHandler
@@ -25,6 +38,15 @@ HANDLERS = {
     1: FetchHandler,
     2: ListOffsetsHandler,
     3: MetadataHandler,
+    8: OffsetCommitHandler,
+    9: OffsetFetchHandler,
+    10: FindCoordinatorHandler,
+    11: JoinGroupHandler,
+    12: HeartbeatHandler,
+    13: LeaveGroupHandler,
+    14: SyncGroupHandler,
+    15: DescribeGroupsHandler,
+    16: ListGroupsHandler,
     18: ApiVersionsHandler,
     22: InitProducerIdHandler,
     19: CreateTopicsHandler,
@@ -34,6 +56,8 @@ HANDLERS = {
     32: DescribeConfigsHandler,
     33: AlterConfigsHandler,
     35: DescribeLogDirsHandler,
+    42: DeleteGroupsHandler,
+    47: OffsetDeleteHandler,
     37: CreatePartitionsHandler,
     44: IncrementalAlterConfigsHandler,
     60: DescribeClusterHandler,

@@ -15,6 +15,7 @@ from moldau.errors import (
     InvalidRecordError,
     InvalidRequestError,
     InvalidRequiredAcksError,
+    InvalidTopicError,
     KafkaError,
     KafkaStorageError,
     NotEnoughReplicasError,
@@ -24,6 +25,7 @@ from moldau.errors import (
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.messages.produce_response import ProduceResponse
 
+from ..metadata_cache import INTERNAL_TOPICS
 from ..replica_manager import Partition
 
 if TYPE_CHECKING:
@@ -65,6 +67,9 @@ class ProduceHandler:
                         raise InvalidRequestError("transactions are not supported yet")
                     if not authorized:
                         raise TopicAuthorizationFailedError(name)
+                    if name in INTERNAL_TOPICS:
+                        # only the coordinators write there (Kafka's internal topic guard)
+                        raise InvalidTopicError(f"Cannot append to internal topic {name}")
                     # Kafka answers NOT_LEADER_OR_FOLLOWER only for a partition the
                     # metadata knows; a partition beyond the topic's count is unknown
                     partition = replica_manager.leader_partition(

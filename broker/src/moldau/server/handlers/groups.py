@@ -1,0 +1,468 @@
+"""The consumer group APIs of the classic protocol: FindCoordinator (10), OffsetCommit
+(8), OffsetFetch (9), JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14),
+DescribeGroups (15), ListGroups (16), DeleteGroups (42) and OffsetDelete (47).
+
+These translate between the wire and `moldau.coordinator.group`; the coordinator holds
+the behaviour. OffsetCommit v0 and OffsetFetch v0 (offsets kept in ZooKeeper by Kafka)
+are not served: every client in use speaks v1 or later.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from moldau.coordinator.group.group import Group, GroupState
+from moldau.coordinator.group.records import OffsetAndMetadata
+from moldau.errors import (
+    CoordinatorNotAvailableError,
+    GroupAuthorizationFailedError,
+    InvalidRequestError,
+    KafkaError,
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+)
+from moldau.protocol.messages.delete_groups_response import DeleteGroupsResponse
+from moldau.protocol.messages.describe_groups_response import DescribeGroupsResponse
+from moldau.protocol.messages.find_coordinator_response import FindCoordinatorResponse
+from moldau.protocol.messages.heartbeat_response import HeartbeatResponse
+from moldau.protocol.messages.join_group_response import JoinGroupResponse
+from moldau.protocol.messages.leave_group_response import LeaveGroupResponse
+from moldau.protocol.messages.list_groups_response import ListGroupsResponse
+from moldau.protocol.messages.offset_commit_response import OffsetCommitResponse
+from moldau.protocol.messages.offset_delete_response import OffsetDeleteResponse
+from moldau.protocol.messages.offset_fetch_response import OffsetFetchResponse
+from moldau.protocol.messages.sync_group_response import SyncGroupResponse
+
+from .cluster_info import authorized_operations
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..requests import RequestContext
+
+log = logging.getLogger("kafka.server.KafkaApis")
+
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+OFFSETS_TOPIC = "__consumer_offsets"
+NO_OPERATIONS = -(2**31)  # DescribeGroups without include_authorized_operations
+GROUP_OPERATIONS = ("READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS")
+
+
+class _GroupHandler:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    @property
+    def coordinator(self) -> Any:
+        return self.broker.group_coordinator
+
+
+# --- FindCoordinator --------------------------------------------------------------------
+
+class FindCoordinatorHandler(_GroupHandler):
+    MIN_VERSION, MAX_VERSION = 0, 5
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        key_type = request.key_type if version >= 1 else GROUP_KEY
+        keys = request.coordinator_keys if version >= 4 else [request.key]
+        found = [self._find(ctx, key_type, key) for key in keys]
+        if version >= 4:
+            return FindCoordinatorResponse(coordinators=[
+                FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=node, host=host, port=port, error_code=error,
+                    error_message=message)
+                for key, (node, host, port, error, message) in zip(keys, found, strict=True)])
+        node, host, port, error, message = found[0]
+        response = FindCoordinatorResponse(error_code=error, node_id=node, host=host,
+                                           port=port)
+        if version >= 1:
+            response.error_message = message
+        return response
+
+    def _find(self, ctx: RequestContext, key_type: int,
+              key: str) -> tuple[int, str, int, int, str | None]:
+        try:
+            if key_type == TRANSACTION_KEY:
+                raise CoordinatorNotAvailableError("transactions are not supported yet")
+            if key_type != GROUP_KEY:
+                raise InvalidRequestError(f"unknown coordinator key type {key_type}")
+            if not ctx.authorize("DESCRIBE", "GROUP", key):
+                raise GroupAuthorizationFailedError(f"not authorized to describe group {key}")
+            node = self._coordinator_node(key)
+            endpoint = self.broker.metadata.endpoint(node, ctx.listener)
+            if endpoint is None:
+                raise CoordinatorNotAvailableError(f"broker {node} has no {ctx.listener}")
+            return node, endpoint[0], endpoint[1], 0, None
+        except KafkaError as exc:
+            return -1, "", -1, exc.code, str(exc) or None
+
+    def _coordinator_node(self, group_id: str) -> int:
+        """The leader of the group's offsets partition; creates the topic on first use."""
+        metadata = self.broker.metadata
+        info = metadata.topics.get(OFFSETS_TOPIC)
+        if info is None:
+            self.broker.topics.create_offsets_topic()
+            raise CoordinatorNotAvailableError(f"{OFFSETS_TOPIC} is being created")
+        partition = self.coordinator.partition_of(group_id)
+        state = info.partitions.get(partition)
+        if state is None or state.leader < 0 or state.leader not in metadata.brokers:
+            raise CoordinatorNotAvailableError(
+                f"{OFFSETS_TOPIC}-{partition} has no leader")
+        return state.leader
+
+
+# --- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ------------------------------------------
+
+class JoinGroupHandler(_GroupHandler):
+    MIN_VERSION, MAX_VERSION = 0, 9
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        return self._join(ctx, request)
+
+    async def _join(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        instance_id = request.group_instance_id if version >= 5 else None
+        try:
+            if not ctx.authorize("READ", "GROUP", request.group_id):
+                raise GroupAuthorizationFailedError(request.group_id)
+            result = await self.coordinator.join_group(
+                request.group_id, request.member_id, instance_id,
+                require_known_member_id=version >= 4,
+                supports_skip_assignment=version >= 9,
+                client_id=ctx.client_id, client_host="/" + ctx.session.client_address,
+                rebalance_timeout_ms=(request.rebalance_timeout_ms if version >= 1
+                                      else request.session_timeout_ms),
+                session_timeout_ms=request.session_timeout_ms,
+                protocol_type=request.protocol_type,
+                protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
+                reason=request.reason if version >= 8 else None)
+        except KafkaError as exc:
+            return JoinGroupResponse(error_code=exc.code, generation_id=-1,
+                                     protocol_name=None if version >= 7 else "",
+                                     leader="", member_id=request.member_id, members=[])
+        response = JoinGroupResponse(
+            error_code=result.error, generation_id=result.generation,
+            protocol_name=result.protocol if result.protocol is not None or version >= 7
+            else "",
+            leader=result.leader, member_id=result.member_id,
+            members=[JoinGroupResponse.JoinGroupResponseMember(
+                member_id=m, group_instance_id=i, metadata=meta)
+                for m, i, meta in result.members])
+        if version >= 7:
+            response.protocol_type = result.protocol_type
+        if version >= 9:
+            response.skip_assignment = result.skip_assignment
+        if result.error and version < 7:
+            response.protocol_name = ""
+        return response
+
+
+class SyncGroupHandler(_GroupHandler):
+    MIN_VERSION, MAX_VERSION = 0, 5
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        return self._sync(ctx, request)
+
+    async def _sync(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        try:
+            if not ctx.authorize("READ", "GROUP", request.group_id):
+                raise GroupAuthorizationFailedError(request.group_id)
+            result = await self.coordinator.sync_group(
+                request.group_id, request.generation_id, request.member_id,
+                request.group_instance_id if version >= 3 else None,
+                request.protocol_type if version >= 5 else None,
+                request.protocol_name if version >= 5 else None,
+                {a.member_id: bytes(a.assignment) for a in request.assignments})
+        except KafkaError as exc:
+            return SyncGroupResponse(error_code=exc.code, assignment=b"")
+        response = SyncGroupResponse(error_code=result.error, assignment=result.assignment)
+        if version >= 5:
+            response.protocol_type = result.protocol_type
+            response.protocol_name = result.protocol
+        return response
+
+
+class HeartbeatHandler(_GroupHandler):
+    MIN_VERSION, MAX_VERSION = 0, 4
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        try:
+            if not ctx.authorize("READ", "GROUP", request.group_id):
+                raise GroupAuthorizationFailedError(request.group_id)
+            self.coordinator.heartbeat(
+                request.group_id, request.member_id,
+                request.group_instance_id if ctx.api_version >= 3 else None,
+                request.generation_id)
+        except KafkaError as exc:
+            return HeartbeatResponse(error_code=exc.code)
+        return HeartbeatResponse(error_code=0)
+
+
+class LeaveGroupHandler(_GroupHandler):
+    MIN_VERSION, MAX_VERSION = 0, 5
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        if version >= 3:
+            leaving = [(m.member_id, m.group_instance_id,
+                        m.reason if version >= 5 else None) for m in request.members]
+        else:
+            leaving = [(request.member_id, None, None)]
+        try:
+            if not ctx.authorize("READ", "GROUP", request.group_id):
+                raise GroupAuthorizationFailedError(request.group_id)
+            errors = self.coordinator.leave_group(request.group_id, leaving)
+        except KafkaError as exc:
+            return LeaveGroupResponse(error_code=exc.code, members=[])
+        if version < 3:
+            return LeaveGroupResponse(error_code=errors[0])
+        return LeaveGroupResponse(error_code=0, members=[
+            LeaveGroupResponse.MemberResponse(member_id=m, group_instance_id=i, error_code=e)
+            for (m, i, _), e in zip(leaving, errors, strict=True)])
+
+
+# --- OffsetCommit, OffsetFetch, OffsetDelete -----------------------------------------------
+
+class OffsetCommitHandler(_GroupHandler):
+    MIN_VERSION, MAX_VERSION = 1, 9
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        return self._commit(ctx, request)
+
+    async def _commit(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        now = int(time.time() * 1000)
+        retention = request.retention_time_ms if 2 <= version <= 4 else -1
+        expire = now + retention if retention != -1 else None
+        group_allowed = ctx.authorize("READ", "GROUP", request.group_id)
+        errors: dict[tuple[str, int], int] = {}
+        wanted: dict[tuple[str, int], OffsetAndMetadata] = {}
+        for topic in request.topics:
+            topic_error = 0
+            if not group_allowed:
+                topic_error = GroupAuthorizationFailedError.code
+            elif not ctx.authorize("READ", "TOPIC", topic.name):
+                topic_error = TopicAuthorizationFailedError.code
+            for p in topic.partitions:
+                tp = (topic.name, p.partition_index)
+                if topic_error:
+                    errors[tp] = topic_error
+                elif self.broker.metadata.partition(topic.name, p.partition_index) is None:
+                    errors[tp] = UnknownTopicOrPartitionError.code
+                else:
+                    timestamp = p.commit_timestamp if version == 1 else -1
+                    wanted[tp] = OffsetAndMetadata(
+                        p.committed_offset,
+                        p.committed_leader_epoch if version >= 6 else -1,
+                        p.committed_metadata or "",
+                        now if timestamp == -1 else timestamp, expire)
+        if wanted:
+            try:
+                errors.update(await self.coordinator.commit_offsets(
+                    request.group_id, request.member_id,
+                    request.group_instance_id if version >= 7 else None,
+                    request.generation_id_or_member_epoch, wanted))
+            except KafkaError as exc:
+                errors.update(dict.fromkeys(wanted, exc.code))
+        topics = []
+        for topic in request.topics:
+            topics.append(OffsetCommitResponse.OffsetCommitResponseTopic(
+                name=topic.name, partitions=[
+                    OffsetCommitResponse.OffsetCommitResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=errors[(topic.name, p.partition_index)])
+                    for p in topic.partitions]))
+        return OffsetCommitResponse(topics=topics)
+
+
+class OffsetFetchHandler(_GroupHandler):
+    MIN_VERSION, MAX_VERSION = 1, 9
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        if version >= 8:
+            groups = [self._group(ctx, g.group_id, self._wanted(g.topics), version)
+                      for g in request.groups]
+            return OffsetFetchResponse(groups=[
+                OffsetFetchResponse.OffsetFetchResponseGroup(
+                    group_id=g, topics=[
+                        OffsetFetchResponse.OffsetFetchResponseTopics(
+                            name=t, partitions=[
+                                OffsetFetchResponse.OffsetFetchResponsePartitions(
+                                    partition_index=i, committed_offset=o,
+                                    committed_leader_epoch=e, metadata=m, error_code=pe)
+                                for i, o, e, m, pe in parts])
+                        for t, parts in topics],
+                    error_code=error)
+                for g, topics, error in groups])
+        _, topics, error = self._group(ctx, request.group_id,
+                                              self._wanted(request.topics), version)
+        if version < 2 and error:
+            # no top-level error before v2: every partition carries it
+            topics = [(t, [(i, -1, -1, "", error) for i, *_ in parts]) for t, parts in topics]
+        response = OffsetFetchResponse(topics=[
+            OffsetFetchResponse.OffsetFetchResponseTopic(name=t, partitions=[
+                OffsetFetchResponse.OffsetFetchResponsePartition(
+                    partition_index=i, committed_offset=o, committed_leader_epoch=e,
+                    metadata=m, error_code=pe)
+                for i, o, e, m, pe in parts])
+            for t, parts in topics])
+        if version >= 2:
+            response.error_code = error
+        return response
+
+    @staticmethod
+    def _wanted(topics: Any) -> list[tuple[str, int]] | None:
+        if topics is None:
+            return None
+        return [(t.name, p) for t in topics for p in t.partition_indexes]
+
+    def _group(self, ctx: RequestContext, group_id: str, wanted: list[tuple[str, int]] | None,
+               version: int) -> tuple[str, list[tuple[str, list[Any]]], int]:
+        try:
+            if not ctx.authorize("DESCRIBE", "GROUP", group_id):
+                raise GroupAuthorizationFailedError(group_id)
+            found = self.coordinator.fetch_offsets(group_id, wanted)
+        except KafkaError as exc:
+            return group_id, _by_topic([(tp, (-1, -1, "", exc.code)) for tp in wanted or []]), \
+                exc.code
+        rows = []
+        for tp, offset in found.items():
+            if not ctx.authorize("DESCRIBE", "TOPIC", tp[0]):
+                if wanted is None:
+                    continue  # the all-partitions form leaves unauthorized topics out
+                rows.append((tp, (-1, -1, "", TopicAuthorizationFailedError.code)))
+            elif offset is None:
+                rows.append((tp, (-1, -1, "", 0)))
+            else:
+                rows.append((tp, (offset.offset, offset.leader_epoch, offset.metadata, 0)))
+        return group_id, _by_topic(rows), 0
+
+
+def _by_topic(rows: list[tuple[tuple[str, int], tuple[int, int, str, int]]]
+              ) -> list[tuple[str, list[Any]]]:
+    topics: dict[str, list[Any]] = {}
+    for (topic, index), (offset, epoch, metadata, error) in rows:
+        topics.setdefault(topic, []).append((index, offset, epoch, metadata, error))
+    return list(topics.items())
+
+
+class OffsetDeleteHandler(_GroupHandler):
+    MIN_VERSION, MAX_VERSION = 0, 0
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        return self._delete(ctx, request)
+
+    async def _delete(self, ctx: RequestContext, request: Any) -> Any:
+        wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+        try:
+            if not ctx.authorize("DELETE", "GROUP", request.group_id):
+                raise GroupAuthorizationFailedError(request.group_id)
+            errors = dict.fromkeys(wanted, 0)
+            allowed = []
+            for tp in wanted:
+                if not ctx.authorize("READ", "TOPIC", tp[0]):
+                    errors[tp] = TopicAuthorizationFailedError.code
+                elif self.broker.metadata.partition(*tp) is None:
+                    errors[tp] = UnknownTopicOrPartitionError.code
+                else:
+                    allowed.append(tp)
+            errors.update(await self.coordinator.delete_offsets(request.group_id, allowed))
+        except KafkaError as exc:
+            return OffsetDeleteResponse(error_code=exc.code, topics=[])
+        return OffsetDeleteResponse(error_code=0, topics=[
+            OffsetDeleteResponse.OffsetDeleteResponseTopic(name=t.name, partitions=[
+                OffsetDeleteResponse.OffsetDeleteResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=errors[(t.name, p.partition_index)])
+                for p in t.partitions])
+            for t in request.topics])
+
+
+# --- DescribeGroups, ListGroups, DeleteGroups --------------------------------------------
+
+class DescribeGroupsHandler(_GroupHandler):
+    MIN_VERSION, MAX_VERSION = 0, 5
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        with_operations = version >= 3 and request.include_authorized_operations
+        return DescribeGroupsResponse(groups=[
+            self._describe(ctx, group_id, with_operations) for group_id in request.groups])
+
+    def _describe(self, ctx: RequestContext, group_id: str, with_operations: bool) -> Any:
+        Described = DescribeGroupsResponse.DescribedGroup
+        try:
+            if not ctx.authorize("DESCRIBE", "GROUP", group_id):
+                raise GroupAuthorizationFailedError(group_id)
+            group = self.coordinator.describe_group(group_id)
+        except KafkaError as exc:
+            return Described(error_code=exc.code, group_id=group_id, group_state="",
+                             protocol_type="", protocol_data="", members=[])
+        if group is None:
+            # Kafka 3.9 describes an unknown group as Dead, without an error
+            return Described(error_code=0, group_id=group_id,
+                             group_state=GroupState.DEAD.value, protocol_type="",
+                             protocol_data="", members=[])
+        stable = group.is_in(GroupState.STABLE) and group.protocol is not None
+        members = [
+            DescribeGroupsResponse.DescribedGroupMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                client_id=m.client_id, client_host=m.client_host,
+                member_metadata=m.metadata(group.protocol) if stable else b"",
+                member_assignment=m.assignment if stable else b"")
+            for m in group.members.values()]
+        described = Described(error_code=0, group_id=group_id, group_state=group.state.value,
+                              protocol_type=group.protocol_type or "",
+                              protocol_data=group.protocol if stable else "", members=members)
+        described.authorized_operations = (
+            authorized_operations(ctx, "GROUP", group_id, GROUP_OPERATIONS)
+            if with_operations else NO_OPERATIONS)
+        return described
+
+
+class ListGroupsHandler(_GroupHandler):
+    MIN_VERSION, MAX_VERSION = 0, 5
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        states = {s.lower() for s in request.states_filter} if version >= 4 else set()
+        types = {t.lower() for t in request.types_filter} if version >= 5 else set()
+        try:
+            groups: list[Group] = self.coordinator.list_groups()
+        except KafkaError as exc:
+            return ListGroupsResponse(error_code=exc.code, groups=[])
+        listed = []
+        for group in groups:
+            if states and group.state.value.lower() not in states:
+                continue
+            if types and "classic" not in types:
+                continue
+            if not ctx.authorize("DESCRIBE", "GROUP", group.group_id):
+                continue
+            item = ListGroupsResponse.ListedGroup(group_id=group.group_id,
+                                                  protocol_type=group.protocol_type or "")
+            if version >= 4:
+                item.group_state = group.state.value
+            if version >= 5:
+                item.group_type = "classic"
+            listed.append(item)
+        return ListGroupsResponse(error_code=0, groups=listed)
+
+
+class DeleteGroupsHandler(_GroupHandler):
+    MIN_VERSION, MAX_VERSION = 0, 2
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        return self._delete(ctx, request)
+
+    async def _delete(self, ctx: RequestContext, request: Any) -> Any:
+        allowed = [g for g in request.groups_names if ctx.authorize("DELETE", "GROUP", g)]
+        results = await self.coordinator.delete_groups(allowed)
+        return DeleteGroupsResponse(results=[
+            DeleteGroupsResponse.DeletableGroupResult(
+                group_id=g, error_code=results.get(g, GroupAuthorizationFailedError.code))
+            for g in request.groups_names])
