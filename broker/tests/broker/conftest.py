@@ -4,22 +4,14 @@ other's topics), driven by real clients."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
+from broker_process import start_broker
 
 from moldau.devcluster.brokers import BrokerProcess
 
-
-def start_broker(tmp_path_factory: pytest.TempPathFactory, zk_connect: str,
-                 properties: dict[str, str] | None = None, broker_id: int = 1) -> BrokerProcess:
-    chroot = f"/moldau-{uuid.uuid4().hex[:12]}"
-    directory = str(tmp_path_factory.mktemp("broker"))
-    broker = BrokerProcess(directory, broker_id, zk_connect + chroot,
-                           properties=properties or {})
-    broker.start()
-    return broker
+__all__ = ["start_broker"]
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from broker_process import start_broker
 
 from moldau.devcluster.brokers import BrokerProcess
-
-from ..broker.conftest import start_broker
 
 GROUP_BROKER_PROPERTIES = {
     "num.partitions": "1",
