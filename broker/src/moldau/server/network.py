@@ -33,7 +33,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.framing import FrameReader
@@ -91,6 +91,8 @@ class RequestQueueBound:
 class Connection(asyncio.BufferedProtocol):
     """One client connection (Kafka's KafkaChannel and its Processor state)."""
 
+    _loop_sendfile = True  # False once the event loop turned out not to have sendfile
+
     def __init__(self, server: SocketServer, listener: Listener) -> None:
         self.server = server
         self.listener = listener
@@ -112,7 +114,7 @@ class Connection(asyncio.BufferedProtocol):
     # --- asyncio callbacks -------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         self.transport = transport
         transport.set_write_buffer_limits(WRITE_HIGH_WATER, WRITE_LOW_WATER)
         peer = transport.get_extra_info("peername") or ("?", 0)
@@ -306,12 +308,16 @@ class Connection(asyncio.BufferedProtocol):
             if type(part) is not FileRecords:
                 transport.write(part)  # type: ignore[arg-type]
                 continue
-            if self.tls:
+            if self.tls or not self._loop_sendfile:
+                # TLS encrypts a copy; an event loop without sendfile (uvloop) gets one too
                 transport.write(os.pread(part.fd, part.size, part.position))
                 continue
             with open(part.fd, "rb", buffering=0, closefd=False) as file:
                 try:
                     await loop.sendfile(transport, file, part.position, part.size)
+                except NotImplementedError:
+                    Connection._loop_sendfile = False
+                    transport.write(os.pread(part.fd, part.size, part.position))
                 except (ConnectionError, OSError) as exc:
                     self.close(f"send failed: {exc}")
                     return

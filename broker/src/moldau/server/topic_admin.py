@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from moldau.cluster import zk_data
+from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC
 from moldau.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from .broker import Broker
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def assign_replicas(brokers: list[int], partitions: int, replication_factor: int,
@@ -135,16 +135,24 @@ class TopicAdmin:
         self._create_in_background(name, config["num.partitions"],
                                    config["default.replication.factor"], {})
 
-    def create_offsets_topic(self) -> None:
+    def create_offsets_topic(self) -> bool:
         """__consumer_offsets on first use, with the offsets.topic.* settings. As in
         Kafka, it is not created until offsets.topic.replication.factor brokers are
-        alive (FindCoordinator answers COORDINATOR_NOT_AVAILABLE meanwhile)."""
+        alive (FindCoordinator answers COORDINATOR_NOT_AVAILABLE meanwhile): False then."""
         config = self.broker.config
+        alive = len(self.broker.metadata.alive_broker_ids())
+        factor = config["offsets.topic.replication.factor"]
+        if alive < factor:
+            log.error("Number of alive brokers '%d' does not meet the required replication "
+                      "factor '%d' for the offsets topic (configured via "
+                      "'offsets.topic.replication.factor'). This error can be ignored if the "
+                      "cluster is starting up and not all brokers are up yet.", alive, factor)
+            return False
         self._create_in_background(
-            OFFSETS_TOPIC, config["offsets.topic.num.partitions"],
-            config["offsets.topic.replication.factor"],
+            OFFSETS_TOPIC, config["offsets.topic.num.partitions"], factor,
             {"cleanup.policy": "compact", "compression.type": "producer",
              "segment.bytes": str(config["offsets.topic.segment.bytes"])})
+        return True
 
     def _create_in_background(self, name: str, partitions: int, factor: int,
                               configs: dict[str, str]) -> None:

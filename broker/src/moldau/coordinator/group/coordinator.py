@@ -275,7 +275,8 @@ class GroupCoordinator:
                          reason: str | None, future: asyncio.Future[JoinResult]) -> None:
         if not self._may_join(group, protocol_type, protocols, future):
             return
-        new_id = f"{client_id}-{uuid.uuid4()}"
+        # Kafka names a static member after its instance id, a dynamic one after its client
+        new_id = f"{instance_id if instance_id is not None else client_id}-{uuid.uuid4()}"
         if instance_id is not None:
             old_id = group.static_member_id(instance_id)
             if old_id is not None:

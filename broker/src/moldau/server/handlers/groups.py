@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from moldau.coordinator.group.group import Group, GroupState
+from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC
 from moldau.coordinator.group.records import OffsetAndMetadata
 from moldau.errors import (
     CoordinatorNotAvailableError,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafka.server.KafkaApis")
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
-OFFSETS_TOPIC = "__consumer_offsets"
 NO_OPERATIONS = -(2**31)  # DescribeGroups without include_authorized_operations
 GROUP_OPERATIONS = ("READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS")
 

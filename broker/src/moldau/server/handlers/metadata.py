@@ -19,7 +19,7 @@ from moldau.errors import (
 )
 from moldau.protocol.messages.metadata_response import MetadataResponse
 
-from ..metadata_cache import TopicInfo
+from ..metadata_cache import INTERNAL_TOPICS, TopicInfo
 from ..topic_names import validate_topic_name
 from .cluster_info import CLUSTER_NAME, CLUSTER_OPERATIONS, authorized_operations
 
@@ -105,7 +105,9 @@ class MetadataHandler:
                 raise LeaderNotAvailableError(f"topic {name} is being created")
             raise UnknownTopicOrPartitionError(f"unknown topic {name}")
         except KafkaError as exc:
-            return Topic_(error_code=exc.code, name=name, partitions=[])
+            # Kafka flags an internal topic as such even in an error answer
+            return Topic_(error_code=exc.code, name=name, partitions=[],
+                          is_internal=version >= 1 and name in INTERNAL_TOPICS)
 
     def _describe(self, info: TopicInfo, version: int, listener: str) -> Any:
         metadata = self.broker.metadata
