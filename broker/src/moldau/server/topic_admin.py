@@ -7,18 +7,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from moldau.cluster import zk_data
+from moldau.cluster.assignment import (
+    AdminOperationError,
+    BrokerMetadata,
+    RackAwareMode,
+    assign_replicas,
+    broker_metadatas,
+    zk_metadata_cache_order,
+)
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC
 from moldau.errors import (
-    InvalidPartitionsError,
     InvalidReplicaAssignmentError,
-    InvalidReplicationFactorError,
     InvalidTopicError,
     TopicAlreadyExistsError,
+    UnknownServerError,
 )
 
 from .topic_names import has_collision_chars, unify_collision_chars, validate_topic_name
@@ -27,38 +33,6 @@ if TYPE_CHECKING:
     from .broker import Broker
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
-
-
-def assign_replicas(brokers: list[int], partitions: int, replication_factor: int,
-                    start_index: int = -1, next_replica_shift: int = -1,
-                    first_partition: int = 0) -> dict[int, list[int]]:
-    """Kafka's rack-unaware assignment (AdminUtils.assignReplicasToBrokers): leaders go
-    round-robin from a random start; followers follow at a shift that grows each lap."""
-    if partitions <= 0:
-        raise InvalidPartitionsError("Number of partitions must be larger than 0.")
-    if replication_factor <= 0:
-        raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
-    if replication_factor > len(brokers):
-        raise InvalidReplicationFactorError(
-            f"Replication factor: {replication_factor} larger than available brokers: "
-            f"{len(brokers)}.")
-    ids = sorted(brokers)
-    n = len(ids)
-    start = start_index if start_index >= 0 else random.randrange(n)
-    shift = next_replica_shift if next_replica_shift >= 0 else random.randrange(n)
-    current = first_partition
-    result: dict[int, list[int]] = {}
-    for _ in range(partitions):
-        if current > 0 and current % n == 0:
-            shift += 1
-        first = (current + start) % n
-        replicas = [ids[first]]
-        for j in range(replication_factor - 1):
-            replicas.append(ids[(first + 1 + (shift + j) % (n - 1)) % n] if n > 1 else ids[0])
-        result[current] = replicas
-        current += 1
-    return result
-
 
 class TopicAdmin:
     def __init__(self, broker: Broker) -> None:
@@ -81,7 +55,6 @@ class TopicAdmin:
     def plan(self, name: str, num_partitions: int, replication_factor: int,
              assignment: Mapping[int, list[int]] | None) -> dict[int, list[int]]:
         """The replica assignment of a new topic (validated against the live brokers)."""
-        live = self.broker.metadata.alive_broker_ids()
         if assignment:
             if sorted(assignment) != list(range(len(assignment))):
                 raise InvalidReplicaAssignmentError(
@@ -98,7 +71,25 @@ class TopicAdmin:
                 # always did): their partitions start offline and get a leader when the
                 # broker registers. CreatePartitions, unlike this, refuses them.
             return {int(k): list(v) for k, v in assignment.items()}
-        return assign_replicas(live, num_partitions, replication_factor)
+        try:
+            return assign_replicas(self.live_brokers(), num_partitions, replication_factor)
+        except AdminOperationError as exc:
+            # Not an ApiException in Kafka: logged as an error, answered as
+            # UNKNOWN_SERVER_ERROR without a message.
+            log.error("Error processing create topic request %s: %s", name, exc)
+            raise UnknownServerError() from exc
+
+    def live_brokers(self) -> list[BrokerMetadata]:
+        """The live brokers with their racks, in the order ZkMetadataCache.getAliveBrokers
+        gives them to CreateTopics (it decides the rack-unaware placement)."""
+        brokers = self.broker.metadata.brokers
+        return [BrokerMetadata(i, brokers[i].rack) for i in zk_metadata_cache_order(brokers)]
+
+    def partition_brokers(self) -> list[BrokerMetadata]:
+        """The brokers CreatePartitions places new partitions on
+        (AdminZkClient.getBrokerMetadatas): sorted by id, rack-aware, refused with
+        AdminOperationError when only some brokers have a rack."""
+        return broker_metadatas(self.live_brokers(), RackAwareMode.ENFORCED)
 
     async def create(self, name: str, assignment: dict[int, list[int]],
                      configs: dict[str, str]) -> None:

@@ -402,10 +402,11 @@ class CreatePartitionsHandler:
                         f"{factor} while partition {index} has {len(replicas)}.")
         else:
             first_leader = existing[min(existing)][0]
-            ordered = sorted(brokers)
-            start = next((i for i, b in enumerate(ordered) if b >= first_leader), -1)
+            # Kafka's AdminZkClient: brokers sorted by id, with their racks
+            placed = self.broker.topics.partition_brokers()
+            start = next((i for i, b in enumerate(placed) if b.id >= first_leader), -1)
             start = max(0, start)
-            added = assign_replicas(ordered, increment, factor, start_index=start,
+            added = assign_replicas(placed, increment, factor, start_index=start,
                                     next_replica_shift=start, first_partition=old)
         if not validate_only:
             combined = dict(existing)
