@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from moldau.checker.cli import add_checker_parser, run_checker
 from moldau.devcluster.cluster import FIRST_BROKER_PORT, DevCluster
 
 DEFAULT_DIR = ".moldau-dev"
@@ -48,9 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     dev.add_argument("--dir", default=DEFAULT_DIR, help=f"state directory ({DEFAULT_DIR})")
     dev.add_argument("--port", type=int, default=FIRST_BROKER_PORT,
                      help=f"port of the first broker ({FIRST_BROKER_PORT})")
+    add_checker_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "dev-cluster":
         return _dev_cluster(args)
+    if args.command == "checker":
+        return run_checker(args)
     return 2
 
 
