@@ -91,3 +91,7 @@ FencedInstanceIdError = _error("FencedInstanceIdError", 82)
 GroupMaxSizeReachedError = _error("GroupMaxSizeReachedError", 81)
 GroupSubscribedToTopicError = _error("GroupSubscribedToTopicError", 86)
 UnstableOffsetCommitError = _error("UnstableOffsetCommitError", 88, retriable=True)
+
+# --- between brokers (the controller's requests, replication) --------------------------
+StaleControllerEpochError = _error("StaleControllerEpochError", 11)
+StaleBrokerEpochError = _error("StaleBrokerEpochError", 77)

@@ -257,7 +257,7 @@ def test_api_versions_above_max_answers_v0_and_keeps_the_connection(
         answer = ApiVersionsResponse.decode(payload[pos:], 0)
         assert answer.error_code == UNSUPPORTED_VERSION
         keys = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
-        assert keys[18] == (0, 4) and keys[0] == (0, 11) and keys[1] == (4, 16)
+        assert keys[18] == (0, 4) and keys[0] == (0, 11) and keys[1] == (4, 17)
         round_trip(conn)  # the connection stays open
         # an in-range version we do not serve gets the same answer
         assert conn.request(API_VERSIONS, 0, ApiVersionsRequest()).error_code == NONE
@@ -314,7 +314,7 @@ def test_every_advertised_version_round_trips(strict: BrokerProcess) -> None:
         create_topic(conn, name)
         topic_id = metadata(conn, [name]).topics[0].topic_id
         advertised = _advertised(conn)
-        assert advertised[PRODUCE] == (0, 11) and advertised[FETCH] == (4, 16)
+        assert advertised[PRODUCE] == (0, 11) and advertised[FETCH] == (4, 17)
         assert advertised[LIST_OFFSETS] == (0, 8) and advertised[METADATA] == (0, 12)
         assert advertised[API_VERSIONS] == (0, 4) and advertised[INIT_PRODUCER_ID] == (0, 5)
 

@@ -23,6 +23,7 @@ from uuid import UUID
 
 from moldau.cluster import zk_data
 from moldau.cluster.zk_client import ZooKeeperUnavailableError
+from moldau.errors import BrokerNotAvailableError, StaleBrokerEpochError
 
 log = logging.getLogger("kafka.controller")
 state_change_log = logging.getLogger("state.change.logger")
@@ -63,17 +64,22 @@ class ControllerChannel(Protocol):
     async def stop_replica(self, broker_id: int, partitions: list[tuple[str, int]],
                            delete: bool) -> None: ...
 
+    def set_live_brokers(self, live: list[zk_data.BrokerRegistration]) -> None:
+        """The brokers requests can go to (the registrations name their endpoints)."""
+
     def controller_moved(self, controller_id: int) -> None:
         """This broker stopped being the controller; -1 while no one is known."""
 
 
 class Controller:
     def __init__(self, broker_id: int, zk: Any, channel: ControllerChannel,
-                 delete_topic_enable: bool = True) -> None:
+                 delete_topic_enable: bool = True, unclean_election: bool = False) -> None:
         self.broker_id = broker_id
         self.zk = zk  # AsyncZk
         self.channel = channel
         self.delete_topic_enable = delete_topic_enable
+        self.unclean_election = unclean_election  # the broker default; topics may override
+        self.shutting_down: set[int] = set()  # brokers in controlled shutdown
         self.epoch = 0
         self.active = False
         self.live_brokers: dict[int, zk_data.BrokerRegistration] = {}
@@ -108,6 +114,8 @@ class Controller:
             "topics": self._on_topics_change,
             "topic_changed": self._on_topic_data_change,
             "delete_topics": self._on_delete_topics,
+            "isr_change": self._on_isr_change,
+            "controlled_shutdown": self._on_controlled_shutdown,
         }
         while True:
             event, payload = await self._events.get()
@@ -158,33 +166,45 @@ class Controller:
                                      lambda names: self.post("topics", names))
         await self.zk.watch_children(zk_data.DELETE_TOPICS_PATH,
                                      lambda names: self.post("delete_topics", names))
+        await self.zk.watch_children(zk_data.ISR_CHANGE_NOTIFICATION_PATH,
+                                     lambda names: self.post("isr_change", names))
 
     # --- brokers --------------------------------------------------------------------------
 
     async def _load_brokers(self) -> None:
         brokers = await self.zk.call("get_all_brokers")
         self.live_brokers = {b.id: b for b in brokers}
+        self.channel.set_live_brokers(brokers)
         log.info("[Controller id=%d] Live brokers: %s", self.broker_id,
                  sorted(self.live_brokers))
 
     async def _on_brokers_change(self, _ids: Any) -> None:
-        before = set(self.live_brokers)
+        before = dict(self.live_brokers)
         await self._load_brokers()
-        after = set(self.live_brokers)
-        if after - before:
-            log.info("[Controller id=%d] Newly added brokers: %s", self.broker_id,
-                     sorted(after - before))
-        if before - after:
-            log.info("[Controller id=%d] Dead brokers: %s", self.broker_id,
-                     sorted(before - after))
-        # Elect leaders where the leader died or none could be chosen before.
+        after = self.live_brokers
+        # a broker that re-registered (a new czxid) died and came back in between
+        bounced = {b for b in set(before) & set(after)
+                   if before[b].epoch != after[b].epoch and before[b].epoch >= 0}
+        new = (set(after) - set(before)) | bounced
+        dead = (set(before) - set(after)) | bounced
+        if new:
+            log.info("[Controller id=%d] Newly added brokers: %s, deleted brokers: %s, "
+                     "bounced brokers: %s, all live brokers: %s", self.broker_id,
+                     sorted(new - bounced), sorted(dead - bounced), sorted(bounced),
+                     sorted(after))
+        elif dead:
+            log.info("[Controller id=%d] Broker failure callback for %s", self.broker_id,
+                     ",".join(map(str, sorted(dead))))
+        self.shutting_down -= dead
+        # Elect leaders where the leader died, drop dead replicas from ISRs, and elect
+        # where no leader could be chosen before.
         changed: list[PartitionDecision] = []
         for name, topic in self.topics.items():
             for index in topic.assignment:
                 decision = await self._elect_if_needed(name, topic, index)
                 if decision is not None:
                     changed.append(decision)
-        await self._announce(changed, rejoined=after - before)
+        await self._announce(changed, rejoined=new)
 
     # --- topics ---------------------------------------------------------------------------
 
@@ -255,17 +275,49 @@ class Controller:
             return decision
         state, version = found
         decision = self._decision(name, topic, index, state, version)
-        if state.leader in self.live_brokers:
+        choice = await self._choose(name, replicas, state)
+        if choice is None:  # nothing to change
             known = topic.partitions.get(index)
             topic.partitions[index] = decision
             return None if known == decision else decision
-        # The leader is gone: prefer a live ISR member (clean election).
-        candidates = [r for r in state.isr if r in self.live_brokers]
-        leader = candidates[0] if candidates else NO_LEADER
-        if leader == NO_LEADER and state.leader == NO_LEADER:
-            topic.partitions[index] = decision
+        leader, isr, unclean = choice
+        return await self._write_state(name, topic, index, state, version, leader, isr,
+                                       "unclean election" if unclean else "election")
+
+    def _eligible(self, broker_id: int) -> bool:
+        return broker_id in self.live_brokers and broker_id not in self.shutting_down
+
+    async def _choose(self, name: str, replicas: list[int], state: zk_data.PartitionState
+                      ) -> tuple[int, list[int], bool] | None:
+        """The new (leader, ISR, unclean) of a partition after brokers came or went, or
+        None when it stays. Dead replicas leave the ISR (the last member stays, so it can
+        lead again cleanly when it returns); a dead leader is replaced by the first live
+        ISR member in assignment order (Kafka's OfflinePartitionLeaderElectionStrategy),
+        or, only when unclean.leader.election.enable allows it, by any live replica."""
+        isr_live = [r for r in state.isr if r in self.live_brokers]
+        if state.leader in self.live_brokers:
+            return None if isr_live == state.isr else (state.leader, isr_live, False)
+        candidates = [r for r in replicas if r in isr_live and self._eligible(r)]
+        if candidates:
+            return candidates[0], isr_live, False
+        live = [r for r in replicas if self._eligible(r)]
+        if live and await self._unclean_allowed(name):
+            return live[0], [live[0]], True
+        kept = isr_live or ([state.leader] if state.leader >= 0 else list(state.isr))
+        if state.leader == NO_LEADER and kept == state.isr:
             return None
-        isr = candidates if candidates else state.isr
+        return NO_LEADER, kept, False
+
+    async def _unclean_allowed(self, name: str) -> bool:
+        overrides = await self.zk.call("get_entity_config", "topics", name)
+        value = overrides.get("unclean.leader.election.enable")
+        return self.unclean_election if value is None else value.strip().lower() == "true"
+
+    async def _write_state(self, name: str, topic: TopicState, index: int,
+                           state: zk_data.PartitionState, version: int, leader: int,
+                           isr: list[int], why: str) -> PartitionDecision:
+        """Write a partition's new leader and ISR (a new leader epoch) conditionally on the
+        state we read, and remember the decision."""
         new_state = zk_data.PartitionState(leader=leader, leader_epoch=state.leader_epoch + 1,
                                            isr=isr, controller_epoch=self.epoch)
         new_version = await self.zk.call("update_partition_state", name, index, new_state,
@@ -273,9 +325,14 @@ class Controller:
         decision = self._decision(name, topic, index, new_state, new_version)
         topic.partitions[index] = decision
         state_change_log.info(
-            "[Controller id=%d epoch=%d] Changed partition %s-%d leader from %d to %d "
-            "(leader epoch %d, ISR %s)", self.broker_id, self.epoch, name, index,
-            state.leader, leader, new_state.leader_epoch, isr)
+            "[Controller id=%d epoch=%d] Changed partition %s-%d (%s) from "
+            "LeaderAndIsr(leader=%d, leaderEpoch=%d, isr=%s) to LeaderAndIsr(leader=%d, "
+            "leaderEpoch=%d, isr=%s)", self.broker_id, self.epoch, name, index, why,
+            state.leader, state.leader_epoch, state.isr, leader, new_state.leader_epoch, isr)
+        if leader == NO_LEADER:
+            state_change_log.error(
+                "[Controller id=%d epoch=%d] Partition %s-%d is offline: no replica in the "
+                "ISR %s is alive", self.broker_id, self.epoch, name, index, isr)
         return decision
 
     def _decision(self, name: str, topic: TopicState, index: int,
@@ -309,6 +366,81 @@ class Controller:
             log.info("[Controller id=%d] Deletion of topic %s successfully completed",
                      self.broker_id, name)
         await self._send_update_metadata([], deleted)
+
+    # --- ISR changes made by leaders ---------------------------------------------------------
+
+    async def _on_isr_change(self, _names: Any) -> None:
+        """Leaders wrote new ISRs to ZooKeeper: read them and tell every broker."""
+        changed = await self.zk.call("take_isr_change_notifications")
+        decisions = []
+        for name, index in sorted(changed):
+            topic = self.topics.get(name)
+            if topic is None or index not in topic.assignment:
+                continue
+            found = await self.zk.call("get_partition_state", name, index)
+            if found is not None:
+                decision = self._decision(name, topic, index, *found)
+                topic.partitions[index] = decision
+                decisions.append(decision)
+        if decisions:
+            await self._send_update_metadata(decisions, [])
+
+    # --- controlled shutdown ------------------------------------------------------------------
+
+    async def controlled_shutdown(self, broker_id: int,
+                                  broker_epoch: int) -> list[tuple[str, int]]:
+        """Move leadership off a broker that is stopping; the replicated partitions it
+        still leads (no other ISR member alive) are returned, as Kafka does."""
+        future: asyncio.Future[list[tuple[str, int]]] = (
+            asyncio.get_running_loop().create_future())
+        self.post("controlled_shutdown", (broker_id, broker_epoch, future))
+        return await future
+
+    async def _on_controlled_shutdown(self, payload: Any) -> None:
+        broker_id, broker_epoch, future = payload
+        try:
+            future.set_result(await self._shut_down(broker_id, broker_epoch))
+        except Exception as exc:
+            if not future.done():
+                future.set_exception(exc)
+            raise
+
+    async def _shut_down(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
+        registration = self.live_brokers.get(broker_id)
+        if registration is None:
+            raise BrokerNotAvailableError(f"broker {broker_id} is not alive")
+        if broker_epoch != -1 and broker_epoch < registration.epoch:
+            raise StaleBrokerEpochError(f"broker epoch {broker_epoch} is stale")
+        log.info("[Controller id=%d] Shutting down broker %d", self.broker_id, broker_id)
+        self.shutting_down.add(broker_id)
+        changed: list[PartitionDecision] = []
+        followed: list[tuple[str, int]] = []
+        for name, topic in self.topics.items():
+            for index, replicas in topic.assignment.items():
+                if broker_id not in replicas or len(replicas) < 2:
+                    continue
+                found = await self.zk.call("get_partition_state", name, index)
+                if found is None:
+                    continue
+                state, version = found
+                isr = [r for r in state.isr if r != broker_id]
+                if state.leader == broker_id:
+                    others = [r for r in replicas if r in isr and self._eligible(r)]
+                    if others:
+                        changed.append(await self._write_state(
+                            name, topic, index, state, version, others[0], isr,
+                            "controlled shutdown"))
+                elif broker_id in state.isr and isr:
+                    changed.append(await self._write_state(
+                        name, topic, index, state, version, state.leader, isr,
+                        "controlled shutdown"))
+                    followed.append((name, index))
+        await self._announce(changed)
+        if followed:
+            await self.channel.stop_replica(broker_id, followed, delete=False)
+        return sorted((name, index) for name, topic in self.topics.items()
+                      for index, d in topic.partitions.items()
+                      if d.leader == broker_id and len(topic.assignment[index]) > 1)
 
     # --- telling brokers ------------------------------------------------------------------
 

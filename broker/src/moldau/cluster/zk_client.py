@@ -476,12 +476,12 @@ class KafkaZkClient:
 
     def get_broker(self, broker_id: int) -> BrokerRegistration | None:
         found = self.get(zd.broker_path(broker_id))
-        return BrokerRegistration.decode(broker_id, found[0]) if found else None
+        return _registration(broker_id, found) if found else None
 
     def get_all_brokers(self) -> list[BrokerRegistration]:
         ids = self.get_broker_ids()
         found = self._get_many([zd.broker_path(i) for i in ids])
-        return [BrokerRegistration.decode(i, f[0]) for i, f in zip(ids, found, strict=True) if f]
+        return [_registration(i, f) for i, f in zip(ids, found, strict=True) if f]
 
     # -- topics --------------------------------------------------------------------------------
 
@@ -650,6 +650,30 @@ class KafkaZkClient:
             raise ZkBadVersionError(f"{topic}-{partition} state changed concurrently")
         self._check_results(results, f"{topic}-{partition} state")
         return result.version
+
+    # -- ISR change notifications -------------------------------------------------------------
+
+    def create_isr_change_notification(self, partitions: Iterable[tuple[str, int]]) -> str:
+        """A leader changed ISRs in ZooKeeper: tell the controller (it watches the path)."""
+        zk = self._client()
+        path = f"{zd.ISR_CHANGE_NOTIFICATION_PATH}/{zd.ISR_CHANGE_PREFIX}"
+        created = self._call(zk.create, path, zd.encode_isr_change(sorted(partitions)),
+                             sequence=True, makepath=True)
+        return created.rsplit("/", 1)[1]
+
+    def take_isr_change_notifications(self) -> set[tuple[str, int]]:
+        """The partitions named by every pending notification; the notifications go."""
+        zk = self._client()
+        names = [c for c in self.get_children(zd.ISR_CHANGE_NOTIFICATION_PATH)
+                 if c.startswith(zd.ISR_CHANGE_PREFIX)]
+        paths = [f"{zd.ISR_CHANGE_NOTIFICATION_PATH}/{n}" for n in names]
+        changed: set[tuple[str, int]] = set()
+        for path, found in zip(paths, self._get_many(paths), strict=True):
+            if found is not None:
+                changed |= zd.decode_isr_change(found[0])
+            with contextlib.suppress(NoNodeError):
+                self._call(zk.delete, path)
+        return changed
 
     # -- configs -------------------------------------------------------------------------------
 
@@ -840,3 +864,10 @@ class KafkaZkClient:
 
         DataWatch(self._client(), path, deliver)
         return handle
+
+
+def _registration(broker_id: int, found: tuple[bytes, ZnodeStat]) -> BrokerRegistration:
+    """A registration with its broker epoch: the czxid of the ephemeral znode."""
+    registration = BrokerRegistration.decode(broker_id, found[0])
+    registration.epoch = found[1].czxid
+    return registration

@@ -358,6 +358,7 @@ class BrokerRegistration:
     features: dict[str, dict[str, int]] = field(default_factory=dict)
     timestamp: int | None = None  # ms; None: the time of encoding, as Kafka does
     version: int = BROKER_REGISTRATION_VERSION
+    epoch: int = field(default=-1, compare=False)  # czxid of the znode, when read from it
 
     def __post_init__(self) -> None:
         self.endpoints = [EndPoint(*e) for e in self.endpoints]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
 from typing import Any
 
 from moldau.cluster import zk_data
@@ -22,17 +21,26 @@ from moldau.cluster.zk_async import AsyncZk
 from moldau.cluster.zk_client import KafkaZkClient, ZooKeeperUnavailableError
 from moldau.coordinator.group.coordinator import CoordinatorConfig, GroupCoordinator
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC, OffsetsLog
-from moldau.security.tls import TlsConfigError, TlsContextHolder, principal_from_certificate
+from moldau.replication.controller_channel import NetworkControllerChannel
+from moldau.replication.protocol_versions import versions_for
+from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+from moldau.security.tls import (
+    TlsConfigError,
+    TlsContextHolder,
+    build_client_context,
+    principal_from_certificate,
+)
 from moldau.storage import checkpoints
 from moldau.storage.log_manager import LogManager, ManagerConfig
 
 from .config import BrokerConfig
+from .controlled_shutdown import controlled_shutdown
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
 from .handlers import register_handlers
 from .metadata_cache import BrokerEndpoints, MetadataCache, PartitionInfo, TopicInfo
 from .network import Listener, SocketServer
 from .producer_ids import ProducerIdManager
-from .replica_manager import LeaderAndIsr, ReplicaManager
+from .replica_manager import LeaderAndIsr, Partition, ReplicaManager
 from .requests import RequestDispatcher
 from .topic_admin import TopicAdmin
 from .topic_configs import TopicConfigs
@@ -50,6 +58,10 @@ class Broker:
         self.broker_id = config.broker_id
         self.cluster_id = ""
         self.broker_epoch = -1
+        self.controller_epoch_seen = 0  # the newest controller epoch heard from
+        self.versions = versions_for(config["inter.broker.protocol.version"])
+        self.fetchers: ReplicaFetcherManager | None = None
+        self.controller_channel: NetworkControllerChannel | None = None
         self.zk: AsyncZk | None = None
         self.metadata = MetadataCache(self.broker_id)
         self.log_manager: LogManager | None = None
@@ -90,7 +102,9 @@ class Broker:
         await self.topic_configs.load(self.zk)
         self.log_manager = await asyncio.get_running_loop().run_in_executor(
             None, self._open_logs)
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
+                                              isr_writer=self._write_isr)
+        self.fetchers = self._replica_fetchers()
         self.group_coordinator = self._group_coordinator()
         register_handlers(self.dispatcher, self)
         self.socket_server = SocketServer(
@@ -107,8 +121,12 @@ class Broker:
         self.dynamic_config.on_log_defaults_change(lambda lc: apply_log_defaults(self, lc))
         self.dynamic_config.on_listener_ssl_change(self._reload_listener_tls)
         await self.config_changes.start()
-        self.controller = Controller(self.broker_id, self.zk, LocalControllerChannel(self),
-                                     delete_topic_enable=config["delete.topic.enable"])
+        self.controller_channel = NetworkControllerChannel(self, self.versions,
+                                                           self.inter_broker_ssl_context)
+        self.controller = Controller(
+            self.broker_id, self.zk, self.controller_channel,
+            delete_topic_enable=config["delete.topic.enable"],
+            unclean_election=config["unclean.leader.election.enable"])
         await self.controller.start()
         self._maintenance = asyncio.ensure_future(self._run_maintenance())
         self.started = True
@@ -130,6 +148,37 @@ class Broker:
             offsets_retention_ms=c["offsets.retention.minutes"] * 60 * 1000,
             offsets_retention_check_interval_ms=c["offsets.retention.check.interval.ms"],
         ), offsets_log, asyncio.get_running_loop())
+
+    def _replica_fetchers(self) -> ReplicaFetcherManager:
+        c = self.config
+        listener = c.inter_broker_listener_name
+        return ReplicaFetcherManager(
+            FetcherConfig(
+                broker_id=self.broker_id,
+                num_fetchers=c["num.replica.fetchers"],
+                max_wait_ms=c["replica.fetch.wait.max.ms"],
+                min_bytes=c["replica.fetch.min.bytes"],
+                max_bytes=c["replica.fetch.response.max.bytes"],
+                partition_max_bytes=c["replica.fetch.max.bytes"],
+                backoff_ms=c["replica.fetch.backoff.ms"],
+                socket_timeout_ms=c["replica.socket.timeout.ms"],
+            ),
+            self.versions,
+            lambda broker_id: self.metadata.endpoint(broker_id, listener),
+            self.inter_broker_ssl_context,
+            lambda partition: partition.wake(),
+        )
+
+    def inter_broker_ssl_context(self) -> Any:
+        """The client side of the inter-broker listener: its own ssl.* settings (keystore
+        as the client certificate, truststore), as Kafka configures its broker clients."""
+        listener = self.config.inter_broker_listener_name
+        if self.config.protocol_map.get(listener) not in ("SSL", "SASL_SSL"):
+            return None
+        settings = (self.dynamic_config.listener_ssl_settings(listener)
+                    if self.dynamic_config is not None
+                    else self.config.listener_settings(listener))
+        return build_client_context(settings)
 
     async def _connect_zookeeper(self) -> None:
         zk_config = self.config.zookeeper
@@ -272,7 +321,12 @@ class Broker:
                 overrides = await self.zk.call("get_entity_config", "topics", topic)
                 self.topic_configs.set_overrides(topic, overrides)
 
-    def apply_leader_and_isr(self, decisions: list[PartitionDecision]) -> None:
+    def apply_leader_and_isr(self, decisions: list[PartitionDecision]
+                             ) -> dict[tuple[str, int], int]:
+        """Become leader or follower of each partition; followers fetch from their leader.
+        Returns the error code of each partition that failed."""
+        errors: dict[tuple[str, int], int] = {}
+        assert self.fetchers is not None
         for d in decisions:
             if self.broker_id not in d.replicas:
                 continue
@@ -285,12 +339,32 @@ class Broker:
             except Exception as exc:
                 logging.getLogger("state.change.logger").error(
                     "Error applying LeaderAndIsr for %s-%d: %s", d.topic, d.partition, exc)
+                errors[(d.topic, d.partition)] = getattr(exc, "code", -1)
                 continue
+            if partition.state is not state:
+                continue  # an older leader epoch: ignored
+            if partition.is_leader or d.leader < 0:
+                self.fetchers.remove_partitions([(d.topic, d.partition)])
+            else:
+                self.fetchers.add_partition(partition, d.leader)
             if d.topic == OFFSETS_TOPIC:
                 if partition.is_leader:
                     self.group_coordinator.on_elected(d.partition)
                 else:
                     self.group_coordinator.on_resigned(d.partition)
+        return errors
+
+    async def _write_isr(self, partition: Partition, isr: list[int]) -> int:
+        """A leader's ISR change: a conditional write of the partition state, then a
+        notification for the controller (Kafka's ZooKeeper-mode path)."""
+        state = partition.state
+        new_state = zk_data.PartitionState(leader=state.leader, leader_epoch=state.leader_epoch,
+                                           isr=isr, controller_epoch=state.controller_epoch)
+        version = await self.zk.call("update_partition_state", partition.topic,
+                                     partition.index, new_state, state.zk_version)
+        await self.zk.call("create_isr_change_notification",
+                           [(partition.topic, partition.index)])
+        return version
 
     def apply_update_metadata(self, live: list[zk_data.BrokerRegistration],
                               decisions: list[PartitionDecision], deleted: list[str]) -> None:
@@ -311,6 +385,8 @@ class Broker:
             cache.put_topic(info)
 
     def apply_stop_replica(self, partitions: list[tuple[str, int]], delete: bool) -> None:
+        if self.fetchers is not None:
+            self.fetchers.remove_partitions(partitions)
         for topic, index in partitions:
             if topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_resigned(index)
@@ -348,6 +424,7 @@ class Broker:
             await asyncio.sleep(1.0)
             try:
                 self.log_manager.run_maintenance()  # type: ignore[union-attr]
+                self.replica_manager.shrink_lagging_isrs(self.config["replica.lag.time.max.ms"])
             except Exception:
                 log.exception("Log maintenance failed")
 
@@ -355,12 +432,18 @@ class Broker:
 
     async def shutdown(self) -> None:
         log.info("[KafkaServer id=%d] shutting down", self.broker_id)
+        if self.started and self.config["controlled.shutdown.enable"]:
+            await controlled_shutdown(self)
         if self._maintenance is not None:
             self._maintenance.cancel()
+        if self.fetchers is not None:
+            self.fetchers.shutdown()
         if self.socket_server is not None:
             await self.socket_server.stop()
         if self.controller is not None:
             await self.controller.stop()
+        if self.controller_channel is not None:
+            self.controller_channel.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.replica_manager is not None:
@@ -371,34 +454,6 @@ class Broker:
             await self.zk.close()
         self._stopped.set()
         log.info("[KafkaServer id=%d] shut down completed", self.broker_id)
-
-
-class LocalControllerChannel:
-    """The controller's requests to this same broker: direct calls (no network hop)."""
-
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-
-    async def leader_and_isr(self, broker_id: int, decisions: list[PartitionDecision]) -> None:
-        if broker_id == self.broker.broker_id:
-            await self.broker.load_topic_overrides({d.topic for d in decisions})
-            self.broker.apply_leader_and_isr(decisions)
-
-    async def update_metadata(self, broker_ids: Iterable[int],
-                              live_brokers: list[zk_data.BrokerRegistration],
-                              decisions: list[PartitionDecision],
-                              deleted_topics: list[str]) -> None:
-        if self.broker.broker_id in set(broker_ids):
-            self.broker.apply_update_metadata(live_brokers, decisions, deleted_topics)
-
-    async def stop_replica(self, broker_id: int, partitions: list[tuple[str, int]],
-                           delete: bool) -> None:
-        if broker_id == self.broker.broker_id:
-            self.broker.apply_stop_replica(partitions, delete)
-
-    def controller_moved(self, controller_id: int) -> None:
-        # Metadata must not name this broker as controller while it answers NOT_CONTROLLER
-        self.broker.metadata.controller_id = controller_id
 
 
 def _canonical_host() -> str:

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from moldau.replication import protocol_versions
 from moldau.storage.config import ConfigError as _StorageConfigError
 from moldau.storage.config import LogConfig
 
@@ -106,6 +107,21 @@ class OneOf:
 
     def __str__(self) -> str:
         return "[" + ", ".join(self.values) + "]"
+
+
+@dataclass(frozen=True)
+class InterBrokerProtocol:
+    """Kafka's MetadataVersion validator, limited to the versions Moldau speaks."""
+
+    def check(self, key: str, value: Any) -> None:
+        try:
+            protocol_versions.parse(value)
+        except protocol_versions.UnknownProtocolVersionError as exc:
+            raise ConfigError(key, value, str(exc)) from None
+
+    def __str__(self) -> str:
+        known = protocol_versions.KNOWN_VERSIONS
+        return f"[{known[0]}, ..., {known[-1]}]"
 
 
 @dataclass(frozen=True)
@@ -200,6 +216,7 @@ KEYS_LIST: list[ConfigKey] = [
     acc("compression.zstd.level", "int", 3, "M", P_BROKER, Range(-131072, 22)),
     impl("unclean.leader.election.enable", "boolean", False, "H"),
     impl("inter.broker.protocol.version", "string", INTER_BROKER_PROTOCOL_VERSION, "M",
+         InterBrokerProtocol(),
          note="gates inter-broker request versions and the registration format"),
     impl("fetch.max.bytes", "int", 55 * 1024 * 1024, "M", at_least(1024)),
     impl("max.incremental.fetch.session.cache.slots", "int", 1000, "M", at_least(0),
@@ -211,7 +228,7 @@ KEYS_LIST: list[ConfigKey] = [
     acc("num.network.threads", "int", 3, "H", ONE_LOOP, at_least(1)),
     acc("num.io.threads", "int", 8, "H", ONE_LOOP, at_least(1)),
     acc("num.recovery.threads.per.data.dir", "int", 1, "H", ONE_LOOP, at_least(1)),
-    acc("num.replica.fetchers", "int", 1, "H", P_REPL),
+    impl("num.replica.fetchers", "int", 1, "H"),
     acc("num.replica.alter.log.dirs.threads", "int", None, "H", P_REPL),
     acc("create.topic.policy.class.name", "class", None, "L", JVM_ONLY),
     acc("alter.config.policy.class.name", "class", None, "L", JVM_ONLY),
@@ -223,10 +240,10 @@ KEYS_LIST: list[ConfigKey] = [
     acc("auto.include.jmx.reporter", "boolean", True, "L", JVM_ONLY),
     acc("telemetry.max.bytes", "int", 1024 * 1024, "L", "client telemetry (KIP-714) not offered",
         at_least(1)),
-    acc("controlled.shutdown.enable", "boolean", True, "M", P_REPL),
-    acc("controlled.shutdown.max.retries", "int", 3, "M", P_REPL),
-    acc("controlled.shutdown.retry.backoff.ms", "long", 5000, "M", P_REPL),
-    acc("controller.socket.timeout.ms", "int", 30000, "M", P_REPL),
+    impl("controlled.shutdown.enable", "boolean", True, "M"),
+    impl("controlled.shutdown.max.retries", "int", 3, "M"),
+    impl("controlled.shutdown.retry.backoff.ms", "long", 5000, "M"),
+    impl("controller.socket.timeout.ms", "int", 30000, "M"),
     acc("auto.leader.rebalance.enable", "boolean", True, "H", P_REPL),
     acc("leader.imbalance.per.broker.percentage", "int", 10, "H", P_REPL),
     acc("leader.imbalance.check.interval.seconds", "long", 300, "H", P_REPL, at_least(1)),
@@ -344,14 +361,14 @@ KEYS_LIST: list[ConfigKey] = [
     acc("log.dir.failure.timeout.ms", "long", 30000, "L", KRAFT + " (JBOD failure reporting)",
         at_least(1)),
     # ---- replica.*
-    acc("replica.lag.time.max.ms", "long", 30000, "H", P_REPL),
-    acc("replica.socket.timeout.ms", "int", 30000, "H", P_REPL),
+    impl("replica.lag.time.max.ms", "long", 30000, "H"),
+    impl("replica.socket.timeout.ms", "int", 30000, "H"),
     acc("replica.socket.receive.buffer.bytes", "int", 64 * 1024, "H", P_REPL),
-    acc("replica.fetch.max.bytes", "int", 1024 * 1024, "M", P_REPL, at_least(0)),
-    acc("replica.fetch.wait.max.ms", "int", 500, "M", P_REPL),
-    acc("replica.fetch.min.bytes", "int", 1, "H", P_REPL),
-    acc("replica.fetch.backoff.ms", "int", 1000, "M", P_REPL, at_least(0)),
-    acc("replica.fetch.response.max.bytes", "int", 10 * 1024 * 1024, "M", P_REPL, at_least(0)),
+    impl("replica.fetch.max.bytes", "int", 1024 * 1024, "M", at_least(0)),
+    impl("replica.fetch.wait.max.ms", "int", 500, "M"),
+    impl("replica.fetch.min.bytes", "int", 1, "H"),
+    impl("replica.fetch.backoff.ms", "int", 1000, "M", at_least(0)),
+    impl("replica.fetch.response.max.bytes", "int", 10 * 1024 * 1024, "M", at_least(0)),
     acc("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "H", P_REPL),
     acc("replica.selector.class", "string", None, "M", JVM_ONLY),
     # ---- quotas

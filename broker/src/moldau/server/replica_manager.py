@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -44,6 +45,28 @@ class LeaderAndIsr:
     zk_version: int = 0
 
 
+@dataclass
+class FollowerState:
+    """The leader's view of one follower (Kafka's Replica): where its log ends and when
+    it last caught up with the leader's log end."""
+
+    log_end_offset: int = -1
+    last_caught_up_ms: float = 0.0
+    last_fetch_leader_end: int = -1  # the leader's log end at the follower's last fetch
+    last_fetch_ms: float = 0.0
+
+    def update(self, fetch_offset: int, leader_end: int, now_ms: float) -> None:
+        # Kafka's rule: caught up when the fetch reaches the leader's end now, or the end
+        # the leader had at the previous fetch (the follower got everything then)
+        if fetch_offset >= leader_end:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_end:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_end = leader_end
+        self.last_fetch_ms = now_ms
+
+
 @dataclass(eq=False)
 class Partition:
     topic: str
@@ -53,6 +76,10 @@ class Partition:
     broker_id: int
     state: LeaderAndIsr
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+    # an ISR change being written to ZooKeeper; the high watermark counts both ISRs
+    pending_isr: list[int] | None = None
+    leader_epoch_start_offset: int = 0
 
     @property
     def is_leader(self) -> bool:
@@ -66,14 +93,62 @@ class Partition:
     def name(self) -> str:
         return f"{self.topic}-{self.index}"
 
+    def become_leader(self, now_ms: float, keep_followers: bool) -> None:
+        """A new leader gives every follower a fresh lag clock (none is shrunk for the time
+        before); a leader that stays keeps what it knows of them. The controller's state
+        replaces any ISR change still being written."""
+        known = self.followers if keep_followers else {}
+        self.followers = {r: known.get(r) or FollowerState(last_caught_up_ms=now_ms)
+                          for r in self.state.replicas if r != self.broker_id}
+        self.pending_isr = None
+        self.leader_epoch_start_offset = self.log.log_end_offset
+
     def maybe_increment_high_watermark(self) -> bool:
-        """Move the high watermark to the smallest log end in the ISR (just ours while the
-        ISR is only this broker; followers' positions join with replication). True when it
-        moved; the caller wakes the waiters once for everything that changed."""
+        """Move the high watermark to the smallest log end in the ISR (the pending ISR too,
+        while a change is being written), never backwards. True when it moved; the caller
+        wakes the waiters once for everything that changed."""
         if not self.is_leader:
             return False
+        members = set(self.state.isr) | set(self.pending_isr or ())
+        new = self.log.log_end_offset
+        for replica in members:
+            if replica != self.broker_id:
+                follower = self.followers.get(replica)
+                new = min(new, follower.log_end_offset if follower else -1)
         old = self.log.high_watermark
-        return self.log.update_high_watermark(self.log.log_end_offset) != old
+        if new <= old:
+            return False
+        return self.log.update_high_watermark(new) != old
+
+    def follower_fetched(self, replica_id: int, fetch_offset: int, now_ms: float) -> bool:
+        """A follower fetched from fetch_offset: it has everything before. True when the
+        high watermark moved."""
+        follower = self.followers.get(replica_id)
+        if follower is None:
+            if replica_id not in self.state.replicas:
+                return False
+            follower = self.followers[replica_id] = FollowerState()
+        follower.update(fetch_offset, self.log.log_end_offset, now_ms)
+        return self.maybe_increment_high_watermark()
+
+    def followers_to_add(self) -> list[int]:
+        """Followers outside the ISR that caught up (Kafka's isFollowerInSync): at the high
+        watermark and inside the current leader epoch."""
+        if self.pending_isr is not None:
+            return []
+        hw = self.log.high_watermark
+        return [r for r, f in self.followers.items()
+                if r not in self.state.isr and r in self.state.replicas
+                and f.log_end_offset >= hw
+                and f.log_end_offset >= self.leader_epoch_start_offset]
+
+    def followers_to_drop(self, now_ms: float, lag_max_ms: float) -> list[int]:
+        """ISR followers that have not caught up for replica.lag.time.max.ms."""
+        if self.pending_isr is not None:
+            return []
+        return [r for r in self.state.isr if r != self.broker_id
+                and now_ms - self.followers.get(r, FollowerState()).last_caught_up_ms
+                > lag_max_ms]
 
     def wake(self) -> None:
         """Complete every waiting fetch or produce: something they wait for moved."""
@@ -84,11 +159,81 @@ class Partition:
                     future.set_result(None)
 
 
+# writes a leader's new ISR to ZooKeeper; returns the new partition state version
+IsrWriter = Callable[[Partition, list[int]], Awaitable[int]]
+
+
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager: LogManager) -> None:
+    def __init__(self, broker_id: int, log_manager: LogManager,
+                 isr_writer: IsrWriter | None = None) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.isr_writer = isr_writer
+        self._isr_tasks: set[asyncio.Future[None]] = set()
+
+    # --- the ISR (leaders only) ---------------------------------------------------------
+
+    def follower_fetched(self, partition: Partition, replica_id: int, fetch_offset: int,
+                         now_ms: float) -> None:
+        """Record a follower's fetch: the high watermark may move (waking acks=all
+        produces) and a follower that caught up joins the ISR."""
+        if partition.follower_fetched(replica_id, fetch_offset, now_ms):
+            partition.wake()
+        joining = partition.followers_to_add()
+        if joining:
+            new_isr = sorted(set(partition.state.isr) | set(joining))
+            log.info("[Partition %s broker=%d] Expanding ISR from %s to %s", partition.name,
+                     self.broker_id, _ids(partition.state.isr), _ids(new_isr))
+            self._change_isr(partition, new_isr)
+
+    def shrink_lagging_isrs(self, lag_max_ms: float) -> None:
+        """Drop followers that have not caught up for replica.lag.time.max.ms (Kafka's
+        isr-expiration task)."""
+        now_ms = time.time() * 1000
+        for partition in list(self.partitions.values()):
+            if not partition.is_leader:
+                continue
+            lagging = partition.followers_to_drop(now_ms, lag_max_ms)
+            if not lagging:
+                continue
+            new_isr = [r for r in partition.state.isr if r not in lagging]
+            log.info("[Partition %s broker=%d] Shrinking ISR from %s to %s. Leader: "
+                     "(highWatermark: %d, endOffset: %d). Out of sync replicas: %s.",
+                     partition.name, self.broker_id, _ids(partition.state.isr), _ids(new_isr),
+                     partition.log.high_watermark, partition.log.log_end_offset,
+                     ", ".join(f"(brokerId: {r}, endOffset: "
+                               f"{partition.followers[r].log_end_offset})"
+                               for r in lagging if r in partition.followers))
+            self._change_isr(partition, new_isr)
+
+    def _change_isr(self, partition: Partition, new_isr: list[int]) -> None:
+        if self.isr_writer is None:
+            return
+        partition.pending_isr = new_isr
+        task = asyncio.ensure_future(self._write_isr(partition, new_isr))
+        self._isr_tasks.add(task)
+        task.add_done_callback(self._isr_tasks.discard)
+
+    async def _write_isr(self, partition: Partition, new_isr: list[int]) -> None:
+        state = partition.state
+        assert self.isr_writer is not None
+        try:
+            version = await self.isr_writer(partition, new_isr)
+        except Exception as exc:  # a conflict or an outage: the controller's word stands
+            log.info("[Partition %s broker=%d] Failed to update the ISR to %s: %s; waiting "
+                     "for the controller's state", partition.name, self.broker_id,
+                     _ids(new_isr), exc)
+            version = None
+        if partition.pending_isr is new_isr:
+            partition.pending_isr = None
+        if version is not None and partition.state is state:
+            state.isr = list(new_isr)
+            state.zk_version = version
+            log.info("[Partition %s broker=%d] ISR updated to %s and zkVersion updated to "
+                     "[%d]", partition.name, self.broker_id, _ids(new_isr), version)
+        partition.maybe_increment_high_watermark()
+        partition.wake()
 
     # --- leadership (from the controller) ------------------------------------------------
 
@@ -109,10 +254,12 @@ class ReplicaManager:
                 "epoch %d is newer", partition.name, state.leader_epoch,
                 partition.state.leader_epoch)
             return partition
+        was_leader = partition.is_leader
         partition.state = state
         if partition.is_leader:
             # a new leader epoch starts at the log end (Kafka's leader epoch cache entry)
             partition.log.epochs.assign(state.leader_epoch, partition.log.log_end_offset)
+            partition.become_leader(time.time() * 1000, keep_followers=was_leader)
             partition.maybe_increment_high_watermark()
             state_change_log.info(
                 "Leader %s starts at leader epoch %d from offset %d with partition epoch %d, "
@@ -174,7 +321,12 @@ class ReplicaManager:
                     partition.waiters.remove(future)
 
     def shutdown(self) -> None:
+        for task in self._isr_tasks:
+            task.cancel()
         for partition in self.partitions.values():
             partition.wake()
         self.partitions.clear()
 
+
+def _ids(replicas: Iterable[int]) -> str:
+    return ",".join(str(r) for r in replicas)

@@ -7,6 +7,12 @@ from typing import TYPE_CHECKING
 from .api_versions import ApiVersionsHandler
 from .cluster_info import DescribeClusterHandler, DescribeLogDirsHandler
 from .configs import AlterConfigsHandler, DescribeConfigsHandler, IncrementalAlterConfigsHandler
+from .controller_requests import (
+    ControlledShutdownHandler,
+    LeaderAndIsrHandler,
+    StopReplicaHandler,
+    UpdateMetadataHandler,
+)
 from .fetch import FetchHandler
 from .groups import (
     DeleteGroupsHandler,
@@ -38,6 +44,10 @@ HANDLERS = {
     1: FetchHandler,
     2: ListOffsetsHandler,
     3: MetadataHandler,
+    4: LeaderAndIsrHandler,
+    5: StopReplicaHandler,
+    6: UpdateMetadataHandler,
+    7: ControlledShutdownHandler,
     8: OffsetCommitHandler,
     9: OffsetFetchHandler,
     10: FindCoordinatorHandler,

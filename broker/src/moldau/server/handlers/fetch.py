@@ -5,7 +5,8 @@ sendfile.
 
 Fetch sessions (KIP-227) are not kept: every answer carries session id 0, which tells the
 client to send full fetch requests, as Kafka does when its session cache is full.
-Follower fetches arrive with replication (replica_id >= 0 is refused until then).
+A follower's fetch (replica_id >= 0, CLUSTER_ACTION) reads up to the log end and tells the
+leader how far the follower got: that moves the high watermark and grows the ISR.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from moldau.errors import (
     FencedLeaderEpochError,
     KafkaError,
-    NotLeaderOrFollowerError,
     TopicAuthorizationFailedError,
     UnknownLeaderEpochError,
     UnknownTopicIdError,
@@ -25,6 +25,7 @@ from moldau.protocol.messages.fetch_response import FetchResponse
 
 from ..replica_manager import Partition
 from ..responses import FileRecords
+from .cluster_info import CLUSTER_NAME
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -52,7 +53,7 @@ def check_leader_epoch(partition: Partition, requested: int) -> None:
 
 
 class FetchHandler:
-    MIN_VERSION, MAX_VERSION = 4, 16
+    MIN_VERSION, MAX_VERSION = 4, 17
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
@@ -60,21 +61,21 @@ class FetchHandler:
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
         replica_id = request.replica_id if version <= 14 else request.replica_state.replica_id
-        if replica_id >= 0:
-            return self._error_response(request, NotLeaderOrFollowerError.code)
+        if replica_id >= 0 and not ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
+            return self._error_response(request, TopicAuthorizationFailedError.code)
         if request.session_id != 0 or request.session_epoch > 0:
             # an incremental request for a session we never created
             return FetchResponse(error_code=FETCH_SESSION_ID_NOT_FOUND, session_id=0,
                                  responses=[])
-        wanted = self._resolve(ctx, request, version)
-        response, total, partitions, errors = self._read(request, wanted, version)
+        wanted = self._resolve(ctx, request, version, replica_id >= 0)
+        response, total, partitions, errors = self._read(request, wanted, version, replica_id)
         if (request.max_wait_ms <= 0 or total >= request.min_bytes or errors
                 or not partitions):
             return response
-        return self._long_poll(request, wanted, partitions, version)
+        return self._long_poll(request, wanted, partitions, version, replica_id)
 
     async def _long_poll(self, request: Any, wanted: list[Any],
-                         partitions: list[Partition], version: int) -> Any:
+                         partitions: list[Partition], version: int, replica_id: int) -> Any:
         deadline = time.monotonic() + request.max_wait_ms / 1000
         rm = self.broker.replica_manager
         while True:
@@ -82,12 +83,14 @@ class FetchHandler:
             if remaining <= 0:
                 break
             await rm.wait_for_change(partitions, remaining)
-            response, total, partitions, errors = self._read(request, wanted, version)
+            response, total, partitions, errors = self._read(request, wanted, version,
+                                                             replica_id)
             if total >= request.min_bytes or errors or not partitions:
                 return response
-        return self._read(request, wanted, version)[0]
+        return self._read(request, wanted, version, replica_id)[0]
 
-    def _resolve(self, ctx: RequestContext, request: Any, version: int) -> list[Any]:
+    def _resolve(self, ctx: RequestContext, request: Any, version: int,
+                 from_follower: bool) -> list[Any]:
         """[(topic name or None, topic id, topic entry, authorized)] in request order."""
         metadata = self.broker.metadata
         resolved = []
@@ -98,15 +101,18 @@ class FetchHandler:
             else:
                 name = topic.topic
                 topic_id = metadata.topic_id(name) if name is not None else None
-            authorized = name is not None and ctx.authorize("READ", "TOPIC", name)
+            authorized = name is not None and (
+                from_follower or ctx.authorize("READ", "TOPIC", name))
             resolved.append((name, topic_id, topic, authorized))
         return resolved
 
-    def _read(self, request: Any, wanted: list[Any],
-              version: int) -> tuple[Any, int, list[Partition], bool]:
+    def _read(self, request: Any, wanted: list[Any], version: int,
+              replica_id: int) -> tuple[Any, int, list[Partition], bool]:
         rm = self.broker.replica_manager
         metadata = self.broker.metadata
-        isolation = request.isolation_level
+        # a follower reads to the log end; a consumer to the high watermark or the LSO
+        isolation = request.isolation_level if replica_id < 0 else None
+        now_ms = time.time() * 1000
         with_start = version >= 5
         budget = request.max_bytes
         min_one = True  # the first batch found is sent even when larger than the limits
@@ -127,6 +133,8 @@ class FetchHandler:
                         name, fp.partition, metadata.partition(name, fp.partition) is not None)
                     check_leader_epoch(partition, fp.current_leader_epoch)
                     plog = partition.log
+                    if replica_id >= 0:
+                        rm.follower_fetched(partition, replica_id, fp.fetch_offset, now_ms)
                     fetched.append(partition)
                     out.high_watermark = plog.high_watermark
                     out.last_stable_offset = plog.last_stable_offset

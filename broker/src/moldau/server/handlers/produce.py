@@ -18,6 +18,7 @@ from moldau.errors import (
     InvalidTopicError,
     KafkaError,
     KafkaStorageError,
+    NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     RequestTimedOutError,
     TopicAuthorizationFailedError,
@@ -133,10 +134,16 @@ class ProduceHandler:
             if not left or remaining <= 0:
                 break
             await rm.wait_for_change([p for p, _ in left], remaining)
-        timed_out = {(p.topic, p.index) for p, o in waiting if p.log.high_watermark < o}
-        if timed_out:
+        errors: dict[tuple[str, int], int] = {}
+        for p, o in waiting:
+            if p.log.high_watermark < o:
+                errors[(p.topic, p.index)] = RequestTimedOutError.code
+            elif len(p.state.isr) < p.log.config.min_insync_replicas:
+                # replicated, but the ISR shrank below the minimum meanwhile (Kafka's
+                # checkEnoughReplicasReachOffset)
+                errors[(p.topic, p.index)] = NotEnoughReplicasAfterAppendError.code
+        if errors:
             for topic in response.responses:
                 for pr in topic.partition_responses:
-                    if (topic.name, pr.index) in timed_out:
-                        pr.error_code = RequestTimedOutError.code
+                    pr.error_code = errors.get((topic.name, pr.index), pr.error_code)
         return response

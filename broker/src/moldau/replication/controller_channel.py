@@ -1,0 +1,317 @@
+"""How the controller reaches the brokers (Kafka's ControllerChannelManager).
+
+Requests to this broker are applied in place; each other live broker gets a queue and a
+sender task (Kafka's RequestSendThread) that connects to its inter-broker listener and
+sends the queued requests in order, retrying on connection errors until the request goes
+through or the broker leaves /brokers/ids. The controller never waits for the brokers:
+it queues and moves on, as Kafka's does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from moldau.client.broker_connection import BrokerConnection
+from moldau.cluster import zk_data
+from moldau.cluster.controller import PartitionDecision
+from moldau.protocol.fit import fit_to_version
+from moldau.protocol.messages.leader_and_isr_request import LeaderAndIsrRequest
+from moldau.protocol.messages.stop_replica_request import StopReplicaRequest
+from moldau.protocol.messages.update_metadata_request import UpdateMetadataRequest
+
+from .protocol_versions import InterBrokerVersions
+
+if TYPE_CHECKING:
+    from moldau.server.broker import Broker
+
+log = logging.getLogger("kafka.controller.RequestSendThread")
+
+LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
+LEADER_DURING_DELETE = -2  # UpdateMetadata's mark of a topic being deleted
+RETRY_BACKOFF_S = 0.1
+ZERO_UUID = UUID(int=0)
+
+
+class BrokerSender:
+    """The queue of requests to one broker and the task that sends them."""
+
+    def __init__(self, broker_id: int, registration: zk_data.BrokerRegistration,
+                 listener: str, client_id: str, ssl_context: ssl.SSLContext | None,
+                 timeout_s: float) -> None:
+        self.broker_id = broker_id
+        self.registration = registration
+        self.listener = listener
+        self.client_id = client_id
+        self.ssl_context = ssl_context
+        self.timeout_s = timeout_s
+        self.queue: asyncio.Queue[tuple[int, int, Any]] = asyncio.Queue()
+        self.connection: BrokerConnection | None = None
+        self.task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            api_key, version, body = await self.queue.get()
+            while True:
+                try:
+                    connection = await self._connect()
+                    response = await connection.request(api_key, version, body, self.timeout_s)
+                    if response.error_code:
+                        log.warning("Broker %d answered API %d with error %d",
+                                    self.broker_id, api_key, response.error_code)
+                    break
+                except (OSError, ConnectionError, TimeoutError) as exc:
+                    log.warning("Controller's connection to broker %d failed: %s; retrying",
+                                self.broker_id, exc)
+                    if self.connection is not None:
+                        self.connection.close()
+                        self.connection = None
+                    await asyncio.sleep(RETRY_BACKOFF_S)
+
+    async def _connect(self) -> BrokerConnection:
+        if self.connection is not None and not self.connection.closed:
+            return self.connection
+        endpoint = self.registration.endpoint(self.listener)
+        if endpoint is None:
+            raise ConnectionError(f"broker {self.broker_id} has no {self.listener} listener")
+        self.connection = await BrokerConnection.connect(
+            endpoint.host or "localhost", endpoint.port, client_id=self.client_id,
+            ssl_context=self.ssl_context, timeout_s=self.timeout_s)
+        return self.connection
+
+    def close(self) -> None:
+        self.task.cancel()
+        if self.connection is not None:
+            self.connection.close()
+
+
+class NetworkControllerChannel:
+    def __init__(self, broker: Broker, versions: InterBrokerVersions,
+                 ssl_context_for: Callable[[], ssl.SSLContext | None]) -> None:
+        self.broker = broker
+        self.versions = versions
+        self.ssl_context_for = ssl_context_for
+        self.senders: dict[int, BrokerSender] = {}
+        self.epochs: dict[int, int] = {}  # broker id -> broker epoch (czxid of its znode)
+
+    @property
+    def local_id(self) -> int:
+        return self.broker.broker_id
+
+    def set_live_brokers(self, live: Iterable[zk_data.BrokerRegistration]) -> None:
+        """Keep one sender per other live broker; a re-registered one gets a fresh one."""
+        live_by_id = {b.id: b for b in live}
+        for broker_id in list(self.senders):
+            registration = live_by_id.get(broker_id)
+            if registration is None or registration.epoch != self.epochs.get(broker_id):
+                self.senders.pop(broker_id).close()
+        for broker_id, registration in live_by_id.items():
+            self.epochs[broker_id] = registration.epoch
+            if broker_id != self.local_id and broker_id not in self.senders:
+                self.senders[broker_id] = BrokerSender(
+                    broker_id, registration, self.broker.config.inter_broker_listener_name,
+                    f"controller-{self.local_id}", self.ssl_context_for(),
+                    self.broker.config["controller.socket.timeout.ms"] / 1000)
+
+    def _send(self, broker_id: int, api_key: int, version: int, body: Any) -> None:
+        sender = self.senders.get(broker_id)
+        if sender is not None:
+            sender.queue.put_nowait((api_key, version, fit_to_version(body, version)))
+
+    # --- the ControllerChannel protocol ---------------------------------------------------
+
+    async def leader_and_isr(self, broker_id: int, decisions: list[PartitionDecision]) -> None:
+        if broker_id == self.local_id:
+            await self.broker.load_topic_overrides({d.topic for d in decisions})
+            self.broker.apply_leader_and_isr(decisions)
+            return
+        self._send(broker_id, LEADER_AND_ISR, self.versions.leader_and_isr,
+                   leader_and_isr_request(decisions, self.local_id, self.epochs.get(broker_id, -1),
+                                          self._leaders(decisions)))
+
+    async def update_metadata(self, broker_ids: Iterable[int],
+                              live_brokers: list[zk_data.BrokerRegistration],
+                              decisions: list[PartitionDecision],
+                              deleted_topics: list[str]) -> None:
+        self.set_live_brokers(live_brokers)
+        for broker_id in broker_ids:
+            if broker_id == self.local_id:
+                self.broker.apply_update_metadata(live_brokers, decisions, deleted_topics)
+                continue
+            self._send(broker_id, UPDATE_METADATA, self.versions.update_metadata,
+                       update_metadata_request(decisions, deleted_topics, live_brokers,
+                                               self.local_id, self.epochs.get(broker_id, -1),
+                                               self._controller_epoch(decisions)))
+
+    async def stop_replica(self, broker_id: int, partitions: list[tuple[str, int]],
+                           delete: bool) -> None:
+        if broker_id == self.local_id:
+            self.broker.apply_stop_replica(partitions, delete)
+            return
+        self._send(broker_id, STOP_REPLICA, self.versions.stop_replica, stop_replica_request(
+            partitions, delete, self.local_id, self.epochs.get(broker_id, -1),
+            self.broker.controller.epoch if self.broker.controller else 0))
+
+    def controller_moved(self, controller_id: int) -> None:
+        # Metadata must not name this broker as controller while it answers NOT_CONTROLLER
+        self.broker.metadata.controller_id = controller_id
+        if controller_id != self.local_id:
+            self.close()
+
+    def _leaders(self, decisions: list[PartitionDecision]) -> list[Any]:
+        listener = self.broker.config.inter_broker_listener_name
+        leaders = []
+        for leader in sorted({d.leader for d in decisions if d.leader >= 0}):
+            sender = self.senders.get(leader)
+            registration = sender.registration if sender else None
+            endpoint = registration.endpoint(listener) if registration else None
+            if endpoint is not None:
+                leaders.append(LeaderAndIsrRequest.LeaderAndIsrLiveLeader(
+                    broker_id=leader, host_name=endpoint.host or "", port=endpoint.port))
+        return leaders
+
+    def _controller_epoch(self, decisions: list[PartitionDecision]) -> int:
+        if self.broker.controller is not None:
+            return self.broker.controller.epoch
+        return max((d.controller_epoch for d in decisions), default=0)
+
+    def close(self) -> None:
+        for sender in self.senders.values():
+            sender.close()
+        self.senders.clear()
+
+
+# --- request building (and reading back, for the receiving broker) -------------------------
+
+def leader_and_isr_request(decisions: list[PartitionDecision], controller_id: int,
+                           broker_epoch: int, live_leaders: list[Any]) -> Any:
+    by_topic: dict[str, list[PartitionDecision]] = {}
+    for d in decisions:
+        by_topic.setdefault(d.topic, []).append(d)
+    controller_epoch = max((d.controller_epoch for d in decisions), default=0)
+    return LeaderAndIsrRequest(
+        controller_id=controller_id, controller_epoch=controller_epoch,
+        broker_epoch=broker_epoch, type=0, live_leaders=live_leaders,
+        ungrouped_partition_states=[e for t in by_topic.values() for e in _states(t, True)],
+        topic_states=[LeaderAndIsrRequest.LeaderAndIsrTopicState(
+            topic_name=name, topic_id=ds[0].topic_id, partition_states=_states(ds, False))
+            for name, ds in by_topic.items()])
+
+
+def _states(decisions: list[PartitionDecision], with_topic: bool) -> list[Any]:
+    return [LeaderAndIsrRequest.LeaderAndIsrPartitionState(
+        topic_name=d.topic if with_topic else "", partition_index=d.partition,
+        controller_epoch=d.controller_epoch, leader=d.leader, leader_epoch=d.leader_epoch,
+        isr=list(d.isr), partition_epoch=d.zk_version, replicas=list(d.replicas),
+        adding_replicas=[], removing_replicas=[], is_new=False) for d in decisions]
+
+
+def decisions_from_leader_and_isr(request: Any, version: int,
+                                  topic_ids: Callable[[str], Any]) -> list[PartitionDecision]:
+    if version >= 2:
+        pairs = [(t.topic_name, t.topic_id if version >= 5 else topic_ids(t.topic_name), p)
+                 for t in request.topic_states for p in t.partition_states]
+    else:
+        pairs = [(p.topic_name, topic_ids(p.topic_name), p)
+                 for p in request.ungrouped_partition_states]
+    return [PartitionDecision(name, topic_id, p.partition_index, p.leader, p.leader_epoch,
+                              list(p.isr), list(p.replicas), p.partition_epoch,
+                              p.controller_epoch) for name, topic_id, p in pairs]
+
+
+def update_metadata_request(decisions: list[PartitionDecision], deleted: list[str],
+                            live: list[zk_data.BrokerRegistration], controller_id: int,
+                            broker_epoch: int, controller_epoch: int) -> Any:
+    U = UpdateMetadataRequest
+    by_topic: dict[str, list[Any]] = {}
+    ids: dict[str, Any] = {}
+    alive = {b.id for b in live}
+    for d in decisions:
+        ids[d.topic] = d.topic_id
+        by_topic.setdefault(d.topic, []).append(U.UpdateMetadataPartitionState(
+            topic_name=d.topic, partition_index=d.partition, controller_epoch=d.controller_epoch,
+            leader=d.leader, leader_epoch=d.leader_epoch, isr=list(d.isr),
+            zk_version=d.zk_version, replicas=list(d.replicas),
+            offline_replicas=[r for r in d.replicas if r not in alive]))
+    for name in deleted:
+        by_topic.setdefault(name, []).append(U.UpdateMetadataPartitionState(
+            topic_name=name, partition_index=0, controller_epoch=controller_epoch,
+            leader=LEADER_DURING_DELETE, leader_epoch=0, isr=[], zk_version=0, replicas=[],
+            offline_replicas=[]))
+    brokers = [U.UpdateMetadataBroker(id=b.id, endpoints=[
+        U.UpdateMetadataEndpoint(port=e.port, host=e.host or "", listener=e.listener_name,
+                                 security_protocol=_PROTOCOL_IDS[e.security_protocol])
+        for e in b.endpoints], rack=b.rack) for b in live]
+    return U(controller_id=controller_id, controller_epoch=controller_epoch,
+             broker_epoch=broker_epoch, live_brokers=brokers,
+             ungrouped_partition_states=[s for ss in by_topic.values() for s in ss],
+             topic_states=[U.UpdateMetadataTopicState(
+                 topic_name=name, topic_id=ids.get(name, ZERO_UUID), partition_states=states)
+                 for name, states in by_topic.items()])
+
+
+_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+_PROTOCOL_NAMES = {v: k for k, v in _PROTOCOL_IDS.items()}
+
+
+def read_update_metadata(request: Any, version: int, topic_ids: Callable[[str], Any]) -> tuple[
+        list[zk_data.BrokerRegistration], list[PartitionDecision], list[str]]:
+    live = [zk_data.BrokerRegistration(
+        id=b.id, rack=b.rack, endpoints=[zk_data.EndPoint(
+            e.listener, e.host, e.port, _PROTOCOL_NAMES.get(e.security_protocol, "PLAINTEXT"))
+            for e in b.endpoints]) for b in request.live_brokers]
+    if version >= 5:
+        pairs = [(t.topic_name, t.topic_id if version >= 7 else None, p)
+                 for t in request.topic_states for p in t.partition_states]
+    else:
+        pairs = [(p.topic_name, None, p) for p in request.ungrouped_partition_states]
+    decisions, deleted = [], []
+    for name, topic_id, p in pairs:
+        if p.leader == LEADER_DURING_DELETE:
+            if name not in deleted:
+                deleted.append(name)
+            continue
+        decisions.append(PartitionDecision(
+            name, topic_id if topic_id is not None else topic_ids(name), p.partition_index,
+            p.leader, p.leader_epoch, list(p.isr), list(p.replicas), p.zk_version,
+            p.controller_epoch))
+    return live, decisions, deleted
+
+
+def stop_replica_request(partitions: list[tuple[str, int]], delete: bool, controller_id: int,
+                         broker_epoch: int, controller_epoch: int) -> Any:
+    S = StopReplicaRequest
+    by_topic: dict[str, list[int]] = {}
+    for topic, index in partitions:
+        by_topic.setdefault(topic, []).append(index)
+    return S(controller_id=controller_id, controller_epoch=controller_epoch,
+             broker_epoch=broker_epoch, delete_partitions=delete,
+             ungrouped_partitions=[S.StopReplicaPartitionV0(topic_name=t, partition_index=i)
+                                   for t, i in partitions],
+             topics=[S.StopReplicaTopicV1(name=t, partition_indexes=ix)
+                     for t, ix in by_topic.items()],
+             topic_states=[S.StopReplicaTopicState(topic_name=t, partition_states=[
+                 S.StopReplicaPartitionState(partition_index=i, leader_epoch=-1,
+                                             delete_partition=delete) for i in ix])
+                 for t, ix in by_topic.items()])
+
+
+def read_stop_replica(request: Any, version: int) -> dict[bool, list[tuple[str, int]]]:
+    """The partitions to stop, grouped by whether their logs are deleted."""
+    out: dict[bool, list[tuple[str, int]]] = {True: [], False: []}
+    if version >= 3:
+        for t in request.topic_states:
+            for p in t.partition_states:
+                out[p.delete_partition].append((t.topic_name, p.partition_index))
+    elif version >= 1:
+        for t in request.topics:
+            out[request.delete_partitions].extend((t.name, i) for i in t.partition_indexes)
+    else:
+        out[request.delete_partitions].extend(
+            (p.topic_name, p.partition_index) for p in request.ungrouped_partitions)
+    return out
+

@@ -1,0 +1,356 @@
+"""Followers copy their leaders' logs (Kafka's ReplicaFetcherManager and ReplicaFetcherThread).
+
+Each follower partition is handled by one fetcher: one per (leader, fetcher index), where
+the index spreads partitions over `num.replica.fetchers` connections to that leader. A
+fetcher first truncates each new partition where its log may diverge from the leader's
+(OffsetForLeaderEpoch for its latest epoch: the leader says where that epoch ends), then
+fetches from its log end with the broker's replica id, appends the leader's batches with
+their offsets and follows the leader's high watermark and log start offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from moldau.client.broker_connection import BrokerConnection
+from moldau.errors import KafkaError
+from moldau.protocol.messages.fetch_request import FetchRequest
+from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
+from moldau.protocol.messages.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
+from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
+
+from .protocol_versions import InterBrokerVersions
+
+if TYPE_CHECKING:
+    from moldau.server.replica_manager import Partition
+
+log = logging.getLogger("kafka.server.ReplicaFetcherThread")
+
+FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 1, 2, 23
+OFFSET_OUT_OF_RANGE = 1
+EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class FetcherConfig:
+    broker_id: int
+    num_fetchers: int = 1
+    max_wait_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 10 * 1024 * 1024  # replica.fetch.response.max.bytes
+    partition_max_bytes: int = 1024 * 1024  # replica.fetch.max.bytes
+    backoff_ms: int = 1000
+    socket_timeout_ms: int = 30000
+
+
+@dataclass(eq=False)
+class FetchState:
+    partition: Partition
+    truncating: bool = True
+    delayed_until: float = 0.0
+
+    @property
+    def tp(self) -> TopicPartition:
+        return self.partition.topic, self.partition.index
+
+
+class ReplicaFetcher:
+    """The fetches from one leader for the partitions given to this fetcher."""
+
+    def __init__(self, name: str, leader_id: int, config: FetcherConfig,
+                 versions: InterBrokerVersions,
+                 endpoint: Callable[[int], tuple[str, int] | None],
+                 ssl_context: ssl.SSLContext | None,
+                 on_appended: Callable[[Partition], None]) -> None:
+        self.name = name
+        self.leader_id = leader_id
+        self.config = config
+        self.versions = versions
+        self.endpoint = endpoint
+        self.ssl_context = ssl_context
+        self.on_appended = on_appended
+        self.states: dict[TopicPartition, FetchState] = {}
+        self.connection: BrokerConnection | None = None
+        self._wake = asyncio.Event()
+        self.task = asyncio.ensure_future(self._run())
+
+    def add(self, partition: Partition) -> None:
+        self.states[(partition.topic, partition.index)] = FetchState(partition)
+        self._wake.set()
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.states.pop(tp, None)
+
+    async def _run(self) -> None:
+        log.info("[%s] Starting", self.name)
+        backoff = self.config.backoff_ms / 1000
+        while True:
+            if not self.states:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            try:
+                connection = await self._connect()
+                now = _now()
+                truncating = [s for s in self.states.values()
+                              if s.truncating and s.delayed_until <= now]
+                if truncating:
+                    await self._truncate(connection, truncating)
+                ready = [s for s in self.states.values()
+                         if not s.truncating and s.delayed_until <= now]
+                if ready:
+                    await self._fetch(connection, ready)
+                else:
+                    await asyncio.sleep(min(backoff, 0.1))
+            except asyncio.CancelledError:
+                raise
+            except (OSError, ConnectionError, TimeoutError) as exc:
+                log.warning("[%s] Error in fetch from broker %d: %s", self.name,
+                            self.leader_id, exc)
+                self._disconnect()
+                await asyncio.sleep(backoff)
+            except Exception:
+                log.exception("[%s] Unexpected error in fetch from broker %d", self.name,
+                              self.leader_id)
+                self._disconnect()
+                await asyncio.sleep(backoff)
+
+    async def _connect(self) -> BrokerConnection:
+        if self.connection is not None and not self.connection.closed:
+            return self.connection
+        address = self.endpoint(self.leader_id)
+        if address is None:
+            raise ConnectionError(f"no endpoint known for broker {self.leader_id}")
+        self.connection = await BrokerConnection.connect(
+            address[0], address[1], client_id=f"broker-{self.config.broker_id}-fetcher",
+            ssl_context=self.ssl_context, timeout_s=self.config.socket_timeout_ms / 1000)
+        return self.connection
+
+    def _disconnect(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    # --- truncation -----------------------------------------------------------------------
+
+    async def _truncate(self, connection: BrokerConnection, states: list[FetchState]) -> None:
+        R = OffsetForLeaderEpochRequest
+        by_topic: dict[str, list[Any]] = {}
+        for s in states:
+            p = s.partition
+            by_topic.setdefault(p.topic, []).append(R.OffsetForLeaderPartition(
+                partition=p.index, current_leader_epoch=p.leader_epoch,
+                leader_epoch=p.log.epochs.latest_epoch))
+        request = R(replica_id=self.config.broker_id, topics=[
+            R.OffsetForLeaderTopic(topic=t, partitions=ps) for t, ps in by_topic.items()])
+        response = await connection.request(OFFSET_FOR_LEADER_EPOCH,
+                                            self.versions.offset_for_leader_epoch, request,
+                                            self.config.socket_timeout_ms / 1000)
+        answers = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
+        for s in states:
+            answer = answers.get(s.tp)
+            if s.tp not in self.states or self.states[s.tp] is not s:
+                continue  # removed or re-added meanwhile
+            if answer is None or answer.error_code:
+                self._delay(s, answer.error_code if answer else -1)
+                continue
+            self._truncate_one(s, answer.leader_epoch, answer.end_offset)
+
+    def _truncate_one(self, state: FetchState, leader_epoch: int, leader_end: int) -> None:
+        plog = state.partition.log
+        if leader_end == UNDEFINED_OFFSET or leader_epoch == UNDEFINED_EPOCH:
+            # the leader knows nothing of our epoch: keep what is committed
+            target = plog.high_watermark
+        else:
+            # where the epoch the leader names ends in our log bounds what we keep
+            _, ours = plog.epochs.end_offset_for(leader_epoch, plog.log_end_offset)
+            target = min(leader_end, ours if ours != UNDEFINED_OFFSET else leader_end)
+        target = min(target, plog.log_end_offset)
+        if target < plog.log_end_offset:
+            log.info("[%s] Truncating partition %s with leader epoch %d to offset %d (log "
+                     "end %d)", self.name, state.partition.name, leader_epoch, target,
+                     plog.log_end_offset)
+            plog.truncate_to(target)
+        state.truncating = False
+
+    # --- fetching -------------------------------------------------------------------------
+
+    async def _fetch(self, connection: BrokerConnection, states: list[FetchState]) -> None:
+        version = self.versions.fetch
+        request = self._fetch_request(states, version)
+        response = await connection.request(
+            FETCH, version, request,
+            self.config.socket_timeout_ms / 1000 + self.config.max_wait_ms / 1000)
+        if response.error_code:
+            log.warning("[%s] Fetch from broker %d failed with error %d", self.name,
+                        self.leader_id, response.error_code)
+            await asyncio.sleep(self.config.backoff_ms / 1000)
+            return
+        by_key = {((s.partition.topic_id if version >= 13 else s.partition.topic),
+                   s.partition.index): s for s in states}
+        for topic in response.responses:
+            key_topic = topic.topic_id if version >= 13 else topic.topic
+            for data in topic.partitions:
+                state = by_key.get((key_topic, data.partition_index))
+                if state is None or self.states.get(state.tp) is not state:
+                    continue
+                if data.error_code:
+                    await self._on_error(connection, state, data.error_code)
+                    continue
+                try:
+                    self._append(state, data)
+                except KafkaError as exc:  # a corrupt batch, a full disk: this one waits
+                    log.error("[%s] Error appending to %s: %s", self.name,
+                              state.partition.name, exc)
+                    self._delay(state, exc.code)
+
+    def _fetch_request(self, states: list[FetchState], version: int) -> Any:
+        F = FetchRequest
+        by_topic: dict[Any, list[Any]] = {}
+        names: dict[Any, str] = {}
+        for s in states:
+            p = s.partition
+            key = p.topic_id if version >= 13 else p.topic
+            names[key] = p.topic
+            by_topic.setdefault(key, []).append(F.FetchPartition(
+                partition=p.index, current_leader_epoch=p.leader_epoch,
+                fetch_offset=p.log.log_end_offset, last_fetched_epoch=-1,
+                log_start_offset=p.log.log_start_offset,
+                partition_max_bytes=self.config.partition_max_bytes))
+        request = F(replica_id=self.config.broker_id, max_wait_ms=self.config.max_wait_ms,
+                    min_bytes=self.config.min_bytes, max_bytes=self.config.max_bytes,
+                    isolation_level=0, session_id=0, session_epoch=-1,
+                    topics=[F.FetchTopic(topic=names[k], topic_id=k if version >= 13 else None,
+                                         partitions=ps) for k, ps in by_topic.items()],
+                    forgotten_topics_data=[], rack_id="")
+        if version >= 15:
+            request.replica_id = -1
+            request.replica_state = F.ReplicaState(replica_id=self.config.broker_id,
+                                                   replica_epoch=-1)
+        return request
+
+    def _append(self, state: FetchState, data: Any) -> None:
+        partition = state.partition
+        plog = partition.log
+        records = data.records
+        if records:
+            plog.append_as_follower(records)
+        # a follower's high watermark: the leader's, as far as this log reaches
+        plog.update_high_watermark(min(data.high_watermark, plog.log_end_offset))
+        if plog.log_start_offset < data.log_start_offset <= plog.high_watermark:
+            plog.delete_records(data.log_start_offset)
+        if records:
+            self.on_appended(partition)
+
+    async def _on_error(self, connection: BrokerConnection, state: FetchState,
+                        code: int) -> None:
+        if code != OFFSET_OUT_OF_RANGE:
+            self._delay(state, code)
+            return
+        # Kafka's rule: past the leader's end, truncate to it; before the leader's start,
+        # start over at the leader's start
+        plog = state.partition.log
+        latest = await self._leader_offset(connection, state, LATEST_TIMESTAMP)
+        if latest is not None and plog.log_end_offset > latest:
+            log.warning("[%s] Truncating %s to the leader's end offset %d", self.name,
+                        state.partition.name, latest)
+            plog.truncate_to(max(latest, plog.high_watermark))
+            return
+        earliest = await self._leader_offset(connection, state, EARLIEST_TIMESTAMP)
+        if earliest is not None and plog.log_end_offset < earliest:
+            log.warning("[%s] Restarting %s at the leader's log start offset %d", self.name,
+                        state.partition.name, earliest)
+            plog.truncate_fully_and_start_at(earliest)
+            return
+        self._delay(state, code)
+
+    async def _leader_offset(self, connection: BrokerConnection, state: FetchState,
+                             timestamp: int) -> int | None:
+        L = ListOffsetsRequest
+        p = state.partition
+        request = L(replica_id=self.config.broker_id, isolation_level=0, topics=[
+            L.ListOffsetsTopic(name=p.topic, partitions=[L.ListOffsetsPartition(
+                partition_index=p.index, current_leader_epoch=p.leader_epoch,
+                timestamp=timestamp)])])
+        response = await connection.request(LIST_OFFSETS, 4, request,
+                                            self.config.socket_timeout_ms / 1000)
+        answer = response.topics[0].partitions[0]
+        return None if answer.error_code else answer.offset
+
+    def _delay(self, state: FetchState, code: int) -> None:
+        log.info("[%s] Partition %s backs off after error %d from broker %d", self.name,
+                 state.partition.name, code, self.leader_id)
+        state.delayed_until = _now() + self.config.backoff_ms / 1000
+        state.truncating = True  # a leader change may follow: check for divergence again
+
+    def close(self) -> None:
+        self.task.cancel()
+        self._disconnect()
+
+
+class ReplicaFetcherManager:
+    def __init__(self, config: FetcherConfig, versions: InterBrokerVersions,
+                 endpoint: Callable[[int], tuple[str, int] | None],
+                 ssl_context_for: Callable[[], ssl.SSLContext | None],
+                 on_appended: Callable[[Partition], None]) -> None:
+        self.config = config
+        self.versions = versions
+        self.endpoint = endpoint
+        self.ssl_context_for = ssl_context_for
+        self.on_appended = on_appended
+        self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self.assigned: dict[TopicPartition, tuple[int, int]] = {}
+        self.closed = False
+        self._closing: set[asyncio.Future[None]] = set()  # stopped fetchers' tasks
+
+    def add_partition(self, partition: Partition, leader_id: int) -> None:
+        """Follow leader_id for this partition (again from truncation, as after any
+        LeaderAndIsr that makes this broker a follower)."""
+        if self.closed:
+            return  # the broker is shutting down
+        tp = (partition.topic, partition.index)
+        self.remove_partitions([tp])
+        key = (leader_id, hash(tp) % max(self.config.num_fetchers, 1))
+        fetcher = self.fetchers.get(key)
+        if fetcher is None:
+            fetcher = self.fetchers[key] = ReplicaFetcher(
+                f"ReplicaFetcherThread-{key[1]}-{leader_id}", leader_id, self.config,
+                self.versions, self.endpoint, self.ssl_context_for(), self.on_appended)
+        fetcher.add(partition)
+        self.assigned[tp] = key
+
+    def remove_partitions(self, tps: list[TopicPartition]) -> None:
+        for tp in tps:
+            key = self.assigned.pop(tp, None)
+            if key is None:
+                continue
+            fetcher = self.fetchers.get(key)
+            if fetcher is not None:
+                fetcher.remove(tp)
+                if not fetcher.states:
+                    self._close(fetcher)
+                    del self.fetchers[key]
+
+    def _close(self, fetcher: ReplicaFetcher) -> None:
+        # asyncio holds tasks weakly: keep the cancelled one until it has finished
+        fetcher.close()
+        self._closing.add(fetcher.task)
+        fetcher.task.add_done_callback(self._closing.discard)
+
+    def shutdown(self) -> None:
+        self.closed = True
+        for fetcher in self.fetchers.values():
+            self._close(fetcher)
+        self.fetchers.clear()
+        self.assigned.clear()
+
+
+def _now() -> float:
+    return asyncio.get_running_loop().time()
+

@@ -1,0 +1,150 @@
+"""The controller's requests to a broker (LeaderAndIsr, UpdateMetadata, StopReplica) and the
+broker's ControlledShutdown request to the controller.
+
+A request from a controller older than the newest one this broker has heard from gets
+STALE_CONTROLLER_EPOCH; one addressed to an earlier registration of this broker (its
+broker epoch is the czxid of /brokers/ids/<id>) gets STALE_BROKER_EPOCH, as in Kafka.
+All of them need CLUSTER_ACTION on the cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from moldau.errors import (
+    ClusterAuthorizationFailedError,
+    KafkaError,
+    NotControllerError,
+    StaleBrokerEpochError,
+    StaleControllerEpochError,
+)
+from moldau.protocol.messages.controlled_shutdown_response import ControlledShutdownResponse
+from moldau.protocol.messages.leader_and_isr_response import LeaderAndIsrResponse
+from moldau.protocol.messages.stop_replica_response import StopReplicaResponse
+from moldau.protocol.messages.update_metadata_response import UpdateMetadataResponse
+from moldau.replication.controller_channel import (
+    decisions_from_leader_and_isr,
+    read_stop_replica,
+    read_update_metadata,
+)
+
+from .cluster_info import CLUSTER_NAME
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..requests import RequestContext
+
+state_change_log = logging.getLogger("state.change.logger")
+
+
+class _ControlRequest:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def check(self, ctx: RequestContext, request: Any) -> None:
+        """Raise the error the whole request gets, if any."""
+        if not ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
+            raise ClusterAuthorizationFailedError("CLUSTER_ACTION is not allowed")
+        broker = self.broker
+        if request.controller_epoch < broker.controller_epoch_seen:
+            state_change_log.warning(
+                "Ignoring a request from controller %d with epoch %d: the latest known "
+                "controller epoch is %d", request.controller_id, request.controller_epoch,
+                broker.controller_epoch_seen)
+            raise StaleControllerEpochError(f"controller epoch {request.controller_epoch}")
+        epoch = getattr(request, "broker_epoch", -1)
+        if epoch != -1 and epoch < broker.broker_epoch:
+            raise StaleBrokerEpochError(f"broker epoch {epoch} < {broker.broker_epoch}")
+        broker.controller_epoch_seen = request.controller_epoch
+
+
+class LeaderAndIsrHandler(_ControlRequest):
+    MIN_VERSION, MAX_VERSION = 0, 7
+
+    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        decisions = decisions_from_leader_and_isr(request, version,
+                                                  self.broker.metadata.topic_id)
+        try:
+            self.check(ctx, request)
+        except KafkaError as exc:
+            return self._response(version, decisions, exc.code, {})
+        await self.broker.load_topic_overrides({d.topic for d in decisions})
+        errors = self.broker.apply_leader_and_isr(decisions)
+        return self._response(version, decisions, 0, errors)
+
+    @staticmethod
+    def _response(version: int, decisions: list[Any], code: int,
+                  errors: dict[tuple[str, int], int]) -> Any:
+        R = LeaderAndIsrResponse
+        if version < 5:
+            return R(error_code=code, partition_errors=[R.LeaderAndIsrPartitionError(
+                topic_name=d.topic, partition_index=d.partition,
+                error_code=errors.get((d.topic, d.partition), code)) for d in decisions])
+        by_topic: dict[Any, list[Any]] = {}
+        for d in decisions:
+            by_topic.setdefault(d.topic_id, []).append(R.LeaderAndIsrPartitionError(
+                partition_index=d.partition,
+                error_code=errors.get((d.topic, d.partition), code)))
+        return R(error_code=code, topics=[R.LeaderAndIsrTopicError(topic_id=t, partition_errors=p)
+                                          for t, p in by_topic.items()])
+
+
+class UpdateMetadataHandler(_ControlRequest):
+    MIN_VERSION, MAX_VERSION = 0, 8
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        try:
+            self.check(ctx, request)
+        except KafkaError as exc:
+            return UpdateMetadataResponse(error_code=exc.code)
+        live, decisions, deleted = read_update_metadata(request, ctx.api_version,
+                                                        self.broker.metadata.topic_id)
+        self.broker.metadata.controller_id = request.controller_id
+        self.broker.apply_update_metadata(live, decisions, deleted)
+        return UpdateMetadataResponse(error_code=0)
+
+
+class StopReplicaHandler(_ControlRequest):
+    MIN_VERSION, MAX_VERSION = 0, 4
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        groups = read_stop_replica(request, ctx.api_version)
+        code = 0
+        try:
+            self.check(ctx, request)
+        except KafkaError as exc:
+            code = exc.code
+        else:
+            for delete, partitions in groups.items():
+                if partitions:
+                    self.broker.apply_stop_replica(partitions, delete)
+        R = StopReplicaResponse
+        return R(error_code=code, partition_errors=[
+            R.StopReplicaPartitionError(topic_name=t, partition_index=i, error_code=code)
+            for partitions in groups.values() for t, i in partitions])
+
+
+class ControlledShutdownHandler:
+    """The controller's side: move leadership off the broker that is shutting down."""
+
+    MIN_VERSION, MAX_VERSION = 0, 3
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        R = ControlledShutdownResponse
+        if not ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
+            return R(error_code=ClusterAuthorizationFailedError.code, remaining_partitions=[])
+        controller = self.broker.controller
+        if controller is None or not controller.active:
+            return R(error_code=NotControllerError.code, remaining_partitions=[])
+        epoch = request.broker_epoch if ctx.api_version >= 2 else -1
+        try:
+            remaining = await controller.controlled_shutdown(request.broker_id, epoch)
+        except KafkaError as exc:
+            return R(error_code=exc.code, remaining_partitions=[])
+        return R(error_code=0, remaining_partitions=[
+            R.RemainingPartition(topic_name=t, partition_index=i) for t, i in remaining])

@@ -1,0 +1,103 @@
+"""Replication tests: three real broker processes on 127.0.0.1 in one ZooKeeper chroot of
+the session's real three-node ensemble, driven by confluent-kafka and the durability
+checker. Timers are short so faults resolve in test time: ZooKeeper sessions of 6 s,
+replica.lag.time.max.ms of 3 s, controlled shutdown retries 0.5 s apart."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from moldau.devcluster.brokers import BrokerProcess
+
+CLUSTER_PROPERTIES = {
+    "zookeeper.session.timeout.ms": "6000",
+    "replica.lag.time.max.ms": "3000",
+    "controlled.shutdown.retry.backoff.ms": "500",
+    "offsets.topic.replication.factor": "3",
+    "offsets.topic.num.partitions": "6",
+    "num.partitions": "1",
+    "default.replication.factor": "3",
+}
+
+
+@dataclass
+class Cluster:
+    brokers: dict[int, BrokerProcess]
+    zk_connect: str  # with the chroot
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.pid() is not None)
+
+    def admin(self) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def partitions(self, topic: str, via: int | None = None) -> dict[int, Any]:
+        """{partition: metadata} as a broker's metadata cache has it."""
+        from confluent_kafka.admin import AdminClient
+
+        server = self.bootstrap if via is None else self.brokers[via].bootstrap
+        metadata = AdminClient({"bootstrap.servers": server}).list_topics(topic, timeout=10)
+        return dict(metadata.topics[topic].partitions)
+
+    def create_topic(self, prefix: str, partitions: int = 3, replication_factor: int = 3,
+                     **config: str) -> str:
+        from confluent_kafka.admin import NewTopic
+
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        admin = self.admin()  # held until the answer: its destruction fails the future
+        futures = admin.create_topics(
+            [NewTopic(name, partitions, replication_factor, config=config)],
+            operation_timeout=30)
+        futures[name].result(30)
+        self.wait_for(lambda: all(len(p.isrs) == replication_factor
+                                  for p in self.partitions(name).values()),
+                      30, f"{name}: every partition with a full ISR")
+        return name
+
+    def wait_for(self, condition: Callable[[], Any], timeout: float, what: str) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                value = condition()
+            except Exception as exc:  # a broker restarting: keep asking
+                value, error = None, exc
+            else:
+                error = None
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout}s waiting for {what}"
+                                     + (f" (last error: {error})" if error else "")
+                                     + "\n" + self.log_tails())
+            time.sleep(0.2)
+
+    def log_tails(self, lines: int = 15) -> str:
+        return "\n".join(f"--- broker {i}\n{b.tail(lines)}" for i, b in self.brokers.items())
+
+    def ensure_all_running(self) -> None:
+        for broker in self.brokers.values():
+            if broker.pid() is None:
+                broker.start()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any) -> Iterator[Cluster]:
+    connect = zk_ensemble.connect_string + f"/moldau-{uuid.uuid4().hex[:12]}"
+    brokers = {i: BrokerProcess(str(tmp_path_factory.mktemp(f"broker{i}")), i, connect,
+                                properties=dict(CLUSTER_PROPERTIES)) for i in (1, 2, 3)}
+    try:
+        for broker in brokers.values():
+            broker.start()
+        yield Cluster(brokers, connect)
+    finally:
+        codes = {i: b.stop() for i, b in brokers.items() if b.pid() is not None}
+        assert all(code == 0 for code in codes.values()), codes
