@@ -8,6 +8,7 @@ import sys
 
 from moldau.checker.cli import add_checker_parser, run_checker
 from moldau.devcluster.cluster import FIRST_BROKER_PORT, DevCluster
+from moldau.tools.registry import TOOLS, run_tool
 
 DEFAULT_DIR = ".moldau-dev"
 
@@ -39,6 +40,9 @@ def _dev_cluster(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in and args_in[0] in TOOLS:  # Kafka's tools parse their own flags
+        return run_tool(args_in[0], args_in[1:])
     parser = argparse.ArgumentParser(prog="moldau", description="Moldau command line.")
     commands = parser.add_subparsers(dest="command", required=True)
     dev = commands.add_parser("dev-cluster", help="a local ZooKeeper ensemble and brokers")

@@ -1,0 +1,207 @@
+"""The tools' admin client: Kafka requests over `moldau.client.blocking`, one connection
+per broker, routed the way Kafka's AdminClient routes them (topic changes to the
+controller, group requests to the group's coordinator)."""
+
+from __future__ import annotations
+
+import base64
+import socket
+import ssl
+import time
+from typing import Any
+from uuid import UUID
+
+from moldau.client.blocking import BlockingConnection
+from moldau.protocol.api import APIS
+from moldau.protocol.errors import ProtocolError
+from moldau.tools.kafka_errors import check
+from moldau.tools.options import ToolError
+
+_SPECS = {spec.name: spec for spec in APIS.values()}
+NOT_CONTROLLER = 41
+RETRIABLE = {5, 6, 7, 14, 15, 16, 41}  # leader/coordinator moving: ask again
+
+
+def topic_id_text(value: UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, without padding."""
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode("ascii")
+
+
+def parse_servers(text: str) -> list[tuple[str, int]]:
+    servers = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        host, sep, port = item.rpartition(":")
+        if not sep or not port.isdigit():
+            raise ToolError(f"Invalid url in bootstrap.servers: {item}")
+        servers.append((host.strip("[]"), int(port)))
+    if not servers:
+        raise ToolError("No resolvable bootstrap urls given in bootstrap.servers")
+    return servers
+
+
+def _ssl_context(config: dict[str, str]) -> ssl.SSLContext | None:
+    protocol = config.get("security.protocol", "PLAINTEXT").upper()
+    if protocol == "PLAINTEXT":
+        return None
+    if protocol != "SSL":
+        raise ToolError(f"security.protocol {protocol} is not supported by Moldau's tools yet")
+    context = ssl.create_default_context(
+        cafile=config.get("ssl.truststore.location") or config.get("ssl.ca.location"))
+    if config.get("ssl.endpoint.identification.algorithm", "https") == "":
+        context.check_hostname = False
+    cert = config.get("ssl.keystore.location") or config.get("ssl.certificate.location")
+    if cert:
+        context.load_cert_chain(cert, config.get("ssl.key.location") or None,
+                                config.get("ssl.key.password") or None)
+    return context
+
+
+class Admin:
+    """Blocking admin requests against a cluster reached through bootstrap servers."""
+
+    def __init__(self, bootstrap: str, config: dict[str, str] | None = None) -> None:
+        self.config = dict(config or {})
+        self.servers = parse_servers(bootstrap)
+        self.timeout = int(self.config.get("request.timeout.ms", "30000")) / 1000
+        self.client_id = self.config.get("client.id", "moldau-tools")
+        self._ssl = _ssl_context(self.config)
+        self._conns: dict[int, BlockingConnection] = {}
+        self._bootstrap_conn: BlockingConnection | None = None
+        self._nodes: dict[int, tuple[str, int]] = {}
+        self._versions: dict[int, tuple[int, int]] | None = None
+
+    def close(self) -> None:
+        for conn in [*self._conns.values(), self._bootstrap_conn]:
+            if conn is not None:
+                conn.close()
+        self._conns.clear()
+        self._bootstrap_conn = None
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
+
+    # connections ---------------------------------------------------------------------
+
+    def _open(self, host: str, port: int) -> BlockingConnection:
+        return BlockingConnection(host, port, timeout=self.timeout, client_id=self.client_id,
+                                  ssl_context=self._ssl)
+
+    def bootstrap(self) -> BlockingConnection:
+        if self._bootstrap_conn is None:
+            failures = []
+            for host, port in self.servers:
+                try:
+                    self._bootstrap_conn = self._open(host, port)
+                    break
+                except (OSError, ssl.SSLError) as exc:
+                    failures.append(f"{host}:{port} ({exc.strerror or exc})"
+                                    if isinstance(exc, OSError) else f"{host}:{port} ({exc})")
+            else:
+                raise ToolError("Could not connect to any bootstrap server: "
+                                + ", ".join(failures))
+        return self._bootstrap_conn
+
+    def node(self, node_id: int | None) -> BlockingConnection:
+        """A connection to a broker by id (None: the bootstrap connection)."""
+        if node_id is None or node_id < 0:
+            return self.bootstrap()
+        if node_id not in self._conns:
+            if node_id not in self._nodes:
+                self.metadata([])
+            if node_id not in self._nodes:
+                raise ToolError(f"Broker {node_id} is not in the cluster metadata")
+            host, port = self._nodes[node_id]
+            try:
+                self._conns[node_id] = self._open(host, port)
+            except OSError as exc:
+                raise ToolError(f"Could not connect to broker {node_id} at {host}:{port} "
+                                f"({exc.strerror or exc})") from None
+        return self._conns[node_id]
+
+    def call(self, name: str, version: int, node_id: int | None = None, **fields: Any) -> Any:
+        """One request to a broker; the response body."""
+        spec = _SPECS[name]
+        conn = self.node(node_id)
+        try:
+            return conn.request(spec.key, version, spec.request(**fields))
+        except (OSError, ConnectionError, ProtocolError) as exc:
+            self._drop(node_id)
+            raise ToolError(f"{name} request failed: {exc}") from None
+
+    def _drop(self, node_id: int | None) -> None:
+        if node_id is None or node_id < 0:
+            if self._bootstrap_conn is not None:
+                self._bootstrap_conn.close()
+            self._bootstrap_conn = None
+        elif node_id in self._conns:
+            self._conns.pop(node_id).close()
+
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        if self._versions is None:
+            answer = self.call("ApiVersions", 3, client_software_name="moldau-tools",
+                               client_software_version="0.1.0")
+            check(answer.error_code)
+            self._versions = {k.api_key: (k.min_version, k.max_version)
+                              for k in answer.api_keys}
+        return self._versions
+
+    def supports(self, name: str, version: int = 0) -> bool:
+        low, high = self.api_versions().get(_SPECS[name].key, (0, -1))
+        return low <= version <= high
+
+    # cluster metadata --------------------------------------------------------------
+
+    def metadata(self, topics: list[str] | None = None) -> Any:
+        """Metadata v12 (topic ids); None asks for every topic."""
+        spec = _SPECS["Metadata"]
+        wanted = None if topics is None else [
+            spec.request.MetadataRequestTopic(name=t) for t in topics]
+        answer = self.call("Metadata", 12, topics=wanted, allow_auto_topic_creation=False)
+        self._nodes = {b.node_id: (b.host, b.port) for b in answer.brokers}
+        return answer
+
+    def controller_id(self) -> int:
+        return self.metadata([]).controller_id
+
+    def to_controller(self, name: str, version: int, **fields: Any) -> Any:
+        """A request for the controller, retried while the controller moves."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            answer = self.call(name, version, self.controller_id(), **fields)
+            codes = {getattr(r, "error_code", 0) for r in _results(answer)}
+            if NOT_CONTROLLER not in codes or time.monotonic() > deadline:
+                return answer
+            time.sleep(0.2)
+
+    def wait_for(self, condition: Any, what: str, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while not condition():
+            if time.monotonic() > deadline:
+                raise ToolError(f"Timed out waiting for {what}")
+            time.sleep(0.1)
+
+    def find_coordinator(self, group: str) -> int:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            answer = self.call("FindCoordinator", 4, key_type=0, coordinator_keys=[group])
+            found = answer.coordinators[0]
+            if found.error_code not in RETRIABLE or time.monotonic() > deadline:
+                check(found.error_code, found.error_message)
+                self._nodes[found.node_id] = (found.host, found.port)
+                return found.node_id
+            time.sleep(0.2)
+
+
+def _results(answer: Any) -> list[Any]:
+    for name in ("topics", "results", "responses"):
+        value = getattr(answer, name, None)
+        if isinstance(value, list):
+            return value
+    return []
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    return isinstance(exc, (socket.timeout, ConnectionError))

@@ -1,0 +1,31 @@
+"""What several tools share: the bootstrap and property-file options, the admin client
+built from them."""
+
+from __future__ import annotations
+
+from moldau.tools.admin import Admin
+from moldau.tools.options import Opt, Options
+from moldau.tools.properties import load_properties
+
+
+def bootstrap_opts(client: str) -> list[Opt]:
+    return [
+        Opt("bootstrap-server", "REQUIRED: The Kafka server to connect to.",
+            "server to connect to"),
+        Opt("command-config", f"Property file containing configs to be passed to {client}.",
+            "command config property file"),
+    ]
+
+
+def client_config(options: Options, *files: str) -> dict[str, str]:
+    """The properties of the first property-file option given (--command-config, ...)."""
+    for name in files or ("command-config",):
+        if options.get(name):
+            return load_properties(options.get(name))
+    return {}
+
+
+def admin_from(options: Options, bootstrap_flag: str = "bootstrap-server") -> Admin:
+    config = client_config(options)
+    servers = options.get(bootstrap_flag) or config.get("bootstrap.servers", "")
+    return Admin(servers, config)

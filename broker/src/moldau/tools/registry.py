@@ -1,0 +1,15 @@
+"""The tools by name (`moldau <name>`), imported only when run."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+
+# name -> the module holding its TOOL
+TOOLS = {
+    "topics": "moldau.tools.topics",
+}
+
+
+def run_tool(name: str, argv: Sequence[str]) -> int:
+    return importlib.import_module(TOOLS[name]).TOOL.main(list(argv))

@@ -1,0 +1,57 @@
+"""How every tool runs: usage with no arguments, Kafka's messages for bad command lines,
+one line on stderr and exit status 1 for failures."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from moldau.tools.options import Opt, OptionParser, Options, ToolError, UsageError
+
+KAFKA_VERSION = "3.9.0"
+
+
+class ArgumentError(ToolError):
+    """Kafka's IllegalArgumentException path: the message alone, without the tool's
+    "Error while executing ..." prefix."""
+
+
+@dataclass
+class Tool:
+    name: str  # as in `moldau <name>`, e.g. "topics"
+    purpose: str  # the line printed above the usage table
+    options: list[Opt]
+    run: Callable[[Options], int]
+    error_prefix: str = ""  # e.g. "Error while executing topic command : "
+
+    def parser(self) -> OptionParser:
+        return OptionParser(self.options)
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        parser = self.parser()
+        try:
+            if not argv:
+                raise UsageError(self.purpose)
+            options = parser.parse(argv)
+            if options.has("help"):
+                raise UsageError(self.purpose)
+            if options.has("version"):
+                print(KAFKA_VERSION)
+                return 0
+            return self.run(options)
+        except UsageError as exc:
+            print(exc, file=sys.stderr)
+            print(parser.usage(), file=sys.stderr)
+            return 1
+        except ArgumentError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        except ToolError as exc:
+            print(f"{self.error_prefix}{exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 130
+        except BrokenPipeError:
+            return 1

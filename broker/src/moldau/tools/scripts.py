@@ -1,0 +1,18 @@
+"""Console scripts named like Kafka's (kafka-topics.sh, kafka-topics, ...)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from moldau.tools.registry import run_tool
+
+
+def _entry(name: str) -> Callable[[], None]:
+    def main() -> None:
+        sys.exit(run_tool(name, sys.argv[1:]))
+    main.__name__ = f"kafka_{name.replace('-', '_')}"
+    return main
+
+
+kafka_topics = _entry("topics")

@@ -1,0 +1,165 @@
+"""kafka-topics against a real three-broker cluster: the seeds' command lines in their
+Kafka 3.9 form, output compared with the 3.9 golden files; bad input leaves the cluster
+as it was."""
+
+from __future__ import annotations
+
+import re
+
+from moldau.tools.admin import Admin
+
+from .toolrun import ToolCluster, assert_golden, normalise, run, wait_for
+
+TOPICS = "kafka-topics.sh"
+
+
+def _shape(text: str) -> str:
+    """A describe with random placement: broker ids replaced, the layout kept."""
+    text = re.sub(r"(Leader|Replicas|Isr): [0-9,]+", r"\1: <B>", normalise(text))
+    return text
+
+
+def _check_placement(text: str, rf: int) -> None:
+    """Auto placement: distinct replicas, the first one leads, the whole ISR in sync."""
+    rows = re.findall(r"Leader: (\d+)\tReplicas: ([0-9,]+)\tIsr: ([0-9,]+)", text)
+    assert rows
+    for leader, replicas, isr in rows:
+        ids = replicas.split(",")
+        assert len(set(ids)) == len(ids) == rf and ids[0] == leader
+        assert sorted(isr.split(",")) == sorted(ids)
+
+
+def test_seed_create_list_describe(cluster: ToolCluster) -> None:
+    out = cluster.ok(TOPICS, "--create", "--topic", "helloworld", "--partitions", "3",
+                     "--replication-factor", "3")
+    assert out == "Created topic helloworld.\n"
+    assert "helloworld" in cluster.topics()
+    text = cluster.wait_full_isr("helloworld")
+    assert_golden("topics-describe-helloworld.txt", _shape(text))
+    _check_placement(text, 3)
+    # a regular expression selects topics, as in Kafka (IncludeList)
+    assert cluster.ok(TOPICS, "--describe", "--topic", "hello.*") == text
+
+
+def test_created_with_assignment_and_config(cluster: ToolCluster) -> None:
+    out = cluster.ok(TOPICS, "--create", "--topic", "my_test_topic", "--replica-assignment",
+                     "1:2,2:3", "--config", "cleanup.policy=compact",
+                     "--config", "segment.bytes=1000000")
+    assert_golden("topics-create-collision.txt", out)
+    text = cluster.wait_full_isr("my_test_topic", replicas=2)
+    assert_golden("topics-describe-assigned.txt", text)
+    overrides = cluster.ok(TOPICS, "--describe", "--topics-with-overrides")
+    assert_golden("topics-describe-overrides.txt", overrides)
+    # --if-not-exists: the request is sent, the existing topic is not an error
+    again = cluster.tool(TOPICS, "--create", "--topic", "my_test_topic", "--if-not-exists",
+                         "--partitions", "5")
+    assert (again.code, again.err) == (0, "")
+    assert "PartitionCount: 2" in cluster.describe("my_test_topic")
+
+
+def test_alter_adds_partitions_with_the_warning(cluster: ToolCluster) -> None:
+    cluster.ok(TOPICS, "--create", "--topic", "grow", "--replica-assignment", "1:2,2:3")
+    out = cluster.ok(TOPICS, "--alter", "--topic", "grow", "--partitions", "3",
+                     "--replica-assignment", "1:2,2:3,3:1")
+    assert_golden("topics-alter.txt", out)
+    text = cluster.wait_full_isr("grow", replicas=2)
+    assert_golden("topics-describe-grown.txt", text)
+    shrink = cluster.tool(TOPICS, "--alter", "--topic", "grow", "--partitions", "2")
+    assert shrink.code == 1 and shrink.out == ""
+    assert shrink.err == ("Error while executing topic command : Topic currently has 3 "
+                          "partitions, which is higher than the requested 2.\n")
+
+
+def test_delete_and_if_exists(cluster: ToolCluster) -> None:
+    cluster.ok(TOPICS, "--create", "--topic", "doomed", "--partitions", "1",
+               "--replication-factor", "1")
+    assert cluster.ok(TOPICS, "--delete", "--topic", "doomed") == ""
+    wait_for(lambda: "doomed" not in cluster.topics(), 60, "doomed to be deleted")
+    assert cluster.ok(TOPICS, "--delete", "--topic", "doomed", "--if-exists") == ""
+    gone = cluster.tool(TOPICS, "--delete", "--topic", "doomed")
+    assert (gone.code, gone.out, gone.err) == (
+        1, "", "Topic 'doomed' does not exist as expected\n")
+
+
+def test_list_excludes_internal_topics_on_request(cluster: ToolCluster) -> None:
+    cluster.ok(TOPICS, "--create", "--topic", "listed", "--partitions", "1")
+    names = cluster.topics()
+    assert names == sorted(names) and "listed" in names
+    # __consumer_offsets exists once a group has asked for its coordinator
+    with Admin(cluster.bootstrap) as admin:
+        admin.find_coordinator("lister")
+    names = cluster.topics()
+    assert "__consumer_offsets" in names and "listed" in names
+    external = cluster.ok(TOPICS, "--list", "--exclude-internal").split()
+    assert [n for n in names if not n.startswith("__")] == external
+
+
+def test_bad_input_changes_nothing(cluster: ToolCluster) -> None:
+    before = cluster.topics()
+    missing = cluster.tool(TOPICS, "--create")
+    assert missing.code == 1 and missing.out == ""
+    first, _, usage = missing.err.partition("\n")
+    assert first == 'Missing required argument "[topic]"'
+    assert usage.startswith("Option ") and "--replication-factor <Integer:" in usage
+    # the seeds' --zookeeper form: Kafka 3.9 no longer knows the option
+    legacy = run(TOPICS, "--zookeeper", "localhost:2181", "--list")
+    assert (legacy.code, legacy.out, legacy.err) == (
+        1, "", "Error while executing topic command : zookeeper is not a recognized option\n")
+    unknown = cluster.tool(TOPICS, "--describe", "--topic", "no-such-topic")
+    assert (unknown.code, unknown.out, unknown.err) == (
+        1, "", "Topic 'no-such-topic' does not exist as expected\n")
+    unreachable = run(TOPICS, "--bootstrap-server", "127.0.0.1:1", "--list")
+    assert unreachable.code == 1 and unreachable.out == ""
+    assert unreachable.err == ("Error while executing topic command : Could not connect to "
+                               "any bootstrap server: 127.0.0.1:1 (Connection refused)\n")
+    exists = cluster.tool(TOPICS, "--create", "--topic", "helloworld", "--partitions", "1")
+    assert (exists.code, exists.err) == (
+        1, "Error while executing topic command : Topic 'helloworld' already exists.\n")
+    bad_config = cluster.tool(TOPICS, "--create", "--topic", "bad1", "--config", "nonsense")
+    assert bad_config.err == ('requirement failed: Invalid topic config: all configs to be '
+                              'added must be in the format "key=val".\n')
+    duplicate = cluster.tool(TOPICS, "--create", "--topic", "bad2", "--replica-assignment",
+                             "1:1")
+    assert duplicate.err == ("Error while executing topic command : Partition replica lists "
+                             "may not contain duplicate entries: 1\n")
+    too_many = cluster.tool(TOPICS, "--create", "--topic", "bad3", "--replication-factor", "4")
+    assert too_many.code == 1 and too_many.err.startswith(
+        "Error while executing topic command : ")
+    two_actions = cluster.tool(TOPICS, "--list", "--describe")
+    assert two_actions.err.startswith("Command must include exactly one action: --list, "
+                                      "--describe, --create, --alter or --delete\nOption")
+    no_args = run(TOPICS)
+    assert no_args.code == 1 and no_args.err.startswith(
+        "Create, delete, describe, or change a topic.\nOption")
+    for result in (missing, unknown, exists, bad_config, duplicate, too_many, two_actions):
+        assert result.code == 1
+    assert cluster.topics() == before
+
+
+def test_describe_with_a_broker_down(cluster: ToolCluster) -> None:
+    """Offline replicas, the report options, then the broker back."""
+    cluster.ok(TOPICS, "--create", "--topic", "spread", "--replica-assignment",
+               "1:2:3,2:3:1,3:1:2", "--config", "min.insync.replicas=2")
+    cluster.ok(TOPICS, "--create", "--topic", "lonely", "--replica-assignment", "3")
+    cluster.ok(TOPICS, "--create", "--topic", "pair", "--replica-assignment", "2:3",
+               "--config", "min.insync.replicas=2")
+    for topic, rf in (("spread", 3), ("lonely", 1), ("pair", 2)):
+        cluster.wait_full_isr(topic, rf)
+    healthy = cluster.ok(TOPICS, "--describe", "--under-replicated-partitions",
+                         "--topic", "spread|lonely|pair")
+    assert healthy == ""
+    assert cluster.brokers[3].stop() == 0
+    try:
+        wait_for(lambda: "Isr: 1,2\t" in cluster.describe("spread")
+                 and "Isr: 2\t" in cluster.describe("pair"), 60, "broker 3 out of the ISRs")
+        topics = ("--topic", "spread|lonely|pair")
+        assert_golden("topics-describe-broker-down.txt",
+                      cluster.ok(TOPICS, "--describe", *topics))
+        for report in ("under-replicated-partitions", "unavailable-partitions",
+                       "under-min-isr-partitions", "at-min-isr-partitions"):
+            assert_golden(f"topics-{report}.txt",
+                          cluster.ok(TOPICS, "--describe", f"--{report}", *topics))
+    finally:
+        cluster.brokers[3].start()
+    for topic, rf in (("spread", 3), ("lonely", 1), ("pair", 2)):
+        cluster.wait_full_isr(topic, rf)
