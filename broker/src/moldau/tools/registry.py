@@ -8,6 +8,7 @@ from collections.abc import Sequence
 # name -> the module holding its TOOL
 TOOLS = {
     "topics": "moldau.tools.topics",
+    "configs": "moldau.tools.configs",
 }
 
 

@@ -23,7 +23,9 @@ class Tool:
     purpose: str  # the line printed above the usage table
     options: list[Opt]
     run: Callable[[Options], int]
+    # put before failures; "{args}" stands for the command line
     error_prefix: str = ""  # e.g. "Error while executing topic command : "
+    plain_parse_errors: bool = False  # option errors without the prefix (Scala tools)
 
     def parser(self) -> OptionParser:
         return OptionParser(self.options)
@@ -34,7 +36,14 @@ class Tool:
         try:
             if not argv:
                 raise UsageError(self.purpose)
-            options = parser.parse(argv)
+            try:
+                options = parser.parse(argv)
+            except UsageError:
+                raise
+            except ToolError as exc:
+                if self.plain_parse_errors:
+                    raise ArgumentError(str(exc)) from None
+                raise
             if options.has("help"):
                 raise UsageError(self.purpose)
             if options.has("version"):
@@ -49,7 +58,8 @@ class Tool:
             print(exc, file=sys.stderr)
             return 1
         except ToolError as exc:
-            print(f"{self.error_prefix}{exc}", file=sys.stderr)
+            prefix = self.error_prefix.replace("{args}", " ".join(argv))
+            print(f"{prefix}{exc}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
             return 130

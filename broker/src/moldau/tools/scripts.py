@@ -16,3 +16,4 @@ def _entry(name: str) -> Callable[[], None]:
 
 
 kafka_topics = _entry("topics")
+kafka_configs = _entry("configs")

@@ -1,0 +1,270 @@
+"""kafka-configs: describe and alter topic, broker and broker-logger configs (Kafka 3.9's
+ConfigCommand through the Admin API: DescribeConfigs and IncrementalAlterConfigs)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from moldau.protocol.messages.describe_configs_request import DescribeConfigsRequest
+from moldau.protocol.messages.incremental_alter_configs_request import (
+    IncrementalAlterConfigsRequest,
+)
+from moldau.tools.admin import Admin
+from moldau.tools.common import admin_from, bootstrap_opts
+from moldau.tools.kafka_errors import KafkaToolError, check
+from moldau.tools.options import Opt, Options, ToolError, UsageError, forbid
+from moldau.tools.properties import load_properties
+from moldau.tools.runner import ArgumentError, Tool
+
+TOPICS, BROKERS, LOGGERS = "topics", "brokers", "broker-loggers"
+SUPPORTED = (TOPICS, BROKERS, LOGGERS)
+KAFKA_TYPES = ("topics", "clients", "users", "brokers", "broker-loggers", "ips",
+               "client-metrics", "groups")
+ZK_TYPES = ("users", "brokers")  # what 3.9 still configures through --zookeeper
+RESOURCE = {TOPICS: 2, BROKERS: 4, LOGGERS: 8}
+# the source that makes an entry "dynamic" for each entity type (None: every entry)
+DYNAMIC_SOURCE = {TOPICS: 1, BROKERS: 2, LOGGERS: None}
+DEFAULT_BROKER_SOURCE = 3
+SOURCE_NAMES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+                3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG",
+                5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+                7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
+SET, DELETE = 0, 1
+# shortcut flag -> entity type; the *-defaults flags name the default entity
+SHORTCUTS = {"topic": TOPICS, "broker": BROKERS, "broker-logger": LOGGERS,
+             "client": "clients", "user": "users", "ip": "ips"}
+DEFAULT_SHORTCUTS = {"broker-defaults": BROKERS, "client-defaults": "clients",
+                     "user-defaults": "users", "ip-defaults": "ips"}
+# split on commas (and '=') that are not inside [...], as ConfigCommand does
+_OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
+
+OPTIONS = [
+    *bootstrap_opts("Admin Client. This is used only with --bootstrap-server option for "
+                    "describing and altering broker configs"),
+    Opt("zookeeper", "DEPRECATED. The connection string for the zookeeper connection.",
+        "urls"),
+    Opt("describe", "List configs for the given entity."),
+    Opt("alter", "Alter the configuration for the entity."),
+    Opt("all", "List all configs for the given topic, broker, or broker-logger entity "
+        "(includes static configuration when the entity type is brokers)"),
+    Opt("entity-type", "Type of entity (topics/clients/users/brokers/broker-loggers/ips/"
+        "client-metrics/groups)", "String"),
+    Opt("entity-name", "Name of entity (topic name/client id/user principal name/broker "
+        "id/ip/client metrics/group id)", "String"),
+    Opt("entity-default", "Default entity name for clients/users/brokers/ips (applies to "
+        "corresponding entity type)"),
+    Opt("add-config", "Key Value pairs of configs to add. Square brackets can be used to "
+        "group values which contain commas: 'k1=v1,k2=[v1,v2,v2],k3=v3'.", "String"),
+    Opt("add-config-file", "Path to a properties file with configs to add.", "String"),
+    Opt("delete-config", "config keys to remove 'k1,k2'", "String"),
+    Opt("force", "Suppress console prompts"),
+    Opt("topic", "The topic's name.", "topic"),
+    Opt("client", "The client's ID.", "client-id"),
+    Opt("user", "The user's principal name.", "user-principal"),
+    Opt("broker", "The broker's ID.", "broker-id"),
+    Opt("broker-logger", "The broker's ID for its logger config.", "broker-id"),
+    Opt("ip", "The IP address.", "ip-address"),
+    Opt("broker-defaults", "The config defaults for all brokers."),
+    Opt("client-defaults", "The config defaults for all clients."),
+    Opt("user-defaults", "The config defaults for all users."),
+    Opt("ip-defaults", "The config defaults for all IPs."),
+]
+
+
+def entity(options: Options) -> tuple[str, str | None]:
+    """(entity type, name): name "" is the default entity, None means every entity."""
+    types = options.all("entity-type")
+    names = options.all("entity-name")
+    for flag, kind in SHORTCUTS.items():
+        if options.has(flag):
+            types.append(kind)
+            names.append(options.get(flag))
+    for flag, kind in DEFAULT_SHORTCUTS.items():
+        if options.has(flag):
+            types.append(kind)
+            names.append("")
+    if options.has("entity-default"):
+        names.append("")
+    if len(types) != len(set(types)):
+        dupes = sorted({t for t in types if types.count(t) > 1})
+        raise ArgumentError(f"Duplicate entity type(s) specified: {','.join(dupes)}")
+    allowed, connect = ((ZK_TYPES, "--zookeeper") if options.has("zookeeper") else
+                        (KAFKA_TYPES, "--bootstrap-server or --bootstrap-controller"))
+    for kind in types:
+        if kind not in allowed:
+            raise ArgumentError(f"Invalid entity type {kind}, the entity type must be one of "
+                                f"{', '.join(allowed)} with a {connect} argument")
+    if not types:
+        raise ArgumentError("At least one entity type must be specified")
+    if len(types) > 1:
+        raise ArgumentError("Only 'users' and 'clients' entity types may be specified "
+                            "together" if set(types) != {"users", "clients"} else
+                            "users and clients (quotas) are not supported by Moldau yet")
+    kind = types[0]
+    if kind not in SUPPORTED:
+        raise ArgumentError(f"Entity type {kind} is not supported by Moldau's kafka-configs "
+                            "yet (quotas and SCRAM credentials arrive in a later release)")
+    name = names[-1] if names else None
+    if name and kind in (BROKERS, LOGGERS) and not name.isdigit():
+        raise ArgumentError(f"The entity name for {kind} must be a valid integer broker id, "
+                            f"but it is: {name}")
+    return kind, name
+
+
+def check_args(options: Options) -> tuple[str, str, str | None]:
+    actions = [a for a in ("alter", "describe") if options.has(a)]
+    if len(actions) != 1:
+        raise UsageError("Command must include exactly one action: --describe, --alter")
+    forbid(options, "describe", "alter", "add-config", "delete-config")
+    explicit = any(options.has(o) for o in ("entity-name", "entity-type", "entity-default"))
+    if explicit and any(options.has(f) for f in (*SHORTCUTS, *DEFAULT_SHORTCUTS)):
+        raise ArgumentError("--entity-{type,name,default} should not be used in conjunction "
+                            "with specific entity flags")
+    kind, name = entity(options)
+    connects = [o for o in ("bootstrap-server", "zookeeper") if options.has(o)]
+    if not connects:
+        raise ArgumentError("One of the required --bootstrap-server, --boostrap-controller, "
+                            "or --zookeeper arguments must be specified")
+    if len(connects) > 1:
+        raise ArgumentError("Only one of --bootstrap-server, --boostrap-controller, and "
+                            "--zookeeper can be specified")
+    if options.has("zookeeper"):
+        raise ArgumentError("Moldau's kafka-configs does not write broker configs through "
+                            "ZooKeeper yet: use --bootstrap-server")
+    if options.has("describe") and kind == LOGGERS and not name:
+        raise ArgumentError(f"an entity name must be specified with --describe of {kind}")
+    if options.has("alter"):
+        if kind == BROKERS and name is None:
+            raise ArgumentError("An entity-name or default entity must be specified with "
+                                "--alter of users, clients, brokers or ips")
+        if kind != BROKERS and not name:
+            raise ArgumentError(f"an entity name must be specified with --alter of {kind}")
+        if options.has("add-config") and options.has("add-config-file"):
+            raise ArgumentError("Only one of --add-config or --add-config-file must be "
+                                "specified")
+        if not any(options.has(o) for o in ("add-config", "add-config-file", "delete-config")):
+            raise ArgumentError("At least one of --add-config, --add-config-file, or "
+                                "--delete-config must be specified with --alter")
+    return actions[0], kind, name
+
+
+def configs_to_add(options: Options) -> dict[str, str]:
+    if options.has("add-config-file"):
+        return load_properties(options.get("add-config-file"))
+    if not options.has("add-config"):
+        return {}
+    pairs = [re.split(r"\s*=\s*" + _OUTSIDE_BRACKETS, item)
+             for item in re.split("," + _OUTSIDE_BRACKETS, options.get("add-config"))]
+    if not all(len(p) == 2 for p in pairs):
+        raise ArgumentError('requirement failed: Invalid entity config: all configs to be '
+                            'added must be in the format "key=val".')
+    return {k.strip(): re.sub(r"\[?\]?", "", v).strip() for k, v in pairs}
+
+
+def configs_to_delete(options: Options) -> list[str]:
+    return [k.strip() for value in options.all("delete-config") for k in value.split(",")]
+
+
+def _node_for(kind: str, name: str) -> int | None:
+    """Broker resources with an id go to that broker, as Kafka's AdminClient sends them."""
+    return int(name) if kind in (BROKERS, LOGGERS) and name else None
+
+
+def describe_entries(admin: Admin, kind: str, name: str, synonyms: bool) -> list[Any]:
+    answer = admin.call("DescribeConfigs", 4, _node_for(kind, name), resources=[
+        DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=RESOURCE[kind], resource_name=name, configuration_keys=None)],
+        include_synonyms=synonyms, include_documentation=False)
+    result = answer.results[0]
+    check(result.error_code, result.error_message)
+    return result.configs
+
+
+def resource_configs(admin: Admin, kind: str, name: str, synonyms: bool,
+                     describe_all: bool) -> list[Any]:
+    """Kafka's getResourceConfig: the dynamic entries (or all of them), sorted by name."""
+    entries = describe_entries(admin, kind, name, synonyms)
+    source = DYNAMIC_SOURCE[kind]
+    if kind == BROKERS and name == "":
+        source = DEFAULT_BROKER_SOURCE
+    if not describe_all and source is not None:
+        entries = [e for e in entries if e.config_source == source]
+    return sorted(entries, key=lambda e: e.name)
+
+
+def _value(value: str | None) -> str:
+    return "null" if value is None else value
+
+
+def entry_line(entry: Any) -> str:
+    synonyms = ", ".join(f"{SOURCE_NAMES.get(s.source, 'UNKNOWN')}:{s.name}={_value(s.value)}"
+                         for s in entry.synonyms)
+    return (f"  {entry.name}={_value(entry.value)} sensitive="
+            f"{'true' if entry.is_sensitive else 'false'} synonyms={{{synonyms}}}")
+
+
+def describe(admin: Admin, options: Options, kind: str, name: str | None) -> int:
+    if name is not None:
+        names = [name]
+    elif kind == TOPICS:
+        names = sorted(t.name for t in admin.metadata(None).topics if t.error_code == 0)
+    else:
+        names = [str(b.node_id) for b in admin.metadata([]).brokers] + [""]
+    describe_all = options.has("all")
+    for each in names:
+        entries = resource_configs(admin, kind, each, True, describe_all)
+        if each == "":
+            print(f"Default configs for {kind} in the cluster are:")
+        else:
+            print(f"{'All' if describe_all else 'Dynamic'} configs for {kind[:-1]} {each} are:")
+        for entry in entries:
+            print(entry_line(entry))
+    return 0
+
+
+def alter(admin: Admin, options: Options, kind: str, name: str) -> int:
+    adding = configs_to_add(options)
+    deleting = configs_to_delete(options)
+    current = {e.name for e in resource_configs(admin, kind, name, False, False)}
+    if kind == LOGGERS:
+        invalid = [k for k in [*deleting, *adding] if k not in current]
+        if invalid:
+            raise ArgumentError(f"Invalid broker logger(s): {','.join(invalid)}")
+    else:
+        invalid = [k for k in deleting if k not in current]
+        if invalid:
+            raise ArgumentError(f"Invalid config(s): {','.join(invalid)}")
+    ops = [IncrementalAlterConfigsRequest.AlterableConfig(name=k, config_operation=SET, value=v)
+           for k, v in adding.items()]
+    ops += [IncrementalAlterConfigsRequest.AlterableConfig(name=k, config_operation=DELETE,
+                                                           value=None) for k in deleting]
+    answer = admin.call("IncrementalAlterConfigs", 1, _node_for(kind, name), resources=[
+        IncrementalAlterConfigsRequest.AlterConfigsResource(
+            resource_type=RESOURCE[kind], resource_name=name, configs=ops)],
+        validate_only=False)
+    result = answer.responses[0]
+    if result.error_code == 40:  # InvalidConfigurationException: the message alone
+        raise ArgumentError(KafkaToolError(40, result.error_message).args[0])
+    check(result.error_code, result.error_message)
+    if name:
+        print(f"Completed updating config for {kind[:-1]} {name}.")
+    else:
+        print(f"Completed updating default config for {kind} in the cluster.")
+    return 0
+
+
+def run(options: Options) -> int:
+    action, kind, name = check_args(options)
+    with admin_from(options) as admin:
+        if action == "describe":
+            return describe(admin, options, kind, name)
+        if name is None:
+            raise ToolError("an entity name must be given")
+        return alter(admin, options, kind, name)
+
+
+TOOL = Tool("configs", "This tool helps to manipulate and describe entity config for a topic, "
+            "client, user, broker, ip, client-metrics or group", OPTIONS, run,
+            "Error while executing config command with args '{args}' : ",
+            plain_parse_errors=True)
