@@ -5,7 +5,6 @@ controller, group requests to the group's coordinator)."""
 from __future__ import annotations
 
 import base64
-import socket
 import ssl
 import time
 from typing import Any
@@ -14,7 +13,7 @@ from uuid import UUID
 from moldau.client.blocking import BlockingConnection
 from moldau.protocol.api import APIS
 from moldau.protocol.errors import ProtocolError
-from moldau.tools.kafka_errors import check
+from moldau.tools.kafka_errors import KafkaToolError, check
 from moldau.tools.options import ToolError
 
 _SPECS = {spec.name: spec for spec in APIS.values()}
@@ -121,6 +120,11 @@ class Admin:
                                 f"({exc.strerror or exc})") from None
         return self._conns[node_id]
 
+    def node_address(self, node_id: int) -> tuple[str, int]:
+        if node_id not in self._nodes:
+            self.metadata([])
+        return self._nodes[node_id]
+
     def call(self, name: str, version: int, node_id: int | None = None, **fields: Any) -> Any:
         """One request to a broker; the response body."""
         spec = _SPECS[name]
@@ -203,5 +207,37 @@ def _results(answer: Any) -> list[Any]:
     return []
 
 
-def is_unreachable(exc: BaseException) -> bool:
-    return isinstance(exc, (socket.timeout, ConnectionError))
+def partition_leaders(admin: Admin, topics: list[str]) -> dict[tuple[str, int], int]:
+    """{(topic, partition): leader id} for the topics that exist (-1: no leader)."""
+    answer = admin.metadata(sorted(set(topics)))
+    return {(t.name, p.partition_index): p.leader_id
+            for t in answer.topics if t.error_code == 0 for p in t.partitions}
+
+
+def list_offsets(admin: Admin, partitions: list[tuple[str, int]], timestamp: int,
+                 isolation_level: int = 0) -> dict[tuple[str, int], int]:
+    """ListOffsets from each partition's leader: {(topic, partition): offset}; -1 where the
+    timestamp finds nothing (Kafka's "no offset for this time")."""
+    from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
+
+    leaders = partition_leaders(admin, [t for t, _ in partitions])
+    by_leader: dict[int, dict[str, list[int]]] = {}
+    for tp in partitions:
+        if tp not in leaders:
+            raise KafkaToolError(3, f"Topic partition {tp[0]}-{tp[1]} does not exist.")
+        by_leader.setdefault(leaders[tp], {}).setdefault(tp[0], []).append(tp[1])
+    result: dict[tuple[str, int], int] = {}
+    for leader, topics in by_leader.items():
+        if leader < 0:
+            raise KafkaToolError(5)
+        answer = admin.call("ListOffsets", 7, leader, replica_id=-1,
+                            isolation_level=isolation_level, topics=[
+            ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=[
+                ListOffsetsRequest.ListOffsetsPartition(
+                    partition_index=p, current_leader_epoch=-1, timestamp=timestamp)
+                for p in ps]) for t, ps in topics.items()])
+        for t in answer.topics:
+            for p in t.partitions:
+                check(p.error_code)
+                result[(t.name, p.partition_index)] = p.offset
+    return result

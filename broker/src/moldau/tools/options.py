@@ -27,6 +27,7 @@ class Opt:
     arg: str | None = None
     type: Callable[[str], Any] = str
     default: Any = None
+    optional: bool = False  # the value may be left out (jopt-simple's withOptionalArg)
 
     @property
     def spec(self) -> str:
@@ -108,6 +109,9 @@ class OptionParser:
                 continue
             if eq:
                 raw = inline
+            elif opt.optional and (i >= len(argv) or argv[i].startswith("--")):
+                parsed.values.setdefault(opt.name, []).append("")
+                continue
             elif i < len(argv):
                 raw = argv[i]
                 i += 1
@@ -124,7 +128,9 @@ class OptionParser:
         """The option table jopt-simple prints: name and argument left, wrapped help right."""
         rows = []
         for opt in sorted(self.options.values(), key=lambda o: o.name):
-            left = f"--{opt.name}" + (f" {_type_label(opt)}" if opt.arg else "")
+            label = _type_label(opt) if opt.arg else ""
+            left = f"--{opt.name}" + (f" [{label[1:-1]}]" if opt.optional else
+                                      f" {label}" if label else "")
             help_text = opt.help
             if opt.default is not None:
                 help_text += f" (default: {opt.default})"
@@ -133,7 +139,8 @@ class OptionParser:
         lines = [f"{'Option':<{width}}Description", f"{'------':<{width}}-----------"]
         for left, help_text in rows:
             lefts = textwrap.wrap(left, width - 2, subsequent_indent="  ") or [""]
-            rights = textwrap.wrap(help_text, 38, subsequent_indent="  ") or [""]
+            rights = textwrap.wrap(help_text, 38, subsequent_indent="  ",
+                                   break_on_hyphens=False) or [""]
             for n in range(max(len(lefts), len(rights))):
                 a = lefts[n] if n < len(lefts) else ""
                 b = rights[n] if n < len(rights) else ""

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 TOOLS = {
     "topics": "moldau.tools.topics",
     "configs": "moldau.tools.configs",
+    "consumer-groups": "moldau.tools.consumer_groups",
 }
 
 

@@ -17,3 +17,4 @@ def _entry(name: str) -> Callable[[], None]:
 
 kafka_topics = _entry("topics")
 kafka_configs = _entry("configs")
+kafka_consumer_groups = _entry("consumer-groups")
