@@ -20,7 +20,7 @@ def resolve(cluster: Cluster, spec: OffsetSpec, partitions: Sequence[TP], *,
         return lookup(partitions)
     if spec.kind == "timestamp":
         return _by_time(cluster, {tp: spec.timestamp for tp in partitions}, name, strategy)
-    _require_all(spec, partitions, name)
+    require_all(spec, partitions, name)
     if spec.kind == "timestamps":
         return _by_time(cluster, {tp: spec.offsets[tp] for tp in partitions}, name, strategy)
     wanted = {tp: spec.offsets[tp] for tp in partitions}
@@ -29,7 +29,9 @@ def resolve(cluster: Cluster, spec: OffsetSpec, partitions: Sequence[TP], *,
     return {tp: earliest.get(tp, latest.get(tp, o)) for tp, o in wanted.items()}
 
 
-def _require_all(spec: OffsetSpec, partitions: Sequence[TP], name: str) -> None:
+def require_all(spec: OffsetSpec | None, partitions: Sequence[TP], name: str) -> None:
+    if spec is None or spec.kind not in ("offsets", "timestamps"):
+        return
     missing = [f"{t}-{p}" for t, p in partitions if (t, p) not in spec.offsets]
     if missing:
         raise OptionError(f"option {name} must give every partition the query reads; "

@@ -15,6 +15,7 @@ from pyspark.sql.types import StructType
 
 from .cluster import Cluster
 from .options import parse_sink, parse_source
+from .positions import require_all
 from .reader import BatchReader, StreamReader
 from .writer import BatchWriter, StreamWriter, check_schema
 
@@ -33,7 +34,9 @@ class MoldauKafka(DataSource):
         # Spark asks for the schema when a read is loaded: the earliest point to refuse bad
         # options and missing topics, before any query starts.
         options = parse_source(self.options)
-        Cluster(options.client).partitions(options.subscription, require=True)
+        parts = Cluster(options.client).partitions(options.subscription, require=True)
+        require_all(options.starting, parts, "startingOffsets")
+        require_all(options.ending, parts, "endingOffsets")
         return SCHEMA + (HEADERS if options.include_headers else "")
 
     def reader(self, schema: StructType) -> DataSourceReader:
