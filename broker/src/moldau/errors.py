@@ -95,3 +95,7 @@ UnstableOffsetCommitError = _error("UnstableOffsetCommitError", 88, retriable=Tr
 # --- between brokers (the controller's requests, replication) --------------------------
 StaleControllerEpochError = _error("StaleControllerEpochError", 11)
 StaleBrokerEpochError = _error("StaleBrokerEpochError", 77)
+PreferredLeaderNotAvailableError = _error("PreferredLeaderNotAvailableError", 80, True)
+EligibleLeadersNotAvailableError = _error("EligibleLeadersNotAvailableError", 83, True)
+ElectionNotNeededError = _error("ElectionNotNeededError", 84)
+NoReassignmentInProgressError = _error("NoReassignmentInProgressError", 85)

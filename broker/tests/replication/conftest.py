@@ -5,6 +5,7 @@ replica.lag.time.max.ms of 3 s, controlled shutdown retries 0.5 s apart."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -13,7 +14,11 @@ from typing import Any
 
 import pytest
 
+from moldau.cluster import zk_data
+from moldau.cluster.zk_client import KafkaZkClient
 from moldau.devcluster.brokers import BrokerProcess
+
+SESSION_S = 6.0  # zookeeper.session.timeout.ms below
 
 CLUSTER_PROPERTIES = {
     "zookeeper.session.timeout.ms": "6000",
@@ -23,6 +28,8 @@ CLUSTER_PROPERTIES = {
     "offsets.topic.num.partitions": "6",
     "num.partitions": "1",
     "default.replication.factor": "3",
+    # leaders stay where the tests put them (test_leader_balance.py turns it on)
+    "auto.leader.rebalance.enable": "false",
 }
 
 
@@ -80,24 +87,65 @@ class Cluster:
                                      + "\n" + self.log_tails())
             time.sleep(0.2)
 
+    def wait_gone(self, broker_id: int, timeout: float = 20) -> None:
+        """Until the controller has noticed a killed broker (its ZooKeeper session ended):
+        only then can it register again, as in Kafka."""
+        from confluent_kafka.admin import AdminClient
+
+        def gone() -> bool:
+            metadata = AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(
+                timeout=10)
+            return broker_id not in metadata.brokers
+
+        self.wait_for(gone, timeout, f"broker {broker_id} gone from the cluster metadata")
+
     def log_tails(self, lines: int = 15) -> str:
         return "\n".join(f"--- broker {i}\n{b.tail(lines)}" for i, b in self.brokers.items())
 
+    @contextlib.contextmanager
+    def zookeeper(self) -> Iterator[KafkaZkClient]:
+        host, chroot = self.zk_connect.split("/", 1)
+        with KafkaZkClient(host, "/" + chroot, session_timeout_ms=int(SESSION_S * 1000),
+                           connection_timeout_ms=15000) as zk:
+            yield zk
+
+    def start(self, broker_id: int) -> None:
+        """Start a stopped broker. After a kill -9 its registration lives on until its
+        ZooKeeper session expires, and like Kafka a broker does not start while its id is
+        registered by another session: wait for that first."""
+        with self.zookeeper() as zk:
+            self.wait_for(lambda: not zk.exists(zk_data.broker_path(broker_id)),
+                          3 * SESSION_S, f"broker {broker_id}'s old registration to expire")
+        self.brokers[broker_id].start()
+
     def ensure_all_running(self) -> None:
-        for broker in self.brokers.values():
+        for broker_id, broker in self.brokers.items():
             if broker.pid() is None:
-                broker.start()
+                self.start(broker_id)
+
+
+def start_cluster(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any,
+                  racks: dict[int, str] | None = None, **overrides: str) -> Cluster:
+    connect = zk_ensemble.connect_string + f"/moldau-{uuid.uuid4().hex[:12]}"
+    brokers = {}
+    for i in (1, 2, 3):
+        rack = {"broker.rack": racks[i]} if racks else {}
+        brokers[i] = BrokerProcess(str(tmp_path_factory.mktemp(f"broker{i}")), i, connect,
+                                   properties={**CLUSTER_PROPERTIES, **overrides, **rack})
+    for broker in brokers.values():
+        broker.start()
+    return Cluster(brokers, connect)
+
+
+def stop_cluster(cluster: Cluster) -> None:
+    codes = {i: b.stop() for i, b in cluster.brokers.items() if b.pid() is not None}
+    assert all(code == 0 for code in codes.values()), codes
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any) -> Iterator[Cluster]:
-    connect = zk_ensemble.connect_string + f"/moldau-{uuid.uuid4().hex[:12]}"
-    brokers = {i: BrokerProcess(str(tmp_path_factory.mktemp(f"broker{i}")), i, connect,
-                                properties=dict(CLUSTER_PROPERTIES)) for i in (1, 2, 3)}
+    started = start_cluster(tmp_path_factory, zk_ensemble)
     try:
-        for broker in brokers.values():
-            broker.start()
-        yield Cluster(brokers, connect)
+        yield started
     finally:
-        codes = {i: b.stop() for i, b in brokers.items() if b.pid() is not None}
-        assert all(code == 0 for code in codes.values()), codes
+        stop_cluster(started)

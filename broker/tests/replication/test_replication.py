@@ -9,12 +9,12 @@ import os
 import pathlib
 import threading
 import time
+from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
 from moldau.checker.consumer import verify
 from moldau.checker.producer import ProducerRun
-from moldau.cluster.zk_client import KafkaZkClient
 
 from .conftest import Cluster
 
@@ -63,7 +63,7 @@ def test_no_acknowledged_record_is_lost_when_the_leader_is_killed(cluster: Clust
     acked_before = run.acknowledged
     cluster.wait_for(lambda: run.acknowledged > acked_before + 300, 20,
                      "acknowledged writes after the failover")
-    cluster.brokers[victim].start()
+    cluster.start(victim)
     cluster.wait_for(lambda: all(sorted(p.isrs) == [1, 2, 3]
                                  for p in cluster.partitions(topic).values()),
                      30, "the restarted broker back in every ISR")
@@ -97,7 +97,7 @@ def test_too_few_in_sync_replicas_refuse_acks_all_but_not_acks_1(cluster: Cluste
         assert errors == ["NOT_ENOUGH_REPLICAS", ""], errors
     finally:
         for broker_id in followers:
-            cluster.brokers[broker_id].start()
+            cluster.start(broker_id)
     cluster.wait_for(lambda: sorted(cluster.partitions(topic)[0].isrs) == [1, 2, 3], 30,
                      "the followers back in the ISR")
 
@@ -145,14 +145,12 @@ def test_sigterm_moves_leadership_away_before_the_broker_exits(cluster: Cluster)
     assert all(t <= 1.0 for t in worst.values()), worst
     log = pathlib.Path(cluster.brokers[victim].log_dir, "server.log").read_text()
     assert "Controlled shutdown request returned successfully" in log
-    cluster.brokers[victim].start()
+    cluster.start(victim)
 
 
 def test_a_new_controller_takes_over_when_controller_znode_goes(cluster: Cluster) -> None:
     cluster.ensure_all_running()
-    host, chroot = cluster.zk_connect.split("/", 1)
-    with KafkaZkClient(host, "/" + chroot, session_timeout_ms=6000,
-                       connection_timeout_ms=15000) as zk:
+    with cluster.zookeeper() as zk:
         before_id = zk.get_controller_id()
         before_epoch = zk.get_controller_epoch()[0]
         zk.kazoo.delete("/controller")
@@ -162,3 +160,68 @@ def test_a_new_controller_takes_over_when_controller_znode_goes(cluster: Cluster
     # the new controller serves topic creation and elects leaders
     topic = cluster.create_topic("after-controller", partitions=2)
     assert all(leader in cluster.brokers for leader in leaders(cluster, topic).values())
+
+
+def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(
+        cluster: Cluster) -> None:
+    from confluent_kafka import ElectionType, TopicPartition
+
+    cluster.ensure_all_running()
+    topic = cluster.create_topic("preferred", partitions=1)
+    preferred = cluster.partitions(topic)[0].replicas[0]
+    tp = TopicPartition(topic, 0)
+
+    def elect() -> Any:
+        # a fresh client each time: one that knew a stopped controller keeps waiting for it
+        admin = cluster.admin()
+        return admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(30)[tp]
+
+    assert elect().name() == "ELECTION_NOT_NEEDED"
+    assert cluster.brokers[preferred].stop() == 0  # controlled shutdown: leadership moves
+    try:
+        cluster.wait_for(lambda: leaders(cluster, topic)[0] not in (preferred, -1), 10,
+                         "a leader other than the stopped preferred replica")
+        assert elect().name() == "PREFERRED_LEADER_NOT_AVAILABLE"
+    finally:
+        cluster.start(preferred)
+    cluster.wait_for(lambda: preferred in cluster.partitions(topic)[0].isrs, 30,
+                     "the preferred replica back in the ISR")
+    assert leaders(cluster, topic)[0] != preferred  # nothing moves it back by itself
+    assert elect() is None
+    assert leaders(cluster, topic)[0] == preferred
+
+
+def test_preferred_replica_election_znode(cluster: Cluster) -> None:
+    from moldau.cluster import zk_data
+
+    cluster.ensure_all_running()
+    topic = cluster.create_topic("zk-preferred", partitions=1)
+    preferred = cluster.partitions(topic)[0].replicas[0]
+    assert cluster.brokers[preferred].stop() == 0
+    cluster.start(preferred)
+    cluster.wait_for(lambda: preferred in cluster.partitions(topic)[0].isrs, 30,
+                     "the preferred replica back in the ISR")
+    with cluster.zookeeper() as zk:
+        # what kafka-preferred-replica-election.sh --zookeeper used to write
+        zk.kazoo.create(zk_data.PREFERRED_REPLICA_ELECTION_PATH,
+                        zk_data.encode_preferred_replica_election([(topic, 0)]))
+        cluster.wait_for(lambda: leaders(cluster, topic)[0] == preferred, 15,
+                         "the preferred leader elected")
+        cluster.wait_for(lambda: not zk.exists(zk_data.PREFERRED_REPLICA_ELECTION_PATH), 10,
+                         "the controller deleting the znode")
+
+
+def test_only_the_controller_elects_leaders(cluster: Cluster) -> None:
+    from moldau.client.blocking import BlockingConnection
+    from moldau.protocol.messages.elect_leaders_request import ElectLeadersRequest
+
+    cluster.ensure_all_running()
+    with cluster.zookeeper() as zk:
+        controller = zk.get_controller_id()
+    other = next(b for b in cluster.brokers.values() if b.broker_id != controller)
+    request = ElectLeadersRequest(election_type=0, timeout_ms=5000, topic_partitions=[
+        ElectLeadersRequest.TopicPartitions(topic="anything", partitions=[0])])
+    with BlockingConnection("127.0.0.1", other.port) as conn:
+        answer = conn.request(43, 2, request)
+    codes = [p.error_code for r in answer.replica_election_results for p in r.partition_result]
+    assert (answer.error_code, codes) == (0, [41]), answer  # NOT_CONTROLLER

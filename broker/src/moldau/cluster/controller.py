@@ -16,19 +16,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from moldau.cluster import zk_data
+from moldau.cluster.reassignment import PartitionReassigner, Reassignment, reassignments_in_znode
 from moldau.cluster.zk_client import ZooKeeperUnavailableError
-from moldau.errors import BrokerNotAvailableError, StaleBrokerEpochError
+from moldau.errors import (
+    BrokerNotAvailableError,
+    ElectionNotNeededError,
+    EligibleLeadersNotAvailableError,
+    KafkaError,
+    NotControllerError,
+    PreferredLeaderNotAvailableError,
+    StaleBrokerEpochError,
+    UnknownTopicOrPartitionError,
+)
 
 log = logging.getLogger("kafka.controller")
 state_change_log = logging.getLogger("state.change.logger")
 
 NO_LEADER = -1
+T = TypeVar("T")
 
 
 @dataclass
@@ -47,8 +58,9 @@ class PartitionDecision:
 @dataclass
 class TopicState:
     topic_id: UUID
-    assignment: dict[int, list[int]]
+    assignment: dict[int, list[int]]  # during a reassignment: the full replica set
     partitions: dict[int, PartitionDecision] = field(default_factory=dict)
+    reassigning: dict[int, Reassignment] = field(default_factory=dict)
 
 
 class ControllerChannel(Protocol):
@@ -73,13 +85,17 @@ class ControllerChannel(Protocol):
 
 class Controller:
     def __init__(self, broker_id: int, zk: Any, channel: ControllerChannel,
-                 delete_topic_enable: bool = True, unclean_election: bool = False) -> None:
+                 delete_topic_enable: bool = True, unclean_election: bool = False,
+                 leader_rebalance: tuple[float, int] | None = None) -> None:
         self.broker_id = broker_id
         self.zk = zk  # AsyncZk
         self.channel = channel
         self.delete_topic_enable = delete_topic_enable
         self.unclean_election = unclean_election  # the broker default; topics may override
         self.shutting_down: set[int] = set()  # brokers in controlled shutdown
+        # auto.leader.rebalance.enable: (check interval s, imbalance percentage) or None
+        self.leader_rebalance = leader_rebalance
+        self._rebalancer: asyncio.Task[None] | None = None
         self.epoch = 0
         self.active = False
         self.live_brokers: dict[int, zk_data.BrokerRegistration] = {}
@@ -87,6 +103,7 @@ class Controller:
         self._events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
         self._topic_watches: set[str] = set()
+        self.reassigner = PartitionReassigner(self)
 
     # --- life cycle -------------------------------------------------------------------
 
@@ -102,6 +119,8 @@ class Controller:
 
     async def stop(self) -> None:
         self.active = False
+        if self._rebalancer is not None:
+            self._rebalancer.cancel()
         if self._worker is not None:
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -115,11 +134,17 @@ class Controller:
             "topic_changed": self._on_topic_data_change,
             "delete_topics": self._on_delete_topics,
             "isr_change": self._on_isr_change,
-            "controlled_shutdown": self._on_controlled_shutdown,
+            "ask": self._on_ask,
+            "preferred_election_znode": self._on_preferred_election_znode,
+            "leader_imbalance_check": self._check_leader_imbalance,
+            "reassign_znode": self.reassigner.on_znode,
         }
         while True:
             event, payload = await self._events.get()
             if event != "elect" and not self.active:
+                if event == "ask" and not payload[2].done():
+                    payload[2].set_exception(NotControllerError(
+                        f"broker {self.broker_id} is not the controller"))
                 continue
             try:
                 await handlers[event](payload)
@@ -131,6 +156,24 @@ class Controller:
             except Exception:
                 log.exception("[Controller id=%d] Error processing event %s", self.broker_id,
                               event)
+
+    async def _ask(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run fn(*args) as an event of the controller (in order with the others, so it
+        sees a consistent state) and return its result."""
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self.post("ask", (fn, args, future))
+        return await future
+
+    async def _on_ask(self, payload: Any) -> None:
+        fn, args, future = payload
+        try:
+            result = await fn(*args)
+        except Exception as exc:
+            if not future.done():
+                future.set_exception(exc)
+            raise
+        if not future.done():
+            future.set_result(result)
 
     async def _elect(self, _payload: Any) -> None:
         if self.active:
@@ -168,6 +211,20 @@ class Controller:
                                      lambda names: self.post("delete_topics", names))
         await self.zk.watch_children(zk_data.ISR_CHANGE_NOTIFICATION_PATH,
                                      lambda names: self.post("isr_change", names))
+        await self.zk.watch_data(zk_data.PREFERRED_REPLICA_ELECTION_PATH,
+                                 lambda data, _stat: self.post("preferred_election_znode",
+                                                               data))
+        await self.zk.watch_data(zk_data.REASSIGN_PARTITIONS_PATH,
+                                 lambda data, _stat: self.post("reassign_znode", data))
+        if self.leader_rebalance is not None and self._rebalancer is None:
+            self._rebalancer = asyncio.ensure_future(self._rebalance_timer(
+                *self.leader_rebalance))
+
+    async def _rebalance_timer(self, interval_s: float, percentage: int) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            if self.active:
+                self.post("leader_imbalance_check", percentage)
 
     # --- brokers --------------------------------------------------------------------------
 
@@ -204,7 +261,7 @@ class Controller:
                 decision = await self._elect_if_needed(name, topic, index)
                 if decision is not None:
                     changed.append(decision)
-        await self._announce(changed, rejoined=new)
+        await self.announce(changed, rejoined=new)
 
     # --- topics ---------------------------------------------------------------------------
 
@@ -218,9 +275,13 @@ class Controller:
             if name not in current:
                 self.topics.pop(name, None)  # deleted behind our back
         if decisions:
-            await self._announce(decisions)
+            await self.announce(decisions)
         else:
             await self._send_update_metadata([], [])
+        # moves a previous controller left running may have caught up meanwhile
+        await self.reassigner.maybe_complete({
+            (name, index) for name in new if name in self.topics
+            for index in self.topics[name].reassigning})
 
     async def _load_topic(self, name: str) -> list[PartitionDecision]:
         assignment = await self.zk.call("get_topic_assignment", name)
@@ -234,6 +295,12 @@ class Controller:
                      name, dict(sorted(assignment.partitions.items())))
         else:
             topic.assignment = dict(assignment.partitions)
+        recorded = reassignments_in_znode(assignment)
+        for index, move in recorded.items():
+            known = topic.reassigning.get(index)
+            if known is not None and (known.origin, known.target) == (move.origin, move.target):
+                move.from_znode = known.from_znode
+        topic.reassigning = recorded
         if name not in self._topic_watches:
             self._topic_watches.add(name)
             await self.zk.watch_data(zk_data.topic_path(name),
@@ -252,7 +319,7 @@ class Controller:
         if name not in self.topics:
             return
         decisions = await self._load_topic(name)
-        await self._announce(decisions)
+        await self.announce(decisions)
 
     async def _elect_if_needed(self, name: str, topic: TopicState,
                                index: int) -> PartitionDecision | None:
@@ -281,29 +348,33 @@ class Controller:
             topic.partitions[index] = decision
             return None if known == decision else decision
         leader, isr, unclean = choice
-        return await self._write_state(name, topic, index, state, version, leader, isr,
+        return await self.write_state(name, topic, index, state, version, leader, isr,
                                        "unclean election" if unclean else "election")
 
-    def _eligible(self, broker_id: int) -> bool:
+    def eligible(self, broker_id: int) -> bool:
         return broker_id in self.live_brokers and broker_id not in self.shutting_down
 
     async def _choose(self, name: str, replicas: list[int], state: zk_data.PartitionState
                       ) -> tuple[int, list[int], bool] | None:
         """The new (leader, ISR, unclean) of a partition after brokers came or went, or
-        None when it stays. Dead replicas leave the ISR (the last member stays, so it can
-        lead again cleanly when it returns); a dead leader is replaced by the first live
-        ISR member in assignment order (Kafka's OfflinePartitionLeaderElectionStrategy),
-        or, only when unclean.leader.election.enable allows it, by any live replica."""
+        None when it stays. Dead replicas leave the ISR (all of it stays when none is
+        alive, so any member can lead again cleanly when it returns); a dead leader is
+        replaced by the first live ISR member in assignment order (Kafka's
+        OfflinePartitionLeaderElectionStrategy), or, only when
+        unclean.leader.election.enable allows it, by any live replica."""
         isr_live = [r for r in state.isr if r in self.live_brokers]
         if state.leader in self.live_brokers:
             return None if isr_live == state.isr else (state.leader, isr_live, False)
-        candidates = [r for r in replicas if r in isr_live and self._eligible(r)]
+        candidates = [r for r in replicas if r in isr_live and self.eligible(r)]
         if candidates:
             return candidates[0], isr_live, False
-        live = [r for r in replicas if self._eligible(r)]
+        live = [r for r in replicas if self.eligible(r)]
         if live and await self._unclean_allowed(name):
             return live[0], [live[0]], True
-        kept = isr_live or ([state.leader] if state.leader >= 0 else list(state.isr))
+        # No ISR member is alive. Every member holds every committed record, so the ISR
+        # stays whole and whichever returns first leads cleanly (Kafka narrows it to its
+        # last member, which only delays that).
+        kept = isr_live or list(state.isr)
         if state.leader == NO_LEADER and kept == state.isr:
             return None
         return NO_LEADER, kept, False
@@ -313,7 +384,7 @@ class Controller:
         value = overrides.get("unclean.leader.election.enable")
         return self.unclean_election if value is None else value.strip().lower() == "true"
 
-    async def _write_state(self, name: str, topic: TopicState, index: int,
+    async def write_state(self, name: str, topic: TopicState, index: int,
                            state: zk_data.PartitionState, version: int, leader: int,
                            isr: list[int], why: str) -> PartitionDecision:
         """Write a partition's new leader and ISR (a new leader epoch) conditionally on the
@@ -384,6 +455,7 @@ class Controller:
                 decisions.append(decision)
         if decisions:
             await self._send_update_metadata(decisions, [])
+        await self.reassigner.maybe_complete(changed)
 
     # --- controlled shutdown ------------------------------------------------------------------
 
@@ -391,19 +463,7 @@ class Controller:
                                   broker_epoch: int) -> list[tuple[str, int]]:
         """Move leadership off a broker that is stopping; the replicated partitions it
         still leads (no other ISR member alive) are returned, as Kafka does."""
-        future: asyncio.Future[list[tuple[str, int]]] = (
-            asyncio.get_running_loop().create_future())
-        self.post("controlled_shutdown", (broker_id, broker_epoch, future))
-        return await future
-
-    async def _on_controlled_shutdown(self, payload: Any) -> None:
-        broker_id, broker_epoch, future = payload
-        try:
-            future.set_result(await self._shut_down(broker_id, broker_epoch))
-        except Exception as exc:
-            if not future.done():
-                future.set_exception(exc)
-            raise
+        return await self._ask(self._shut_down, broker_id, broker_epoch)
 
     async def _shut_down(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
         registration = self.live_brokers.get(broker_id)
@@ -425,26 +485,125 @@ class Controller:
                 state, version = found
                 isr = [r for r in state.isr if r != broker_id]
                 if state.leader == broker_id:
-                    others = [r for r in replicas if r in isr and self._eligible(r)]
+                    others = [r for r in replicas if r in isr and self.eligible(r)]
                     if others:
-                        changed.append(await self._write_state(
+                        changed.append(await self.write_state(
                             name, topic, index, state, version, others[0], isr,
                             "controlled shutdown"))
                 elif broker_id in state.isr and isr:
-                    changed.append(await self._write_state(
+                    changed.append(await self.write_state(
                         name, topic, index, state, version, state.leader, isr,
                         "controlled shutdown"))
                     followed.append((name, index))
-        await self._announce(changed)
+        await self.announce(changed)
         if followed:
             await self.channel.stop_replica(broker_id, followed, delete=False)
         return sorted((name, index) for name, topic in self.topics.items()
                       for index, d in topic.partitions.items()
                       if d.leader == broker_id and len(topic.assignment[index]) > 1)
 
+    # --- leader elections on request (ElectLeaders, the znode, auto rebalance) ---------------
+
+    async def elect_leaders(self, partitions: list[tuple[str, int]] | None,
+                            preferred: bool) -> dict[tuple[str, int], KafkaError | None]:
+        """Run a preferred (or unclean) election for the partitions (None: all); each gets
+        None when its leader changed, else the error Kafka answers for it."""
+        return await self._ask(self._elect_partitions, partitions, preferred)
+
+    async def _elect_partitions(self, partitions: list[tuple[str, int]] | None,
+                                preferred: bool) -> dict[tuple[str, int], KafkaError | None]:
+        if partitions is None:
+            partitions = [(n, i) for n, t in self.topics.items() for i in t.assignment]
+        results: dict[tuple[str, int], KafkaError | None] = {}
+        changed: list[PartitionDecision] = []
+        for name, index in partitions:
+            topic = self.topics.get(name)
+            found = (await self.zk.call("get_partition_state", name, index)
+                     if topic is not None and index in topic.assignment else None)
+            if topic is None or found is None:
+                results[(name, index)] = UnknownTopicOrPartitionError(
+                    f"{name}-{index} does not exist")
+                continue
+            state, version = found
+            replicas = topic.assignment[index]
+            if preferred:
+                wanted = replicas[0]
+                if state.leader == wanted:
+                    results[(name, index)] = ElectionNotNeededError(
+                        "Leader election not needed for topic partition.")
+                    continue
+                if wanted not in state.isr or not self.eligible(wanted):
+                    results[(name, index)] = PreferredLeaderNotAvailableError(
+                        f"Failed to elect leader for partition {name}-{index} under "
+                        "strategy PreferredReplicaPartitionLeaderElectionStrategy")
+                    continue
+                leader, isr, why = wanted, list(state.isr), "preferred replica election"
+            else:
+                if state.leader in self.live_brokers:
+                    results[(name, index)] = ElectionNotNeededError(
+                        "Leader election not needed for topic partition.")
+                    continue
+                live = [r for r in replicas if self.eligible(r)]
+                in_isr = [r for r in live if r in state.isr]
+                if not live:
+                    results[(name, index)] = EligibleLeadersNotAvailableError(
+                        f"Failed to elect leader for partition {name}-{index} under "
+                        "strategy UncleanPartitionLeaderElectionStrategy")
+                    continue
+                leader = (in_isr or live)[0]
+                isr = [r for r in state.isr if r in self.live_brokers] if in_isr else [leader]
+                why = "election" if in_isr else "unclean election"
+            changed.append(await self.write_state(name, topic, index, state, version,
+                                                   leader, isr, why))
+            results[(name, index)] = None
+        await self.announce(changed)
+        return results
+
+    async def _on_preferred_election_znode(self, data: bytes | None) -> None:
+        """The old tools' way: partitions listed in /admin/preferred_replica_election get
+        a preferred election; the controller deletes the znode when done."""
+        if data is None:
+            return
+        wanted = sorted(zk_data.decode_preferred_replica_election(data))
+        log.info("[Controller id=%d] Starting replica leader election (PREFERRED) for "
+                 "partitions %s triggered by ZkTriggered", self.broker_id,
+                 ",".join(f"{t}-{p}" for t, p in wanted))
+        await self._elect_partitions(wanted, preferred=True)
+        await self.zk.call("delete_recursive", zk_data.PREFERRED_REPLICA_ELECTION_PATH)
+
+    async def _check_leader_imbalance(self, percentage: Any) -> None:
+        """auto.leader.rebalance.enable: a broker leading fewer than its share of the
+        partitions it is the preferred leader of, by more than
+        leader.imbalance.per.broker.percentage, gets them back (Kafka's
+        checkAndTriggerAutoLeaderRebalance)."""
+        by_preferred: dict[int, list[tuple[str, int]]] = {}
+        for name, topic in self.topics.items():
+            for index, replicas in topic.assignment.items():
+                if replicas:
+                    by_preferred.setdefault(replicas[0], []).append((name, index))
+        for broker_id, partitions in sorted(by_preferred.items()):
+            if not self.eligible(broker_id):
+                continue
+            elsewhere = [(n, i) for n, i in partitions
+                         if (d := self.topics[n].partitions.get(i)) is not None
+                         and d.leader != broker_id and broker_id in d.isr]
+            imbalance = len(elsewhere) / len(partitions)
+            if elsewhere and imbalance * 100 > percentage:
+                log.info("[Controller id=%d] Leader imbalance ratio for broker %d is %.3f: "
+                         "starting a preferred replica election", self.broker_id,
+                         broker_id, imbalance)
+                await self._elect_partitions(elsewhere, preferred=True)
+
+    # --- partition reassignment (moldau.cluster.reassignment) ---------------------------------
+
+    async def alter_reassignments(self, wanted: dict[tuple[str, int], list[int] | None]
+                                  ) -> dict[tuple[str, int], KafkaError | None]:
+        """Start or cancel (None) reassignments; each partition gets None or its error."""
+        return await self._ask(self.reassigner.alter, wanted)
+
     # --- telling brokers ------------------------------------------------------------------
 
-    async def _announce(self, decisions: list[PartitionDecision],
+    async def announce(self, decisions: list[PartitionDecision],
                         rejoined: Iterable[int] = ()) -> None:
         by_broker: dict[int, list[PartitionDecision]] = {}
         for decision in decisions:

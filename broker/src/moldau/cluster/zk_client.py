@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
@@ -536,6 +536,12 @@ class KafkaZkClient:
         except NoNodeError:
             raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.") from None
         return stat.version
+
+    def set_partition_reassignment(
+            self, reassignment: Mapping[tuple[str, int], Sequence[int]]) -> None:
+        """Write /admin/reassign_partitions (the legacy way to ask for a reassignment,
+        which the controller rewrites as partitions complete)."""
+        self._set_or_create(zd.REASSIGN_PARTITIONS_PATH, zd.encode_reassignment(reassignment))
 
     def get_all_topics(self) -> list[str]:
         return self.get_children(zd.TOPICS_PATH)

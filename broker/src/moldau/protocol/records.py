@@ -320,6 +320,15 @@ def iter_batches(buf: BytesLike, *, allow_partial: bool = False) -> BatchIterato
     return BatchIterator(buf, allow_partial=allow_partial)
 
 
+def complete_length(buf: BytesLike) -> int:
+    """The bytes of the whole batches at the start of buf: a fetch response may end with
+    a batch cut short by the size limits, which its reader drops."""
+    batches = BatchIterator(buf, allow_partial=True)
+    for _ in batches:
+        pass
+    return batches.position
+
+
 def _bad_magic(magic: int, pos: int) -> ProtocolError:
     if magic in (0, 1):
         return ProtocolError(

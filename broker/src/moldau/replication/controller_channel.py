@@ -51,12 +51,13 @@ class BrokerSender:
         self.timeout_s = timeout_s
         self.queue: asyncio.Queue[tuple[int, int, Any]] = asyncio.Queue()
         self.connection: BrokerConnection | None = None
+        self.closed = False  # see ReplicaFetcher: a cancellation can be swallowed
         self.task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
-        while True:
+        while not self.closed:
             api_key, version, body = await self.queue.get()
-            while True:
+            while not self.closed:
                 try:
                     connection = await self._connect()
                     response = await connection.request(api_key, version, body, self.timeout_s)
@@ -84,6 +85,7 @@ class BrokerSender:
         return self.connection
 
     def close(self) -> None:
+        self.closed = True
         self.task.cancel()
         if self.connection is not None:
             self.connection.close()

@@ -22,9 +22,11 @@ from moldau.errors import KafkaError
 from moldau.protocol.messages.fetch_request import FetchRequest
 from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
 from moldau.protocol.messages.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
+from moldau.protocol.records import complete_length
 from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 
 from .protocol_versions import InterBrokerVersions
+from .throttle import UNLIMITED, ReplicationThrottle
 
 if TYPE_CHECKING:
     from moldau.server.replica_manager import Partition
@@ -67,8 +69,10 @@ class ReplicaFetcher:
                  versions: InterBrokerVersions,
                  endpoint: Callable[[int], tuple[str, int] | None],
                  ssl_context: ssl.SSLContext | None,
-                 on_appended: Callable[[Partition], None]) -> None:
+                 on_appended: Callable[[Partition], None],
+                 throttle: ReplicationThrottle | None = None) -> None:
         self.name = name
+        self.throttle = throttle
         self.leader_id = leader_id
         self.config = config
         self.versions = versions
@@ -78,6 +82,9 @@ class ReplicaFetcher:
         self.states: dict[TopicPartition, FetchState] = {}
         self.connection: BrokerConnection | None = None
         self._wake = asyncio.Event()
+        # Python 3.11's wait_for can swallow a cancellation when the awaited response
+        # fails at the same moment: the loop checks this flag as well
+        self.closed = False
         self.task = asyncio.ensure_future(self._run())
 
     def add(self, partition: Partition) -> None:
@@ -90,7 +97,7 @@ class ReplicaFetcher:
     async def _run(self) -> None:
         log.info("[%s] Starting", self.name)
         backoff = self.config.backoff_ms / 1000
-        while True:
+        while not self.closed:
             if not self.states:
                 self._wake.clear()
                 await self._wake.wait()
@@ -181,9 +188,29 @@ class ReplicaFetcher:
 
     # --- fetching -------------------------------------------------------------------------
 
+    def _throttled_limits(self, states: list[FetchState]) -> dict[TopicPartition, int]:
+        """The fetch size of each throttled partition: its share of what the follower
+        throttle allows now, 0 (not fetched this time) when nothing is left."""
+        throttle = self.throttle
+        if throttle is None:
+            return {}
+        throttled = [s.tp for s in states if throttle.applies(*s.tp)]
+        if not throttled:
+            return {}
+        available = throttle.quota.available()
+        if available == UNLIMITED:
+            return {}
+        share = int(min(self.config.partition_max_bytes, available / len(throttled)))
+        return dict.fromkeys(throttled, max(share, 0))
+
     async def _fetch(self, connection: BrokerConnection, states: list[FetchState]) -> None:
         version = self.versions.fetch
-        request = self._fetch_request(states, version)
+        limits = self._throttled_limits(states)
+        states = [s for s in states if limits.get(s.tp, 1) > 0]
+        if not states:  # everything is throttled and over its rate: wait for tokens
+            await asyncio.sleep(0.05)
+            return
+        request = self._fetch_request(states, version, limits)
         response = await connection.request(
             FETCH, version, request,
             self.config.socket_timeout_ms / 1000 + self.config.max_wait_ms / 1000)
@@ -203,6 +230,9 @@ class ReplicaFetcher:
                 if data.error_code:
                     await self._on_error(connection, state, data.error_code)
                     continue
+                if state.tp in limits and data.records:
+                    assert self.throttle is not None
+                    self.throttle.quota.record(len(data.records))
                 try:
                     self._append(state, data)
                 except KafkaError as exc:  # a corrupt batch, a full disk: this one waits
@@ -210,7 +240,8 @@ class ReplicaFetcher:
                               state.partition.name, exc)
                     self._delay(state, exc.code)
 
-    def _fetch_request(self, states: list[FetchState], version: int) -> Any:
+    def _fetch_request(self, states: list[FetchState], version: int,
+                       limits: dict[TopicPartition, int]) -> Any:
         F = FetchRequest
         by_topic: dict[Any, list[Any]] = {}
         names: dict[Any, str] = {}
@@ -222,7 +253,7 @@ class ReplicaFetcher:
                 partition=p.index, current_leader_epoch=p.leader_epoch,
                 fetch_offset=p.log.log_end_offset, last_fetched_epoch=-1,
                 log_start_offset=p.log.log_start_offset,
-                partition_max_bytes=self.config.partition_max_bytes))
+                partition_max_bytes=limits.get(s.tp, self.config.partition_max_bytes)))
         request = F(replica_id=self.config.broker_id, max_wait_ms=self.config.max_wait_ms,
                     min_bytes=self.config.min_bytes, max_bytes=self.config.max_bytes,
                     isolation_level=0, session_id=0, session_epoch=-1,
@@ -239,6 +270,10 @@ class ReplicaFetcher:
         partition = state.partition
         plog = partition.log
         records = data.records
+        if records:
+            whole = complete_length(records)  # a size limit may have cut the last batch
+            if whole < len(records):
+                records = memoryview(records)[:whole]
         if records:
             plog.append_as_follower(records)
         # a follower's high watermark: the leader's, as far as this log reaches
@@ -290,6 +325,8 @@ class ReplicaFetcher:
         state.truncating = True  # a leader change may follow: check for divergence again
 
     def close(self) -> None:
+        self.closed = True
+        self._wake.set()
         self.task.cancel()
         self._disconnect()
 
@@ -298,8 +335,10 @@ class ReplicaFetcherManager:
     def __init__(self, config: FetcherConfig, versions: InterBrokerVersions,
                  endpoint: Callable[[int], tuple[str, int] | None],
                  ssl_context_for: Callable[[], ssl.SSLContext | None],
-                 on_appended: Callable[[Partition], None]) -> None:
+                 on_appended: Callable[[Partition], None],
+                 throttle: ReplicationThrottle | None = None) -> None:
         self.config = config
+        self.throttle = throttle  # shared by the fetchers: the rate is per broker
         self.versions = versions
         self.endpoint = endpoint
         self.ssl_context_for = ssl_context_for
@@ -321,7 +360,8 @@ class ReplicaFetcherManager:
         if fetcher is None:
             fetcher = self.fetchers[key] = ReplicaFetcher(
                 f"ReplicaFetcherThread-{key[1]}-{leader_id}", leader_id, self.config,
-                self.versions, self.endpoint, self.ssl_context_for(), self.on_appended)
+                self.versions, self.endpoint, self.ssl_context_for(), self.on_appended,
+                self.throttle)
         fetcher.add(partition)
         self.assigned[tp] = key
 

@@ -24,6 +24,7 @@ from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC, OffsetsLog
 from moldau.replication.controller_channel import NetworkControllerChannel
 from moldau.replication.protocol_versions import versions_for
 from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+from moldau.replication.throttle import FOLLOWER, LEADER, ReplicationThrottle, rate_reader
 from moldau.security.tls import (
     TlsConfigError,
     TlsContextHolder,
@@ -61,6 +62,7 @@ class Broker:
         self.controller_epoch_seen = 0  # the newest controller epoch heard from
         self.versions = versions_for(config["inter.broker.protocol.version"])
         self.fetchers: ReplicaFetcherManager | None = None
+        self.leader_throttle: ReplicationThrottle | None = None
         self.controller_channel: NetworkControllerChannel | None = None
         self.zk: AsyncZk | None = None
         self.metadata = MetadataCache(self.broker_id)
@@ -104,6 +106,7 @@ class Broker:
             None, self._open_logs)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
                                               isr_writer=self._write_isr)
+        self.leader_throttle = self._throttle(LEADER)
         self.fetchers = self._replica_fetchers()
         self.group_coordinator = self._group_coordinator()
         register_handlers(self.dispatcher, self)
@@ -126,7 +129,10 @@ class Broker:
         self.controller = Controller(
             self.broker_id, self.zk, self.controller_channel,
             delete_topic_enable=config["delete.topic.enable"],
-            unclean_election=config["unclean.leader.election.enable"])
+            unclean_election=config["unclean.leader.election.enable"],
+            leader_rebalance=(config["leader.imbalance.check.interval.seconds"],
+                              config["leader.imbalance.per.broker.percentage"])
+            if config["auto.leader.rebalance.enable"] else None)
         await self.controller.start()
         self._maintenance = asyncio.ensure_future(self._run_maintenance())
         self.started = True
@@ -167,7 +173,14 @@ class Broker:
             lambda broker_id: self.metadata.endpoint(broker_id, listener),
             self.inter_broker_ssl_context,
             lambda partition: partition.wake(),
+            self._throttle(FOLLOWER),
         )
+
+    def _throttle(self, side: str) -> ReplicationThrottle:
+        """The leader or follower replication throttle (rates from the dynamic config)."""
+        assert self.dynamic_config is not None
+        return ReplicationThrottle(side, self.broker_id, self.topic_configs.log_config,
+                                   rate_reader(self.dynamic_config.effective, side))
 
     def inter_broker_ssl_context(self) -> Any:
         """The client side of the inter-broker listener: its own ssl.* settings (keystore
@@ -391,8 +404,9 @@ class Broker:
             if topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_resigned(index)
             self.replica_manager.stop_replica(topic, index, delete)
-        if delete:
-            for topic in {t for t, _ in partitions}:
+        if delete:  # a reassignment may move one partition of a topic and keep others
+            hosted = {t for t, _ in self.replica_manager.partitions}
+            for topic in {t for t, _ in partitions} - hosted:
                 self.topic_configs.forget(topic)
 
     # --- background work -----------------------------------------------------------------

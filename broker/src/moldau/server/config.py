@@ -185,6 +185,10 @@ def at_least(low: float) -> Range:
     return Range(low, None)
 
 
+# replica.selector.class values Moldau implements (moldau.server.replica_selector)
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderSelector"
+REPLICA_SELECTORS = (RACK_AWARE_SELECTOR, LEADER_SELECTOR)
 _COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 _TS_TYPES = ("CreateTime", "LogAppendTime")
 _HOUR_MS = 3600 * 1000
@@ -244,9 +248,9 @@ KEYS_LIST: list[ConfigKey] = [
     impl("controlled.shutdown.max.retries", "int", 3, "M"),
     impl("controlled.shutdown.retry.backoff.ms", "long", 5000, "M"),
     impl("controller.socket.timeout.ms", "int", 30000, "M"),
-    acc("auto.leader.rebalance.enable", "boolean", True, "H", P_REPL),
-    acc("leader.imbalance.per.broker.percentage", "int", 10, "H", P_REPL),
-    acc("leader.imbalance.check.interval.seconds", "long", 300, "H", P_REPL, at_least(1)),
+    impl("auto.leader.rebalance.enable", "boolean", True, "H"),
+    impl("leader.imbalance.per.broker.percentage", "int", 10, "H"),
+    impl("leader.imbalance.check.interval.seconds", "long", 300, "H", at_least(1)),
     acc("producer.id.expiration.ms", "int", 86400000, "L", P_BROKER, at_least(1)),
     acc("producer.id.expiration.check.interval.ms", "int", 600000, "L", P_BROKER, at_least(1)),
     # ---- listeners and sockets
@@ -370,7 +374,8 @@ KEYS_LIST: list[ConfigKey] = [
     impl("replica.fetch.backoff.ms", "int", 1000, "M", at_least(0)),
     impl("replica.fetch.response.max.bytes", "int", 10 * 1024 * 1024, "M", at_least(0)),
     acc("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "H", P_REPL),
-    acc("replica.selector.class", "string", None, "M", JVM_ONLY),
+    impl("replica.selector.class", "string", None, "M", OneOf(REPLICA_SELECTORS),
+         note="KIP-392: Kafka's two selectors, by their class names"),
     # ---- quotas
     acc("quota.window.num", "int", 11, "L", P_SECURITY, at_least(1)),
     acc("quota.window.size.seconds", "int", 1, "L", P_SECURITY, at_least(1)),

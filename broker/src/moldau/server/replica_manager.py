@@ -131,16 +131,15 @@ class Partition:
         follower.update(fetch_offset, self.log.log_end_offset, now_ms)
         return self.maybe_increment_high_watermark()
 
-    def followers_to_add(self) -> list[int]:
-        """Followers outside the ISR that caught up (Kafka's isFollowerInSync): at the high
-        watermark and inside the current leader epoch."""
-        if self.pending_isr is not None:
-            return []
-        hw = self.log.high_watermark
-        return [r for r, f in self.followers.items()
-                if r not in self.state.isr and r in self.state.replicas
-                and f.log_end_offset >= hw
-                and f.log_end_offset >= self.leader_epoch_start_offset]
+    def may_join_isr(self, replica_id: int) -> bool:
+        """A follower outside the ISR that just fetched and caught up (Kafka's
+        isFollowerInSync): at the high watermark and inside the current leader epoch.
+        Only a fetch can add a follower: one that stopped fetching stays out."""
+        follower = self.followers.get(replica_id)
+        return (self.pending_isr is None and follower is not None
+                and replica_id not in self.state.isr and replica_id in self.state.replicas
+                and follower.log_end_offset >= self.log.high_watermark
+                and follower.log_end_offset >= self.leader_epoch_start_offset)
 
     def followers_to_drop(self, now_ms: float, lag_max_ms: float) -> list[int]:
         """ISR followers that have not caught up for replica.lag.time.max.ms."""
@@ -180,9 +179,8 @@ class ReplicaManager:
         produces) and a follower that caught up joins the ISR."""
         if partition.follower_fetched(replica_id, fetch_offset, now_ms):
             partition.wake()
-        joining = partition.followers_to_add()
-        if joining:
-            new_isr = sorted(set(partition.state.isr) | set(joining))
+        if partition.may_join_isr(replica_id):
+            new_isr = sorted({*partition.state.isr, replica_id})
             log.info("[Partition %s broker=%d] Expanding ISR from %s to %s", partition.name,
                      self.broker_id, _ids(partition.state.isr), _ids(new_isr))
             self._change_isr(partition, new_isr)
@@ -285,14 +283,17 @@ class ReplicaManager:
     def get_partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
-    def leader_partition(self, topic: str, index: int, topic_known: bool) -> Partition:
-        """The partition if this broker leads it, else the error a client should see."""
+    def leader_partition(self, topic: str, index: int, topic_known: bool,
+                         allow_follower: bool = False) -> Partition:
+        """The partition if this broker leads it (or follows it, with allow_follower:
+        consumers may read from followers, KIP-392), else the error a client should
+        see."""
         partition = self.partitions.get((topic, index))
         if partition is None:
             if topic_known:
                 raise NotLeaderOrFollowerError(f"this broker does not host {topic}-{index}")
             raise UnknownTopicOrPartitionError(f"this server does not host {topic}-{index}")
-        if not partition.is_leader:
+        if not partition.is_leader and not (allow_follower and partition.state.leader >= 0):
             raise NotLeaderOrFollowerError(
                 f"broker {self.broker_id} is not the leader of {partition.name} "
                 f"(leader is {partition.state.leader})")

@@ -43,6 +43,24 @@ def _boolean(value: Any) -> bool:
     return text == "true"
 
 
+ALL_REPLICAS = "*"
+
+
+def parse_throttled_replicas(value: str) -> str | list[tuple[int, int]] | None:
+    """A `*.replication.throttled.replicas` value: "*", a list of (partition, broker)
+    pairs, or None when malformed."""
+    text = value.strip()
+    if text == ALL_REPLICAS:
+        return ALL_REPLICAS
+    pairs = []
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        partition, sep, broker = entry.partition(":")
+        if not sep or not partition.strip().isdigit() or not broker.strip().isdigit():
+            return None
+        pairs.append((int(partition), int(broker)))
+    return pairs
+
+
 @dataclass(frozen=True)
 class LogConfig:
     """Field names are Kafka's keys with dots as underscores (segment.bytes -> segment_bytes)."""
@@ -80,6 +98,10 @@ class LogConfig:
     message_timestamp_difference_max_ms: int = LONG_MAX
     local_retention_ms: int = -2
     local_retention_bytes: int = -2
+    # replication throttles (KIP-73): "*" or "partition:broker" pairs naming the replicas
+    # whose replication traffic the leader / follower rate limits apply to
+    leader_replication_throttled_replicas: str = ""
+    follower_replication_throttled_replicas: str = ""
 
     # Kafka's lower bounds (ConfigDef "atLeast") for the keys that have one.
     _MINIMUMS = {
@@ -122,6 +144,14 @@ class LogConfig:
             )
         if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
             raise ConfigError("min.compaction.lag.ms must not exceed max.compaction.lag.ms")
+        for name in ("leader_replication_throttled_replicas",
+                     "follower_replication_throttled_replicas"):
+            if parse_throttled_replicas(getattr(self, name)) is None:
+                raise ConfigError(
+                    f"Invalid value {getattr(self, name)} for configuration "
+                    f"{name.replace('_', '.')}: {name.replace('_', '.')} must be the literal "
+                    "'*' or a list of replicas in the following format: "
+                    "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
 
     @property
     def compact(self) -> bool:

@@ -13,6 +13,7 @@ from .controller_requests import (
     StopReplicaHandler,
     UpdateMetadataHandler,
 )
+from .elect_leaders import ElectLeadersHandler
 from .fetch import FetchHandler
 from .groups import (
     DeleteGroupsHandler,
@@ -31,6 +32,7 @@ from .init_producer_id import InitProducerIdHandler
 from .list_offsets import ListOffsetsHandler
 from .metadata import MetadataHandler
 from .produce import ProduceHandler
+from .reassignments import AlterPartitionReassignmentsHandler, ListPartitionReassignmentsHandler
 from .records import DeleteRecordsHandler, OffsetForLeaderEpochHandler
 from .topics import CreatePartitionsHandler, CreateTopicsHandler, DeleteTopicsHandler
 
@@ -67,9 +69,12 @@ HANDLERS = {
     33: AlterConfigsHandler,
     35: DescribeLogDirsHandler,
     42: DeleteGroupsHandler,
+    43: ElectLeadersHandler,
     47: OffsetDeleteHandler,
     37: CreatePartitionsHandler,
     44: IncrementalAlterConfigsHandler,
+    45: AlterPartitionReassignmentsHandler,
+    46: ListPartitionReassignmentsHandler,
     60: DescribeClusterHandler,
 }
 

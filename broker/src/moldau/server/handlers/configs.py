@@ -83,7 +83,14 @@ def resource_str(resource_type: int, name: str) -> str:
 # --------------------------------------------------------------------------- topics
 
 
+# topic configs without a broker synonym, with their types (LogConfig validates values)
+TOPIC_ONLY_CONFIGS = {"leader.replication.throttled.replicas": "list",
+                      "follower.replication.throttled.replicas": "list"}
+
+
 def topic_config_type(name: str) -> str:
+    if name in TOPIC_ONLY_CONFIGS:
+        return TOPIC_ONLY_CONFIGS[name]
     return KEYS[TOPIC_TO_BROKER[name]].type
 
 
@@ -94,12 +101,13 @@ def validate_topic_configs(props: dict[str, str], base: LogConfig,
     LogConfig with these overrides on `base`. `resource` prefixes value errors as
     AlterConfigs does ("Invalid config value for resource ...: ...")."""
     for name in props:
-        if name not in TOPIC_TO_BROKER:
+        if name not in TOPIC_TO_BROKER and name not in TOPIC_ONLY_CONFIGS:
             raise InvalidConfigurationError(f"Unknown topic config name: {name}")
     try:
         for name, value in props.items():
-            key = replace(KEYS[TOPIC_TO_BROKER[name]], name=name, validator=None)
-            convert(key, value)
+            if name in TOPIC_TO_BROKER:  # typed like its broker synonym
+                key = replace(KEYS[TOPIC_TO_BROKER[name]], name=name, validator=None)
+                convert(key, value)
         return LogConfig.from_properties(dict(props), base)
     except (ConfigError, StorageConfigError) as exc:
         message = str(exc)

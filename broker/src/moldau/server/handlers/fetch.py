@@ -24,6 +24,7 @@ from moldau.errors import (
 from moldau.protocol.messages.fetch_response import FetchResponse
 
 from ..replica_manager import Partition
+from ..replica_selector import NO_PREFERENCE, preferred_read_replica
 from ..responses import FileRecords
 from .cluster_info import CLUSTER_NAME
 
@@ -112,6 +113,11 @@ class FetchHandler:
         metadata = self.broker.metadata
         # a follower reads to the log end; a consumer to the high watermark or the LSO
         isolation = request.isolation_level if replica_id < 0 else None
+        # KIP-392: consumers that send client metadata (v11+) may read from followers, and
+        # a leader with a replica selector may send them to a replica in their rack
+        from_follower_ok = replica_id < 0 and version >= 11
+        selector = self.broker.config["replica.selector.class"] if from_follower_ok else None
+        client_rack = request.rack_id if from_follower_ok else ""
         now_ms = time.time() * 1000
         with_start = version >= 5
         budget = request.max_bytes
@@ -130,9 +136,20 @@ class FetchHandler:
                     if not authorized:
                         raise TopicAuthorizationFailedError(name)
                     partition = rm.leader_partition(
-                        name, fp.partition, metadata.partition(name, fp.partition) is not None)
+                        name, fp.partition, metadata.partition(name, fp.partition) is not None,
+                        allow_follower=from_follower_ok)
                     check_leader_epoch(partition, fp.current_leader_epoch)
                     plog = partition.log
+                    if selector and partition.is_leader:
+                        preferred = preferred_read_replica(selector, partition, client_rack,
+                                                           fp.fetch_offset, metadata.brokers)
+                        if preferred != NO_PREFERENCE:  # no data: the client goes there
+                            out.preferred_read_replica = preferred
+                            out.high_watermark = plog.high_watermark
+                            out.last_stable_offset = plog.last_stable_offset
+                            out.log_start_offset = plog.log_start_offset
+                            partitions_out.append(out)
+                            continue
                     if replica_id >= 0:
                         rm.follower_fetched(partition, replica_id, fp.fetch_offset, now_ms)
                     fetched.append(partition)
@@ -143,7 +160,11 @@ class FetchHandler:
                     if isolation == READ_COMMITTED:
                         out.aborted_transactions = []
                     limit = min(fp.partition_max_bytes, budget)
-                    if limit > 0 or min_one:
+                    throttled = replica_id >= 0 and self._leader_throttled(partition, replica_id)
+                    if throttled:  # what the leader throttle allows now (maybe nothing)
+                        assert self.broker.leader_throttle is not None
+                        limit = int(min(limit, self.broker.leader_throttle.quota.available()))
+                    if limit > 0 or (min_one and not throttled):
                         data = plog.read(fp.fetch_offset, max(limit, 0),
                                          max_offset=plog.fetch_upper_bound(isolation),
                                          min_one_batch=min_one)
@@ -153,6 +174,9 @@ class FetchHandler:
                             total += found.size
                             budget -= found.size
                             min_one = False
+                            if throttled:
+                                assert self.broker.leader_throttle is not None
+                                self.broker.leader_throttle.quota.record(found.size)
                 except KafkaError as exc:
                     errors = True
                     out.error_code = exc.code
@@ -160,6 +184,13 @@ class FetchHandler:
             responses.append(TopicResponse(topic=name or "", topic_id=topic_id or topic.topic_id,
                                            partitions=partitions_out))
         return FetchResponse(responses=responses), total, fetched, errors
+
+    def _leader_throttled(self, partition: Partition, replica_id: int) -> bool:
+        """KIP-73 on the leader: a follower outside the ISR of a partition named in
+        leader.replication.throttled.replicas."""
+        throttle = self.broker.leader_throttle
+        return (throttle is not None and replica_id not in partition.state.isr
+                and throttle.applies(partition.topic, partition.index))
 
     @staticmethod
     def _error_response(request: Any, code: int) -> Any:

@@ -1,0 +1,269 @@
+"""Partition reassignment as Kafka's ZooKeeper-mode controller runs it (KIP-455).
+
+A reassignment moves a partition from its origin replicas (ORS) to target replicas (TRS):
+
+1. The topic znode gets the full replica set RS = TRS + ORS (target first, no repeats)
+   with `adding_replicas` (TRS - ORS) and `removing_replicas` (ORS - TRS); the leader
+   epoch is bumped and every replica of RS hears LeaderAndIsr, so new replicas start
+   fetching from the leader.
+2. The controller waits until every target replica is in the ISR (leaders report ISR
+   changes through /isr_change_notification).
+3. Then the partition moves to TRS: a leader outside TRS (or dead) is replaced by the
+   first live target replica in the ISR, removed replicas leave the ISR, the new state
+   goes to the target replicas, the removed ones get StopReplica with delete, and the
+   topic znode loses the adding/removing entries.
+
+Cancelling (a reassignment to nothing) is a reassignment back to the origin replicas. A
+new target for a partition being moved keeps the original origin; replicas the earlier
+target added and the new one drops are stopped and deleted. Reassignments come from
+AlterPartitionReassignments or the legacy /admin/reassign_partitions znode, which the
+controller empties as partitions complete; after a controller change they resume from
+the adding/removing replicas of the topic znodes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from moldau.cluster import zk_data
+from moldau.errors import (
+    InvalidReplicaAssignmentError,
+    KafkaError,
+    NoReassignmentInProgressError,
+    UnknownTopicOrPartitionError,
+)
+
+if TYPE_CHECKING:
+    from moldau.cluster.controller import Controller, PartitionDecision, TopicState
+
+log = logging.getLogger("kafka.controller")
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class Reassignment:
+    origin: list[int]  # ORS: the replicas before the move
+    target: list[int]  # TRS
+    from_znode: bool = False  # started through /admin/reassign_partitions
+
+    @property
+    def replicas(self) -> list[int]:
+        """RS while the move runs: the target replicas, then the origin ones."""
+        return list(dict.fromkeys(self.target + self.origin))
+
+    @property
+    def adding(self) -> list[int]:
+        return [r for r in self.target if r not in self.origin]
+
+    @property
+    def removing(self) -> list[int]:
+        return [r for r in self.origin if r not in self.target]
+
+
+def reassignments_in_znode(assignment: zk_data.TopicAssignment) -> dict[int, Reassignment]:
+    """The moves a topic znode records (after a controller change)."""
+    moving = set(assignment.adding_replicas) | set(assignment.removing_replicas)
+    out = {}
+    for index in moving:
+        replicas = assignment.partitions.get(index, [])
+        adding = assignment.adding_replicas.get(index, [])
+        removing = assignment.removing_replicas.get(index, [])
+        out[index] = Reassignment([r for r in replicas if r not in adding],
+                                  [r for r in replicas if r not in removing])
+    return out
+
+
+def validate_target(target: list[int], adding: list[int], live: set[int]) -> KafkaError | None:
+    """Kafka's validateReplicas."""
+    if not target:
+        return InvalidReplicaAssignmentError(
+            "Empty replica list specified in partition reassignment.")
+    if len(set(target)) != len(target):
+        return InvalidReplicaAssignmentError(
+            f"Duplicate replica ids in partition reassignment replica list: {target}")
+    if any(r < 0 for r in target):
+        return InvalidReplicaAssignmentError(f"Invalid broker id in replica list: {target}")
+    if not set(adding) <= live:
+        return InvalidReplicaAssignmentError(
+            f"Replica assignment has brokers that are not alive. Replica list: {adding}, "
+            f"live broker list: {sorted(live)}")
+    return None
+
+
+class PartitionReassigner:
+    """The controller's reassignment steps; runs inside the controller's event loop."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+
+    # --- starting ---------------------------------------------------------------------
+
+    async def alter(self, wanted: dict[TopicPartition, list[int] | None],
+                    from_znode: bool = False) -> dict[TopicPartition, KafkaError | None]:
+        """Start (or cancel, for None) the reassignment of each partition."""
+        results: dict[TopicPartition, KafkaError | None] = {}
+        touched: set[str] = set()
+        for (name, index), target in wanted.items():
+            topic = self.controller.topics.get(name)
+            if topic is None or index not in topic.assignment:
+                results[(name, index)] = UnknownTopicOrPartitionError(
+                    "The partition does not exist.")
+                continue
+            ongoing = topic.reassigning.get(index)
+            if target is None:
+                if ongoing is None:
+                    results[(name, index)] = NoReassignmentInProgressError(
+                        f"No reassignment is in progress for {name}-{index}.")
+                    continue
+                target = list(ongoing.origin)
+            origin = ongoing.origin if ongoing else list(topic.assignment[index])
+            move = Reassignment(origin, list(target), from_znode)
+            error = validate_target(move.target, move.adding,
+                                    set(self.controller.live_brokers))
+            if error is not None:
+                results[(name, index)] = error
+                continue
+            await self._start(name, topic, index, move)
+            touched.add(name)
+            results[(name, index)] = None
+        if not from_znode and touched:
+            await self._rewrite_znode()
+        return results
+
+    async def _start(self, name: str, topic: TopicState, index: int,
+                     move: Reassignment) -> None:
+        before = topic.assignment[index]
+        unneeded = [r for r in before if r not in move.replicas]
+        log.info("[Controller id=%d] Reassigning %s-%d from %s to %s (adding %s, removing "
+                 "%s)", self.controller.broker_id, name, index, move.origin, move.target,
+                 move.adding, move.removing)
+        topic.reassigning[index] = move
+        topic.assignment[index] = move.replicas
+        await self._write_topic(name, topic)
+        found = await self.controller.zk.call("get_partition_state", name, index)
+        if found is None:
+            return
+        state, version = found
+        if set(move.target) <= set(state.isr):
+            await self._complete(name, topic, index)
+        else:
+            isr = [r for r in state.isr if r not in unneeded]
+            decision = await self.controller.write_state(
+                name, topic, index, state, version, state.leader, isr, "reassignment")
+            await self.controller.announce([decision])
+        await self._delete_replicas(name, index, unneeded)
+
+    # --- finishing ----------------------------------------------------------------------
+
+    async def maybe_complete(self, partitions: set[TopicPartition]) -> None:
+        """ISR changes arrived: finish the moves whose targets are all in sync."""
+        for name, index in sorted(partitions):
+            topic = self.controller.topics.get(name)
+            if topic is None or index not in topic.reassigning:
+                continue
+            found = await self.controller.zk.call("get_partition_state", name, index)
+            if found is not None and set(topic.reassigning[index].target) <= set(found[0].isr):
+                log.info("[Controller id=%d] Target replicas %s have all caught up with the "
+                         "leader for reassigning partition %s-%d", self.controller.broker_id,
+                         topic.reassigning[index].target, name, index)
+                await self._complete(name, topic, index)
+
+    async def _complete(self, name: str, topic: TopicState, index: int) -> None:
+        move = topic.reassigning.pop(index)
+        found = await self.controller.zk.call("get_partition_state", name, index)
+        if found is None:
+            return
+        state, version = found
+        topic.assignment[index] = list(move.target)
+        isr = [r for r in state.isr if r in move.target]
+        leader = state.leader
+        if leader not in move.target or not self.controller.eligible(leader):
+            candidates = [r for r in move.target if r in isr and self.controller.eligible(r)]
+            leader = candidates[0] if candidates else zk_data.NO_LEADER
+        decision: PartitionDecision = await self.controller.write_state(
+            name, topic, index, state, version, leader, isr, "reassignment completed")
+        await self.controller.announce([decision])
+        await self._delete_replicas(name, index, move.removing)
+        await self._write_topic(name, topic)
+        if move.from_znode:
+            await self._rewrite_znode()
+        log.info("[Controller id=%d] Reassignment of %s-%d to %s completed",
+                 self.controller.broker_id, name, index, move.target)
+
+    async def _delete_replicas(self, name: str, index: int, replicas: list[int]) -> None:
+        for replica in replicas:
+            if replica in self.controller.live_brokers:
+                await self.controller.channel.stop_replica(replica, [(name, index)],
+                                                           delete=True)
+
+    async def _write_topic(self, name: str, topic: TopicState) -> None:
+        moves = topic.reassigning
+        assignment = zk_data.TopicAssignment(
+            partitions=dict(topic.assignment), topic_id=topic.topic_id,
+            adding_replicas={i: m.adding for i, m in moves.items() if m.adding},
+            removing_replicas={i: m.removing for i, m in moves.items() if m.removing})
+        await self.controller.zk.call("set_topic_assignment", name, assignment)
+
+    # --- the legacy znode ------------------------------------------------------------------
+
+    async def on_znode(self, data: bytes | None) -> None:
+        """/admin/reassign_partitions was written: start what it lists; what cannot start
+        leaves the znode."""
+        if data is None:
+            return
+        try:
+            wanted = zk_data.decode_reassignment(data)
+        except Exception as exc:
+            log.error("[Controller id=%d] Ignoring an unreadable %s: %s",
+                      self.controller.broker_id, zk_data.REASSIGN_PARTITIONS_PATH, exc)
+            await self.controller.zk.call("delete_recursive", zk_data.REASSIGN_PARTITIONS_PATH)
+            return
+        fresh: dict[TopicPartition, list[int] | None] = {}
+        for (name, index), target in wanted.items():
+            topic = self.controller.topics.get(name)
+            ongoing = topic.reassigning.get(index) if topic else None
+            if ongoing is not None and ongoing.target == target:
+                ongoing.from_znode = True  # already running (a controller change)
+            else:
+                fresh[(name, index)] = list(target)
+        results = await self.alter(fresh, from_znode=True)
+        failed = {tp for tp, error in results.items() if error is not None}
+        if failed:
+            log.warning("[Controller id=%d] Failed reassignment through zk with the "
+                        "following errors: %s", self.controller.broker_id,
+                        {tp: str(results[tp]) for tp in failed})
+        await self._rewrite_znode()
+
+    async def _rewrite_znode(self) -> None:
+        """The znode lists the znode-started moves still running (a move started by the
+        API replaces one the znode asked for); it is deleted when none is left."""
+        zk = self.controller.zk
+        if not await zk.call("exists", zk_data.REASSIGN_PARTITIONS_PATH):
+            return
+        remaining = {(name, index): move.target
+                     for name, topic in self.controller.topics.items()
+                     for index, move in topic.reassigning.items() if move.from_znode}
+        found = await zk.call("get", zk_data.REASSIGN_PARTITIONS_PATH)
+        with contextlib.suppress(Exception):  # unreadable: rewrite it
+            if found is not None and zk_data.decode_reassignment(found[0]) == remaining:
+                return  # unchanged: a write would only fire the watch again
+        if remaining:
+            await zk.call("set_partition_reassignment", remaining)
+        else:
+            await zk.call("delete_recursive", zk_data.REASSIGN_PARTITIONS_PATH)
+
+    # --- listing ------------------------------------------------------------------------
+
+    def ongoing(self, partitions: list[TopicPartition] | None
+                ) -> dict[TopicPartition, Reassignment]:
+        """The moves in progress, of the given partitions or of all."""
+        out = {}
+        for name, topic in self.controller.topics.items():
+            for index, move in topic.reassigning.items():
+                if partitions is None or (name, index) in partitions:
+                    out[(name, index)] = move
+        return out

@@ -1,0 +1,57 @@
+"""ElectLeaders (43): preferred or unclean leader elections on request, run by the
+controller (kafka-leader-election.sh, AdminClient.electLeaders). Another broker answers
+NOT_CONTROLLER for every partition, and the client asks the controller."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from moldau.errors import ClusterAuthorizationFailedError, NotControllerError
+from moldau.protocol.messages.elect_leaders_response import ElectLeadersResponse
+
+from .cluster_info import CLUSTER_NAME
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..requests import RequestContext
+
+PREFERRED, UNCLEAN = 0, 1
+Result_ = ElectLeadersResponse.ReplicaElectionResult
+Partition_ = ElectLeadersResponse.PartitionResult
+
+
+class ElectLeadersHandler:
+    MIN_VERSION, MAX_VERSION = 0, 2
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        version = ctx.api_version
+        wanted = (None if request.topic_partitions is None else
+                  [(t.topic, p) for t in request.topic_partitions for p in t.partitions])
+        if not ctx.authorize("ALTER", "CLUSTER", CLUSTER_NAME):
+            return self._answer(version, wanted or [], {}, ClusterAuthorizationFailedError.code)
+        controller = self.broker.controller
+        if controller is None or not controller.active:
+            error = NotControllerError("this broker is not the controller")
+            return self._answer(version, wanted or [], dict.fromkeys(wanted or [], error), 0)
+        election = request.election_type if version >= 1 else PREFERRED
+        results = await controller.elect_leaders(wanted, preferred=election == PREFERRED)
+        return self._answer(version, list(results), results, 0)
+
+    @staticmethod
+    def _answer(version: int, partitions: list[tuple[str, int]], results: dict[Any, Any],
+                code: int) -> Any:
+        by_topic: dict[str, list[Any]] = {}
+        for topic, index in partitions:
+            error = results.get((topic, index))
+            by_topic.setdefault(topic, []).append(Partition_(
+                partition_id=index,
+                error_code=error.code if error is not None else code,
+                error_message=str(error) if error is not None else None))
+        response = ElectLeadersResponse(replica_election_results=[
+            Result_(topic=t, partition_result=ps) for t, ps in by_topic.items()])
+        if version >= 1:
+            response.error_code = code
+        return response

@@ -1,0 +1,84 @@
+"""AlterPartitionReassignments (45) and ListPartitionReassignments (46), served by the
+controller (kafka-reassign-partitions.sh, AdminClient.alterPartitionReassignments).
+Another broker answers NOT_CONTROLLER and the client asks the controller; the moves
+themselves run in `moldau.cluster.reassignment`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from moldau.errors import ClusterAuthorizationFailedError, KafkaError, NotControllerError
+from moldau.protocol.messages.alter_partition_reassignments_response import (
+    AlterPartitionReassignmentsResponse,
+)
+from moldau.protocol.messages.list_partition_reassignments_response import (
+    ListPartitionReassignmentsResponse,
+)
+
+from .cluster_info import CLUSTER_NAME
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..requests import RequestContext
+
+Alter_ = AlterPartitionReassignmentsResponse
+List_ = ListPartitionReassignmentsResponse
+
+
+def _refusal(ctx: RequestContext, broker: Broker, operation: str) -> KafkaError | None:
+    """Why this broker cannot serve the request, if it cannot."""
+    if not ctx.authorize(operation, "CLUSTER", CLUSTER_NAME):
+        return ClusterAuthorizationFailedError("Cluster authorization failed.")
+    controller = broker.controller
+    if controller is None or not controller.active:
+        return NotControllerError("This is not the correct controller for this cluster.")
+    return None
+
+
+class AlterPartitionReassignmentsHandler:
+    MIN_VERSION, MAX_VERSION = 0, 0
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        refusal = _refusal(ctx, self.broker, "ALTER")
+        if refusal is not None:
+            return Alter_(error_code=refusal.code, error_message=str(refusal))
+        wanted = {(t.name, p.partition_index): (None if p.replicas is None else list(p.replicas))
+                  for t in request.topics for p in t.partitions}
+        assert self.broker.controller is not None
+        try:
+            results = await self.broker.controller.alter_reassignments(wanted)
+        except NotControllerError as exc:  # the controller moved while we asked
+            return Alter_(error_code=exc.code, error_message=str(exc))
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, index), error in results.items():
+            by_topic.setdefault(topic, []).append(Alter_.ReassignablePartitionResponse(
+                partition_index=index, error_code=error.code if error else 0,
+                error_message=str(error) if error else None))
+        return Alter_(error_message=None, responses=[
+            Alter_.ReassignableTopicResponse(name=t, partitions=ps) for t, ps in by_topic.items()])
+
+
+class ListPartitionReassignmentsHandler:
+    MIN_VERSION, MAX_VERSION = 0, 0
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        refusal = _refusal(ctx, self.broker, "DESCRIBE")
+        if refusal is not None:
+            return List_(error_code=refusal.code, error_message=str(refusal))
+        wanted = (None if request.topics is None else
+                  [(t.name, i) for t in request.topics for i in t.partition_indexes])
+        assert self.broker.controller is not None
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, index), move in sorted(self.broker.controller.reassigner.ongoing(wanted)
+                                           .items()):
+            by_topic.setdefault(topic, []).append(List_.OngoingPartitionReassignment(
+                partition_index=index, replicas=move.replicas, adding_replicas=move.adding,
+                removing_replicas=move.removing))
+        return List_(error_message=None, topics=[
+            List_.OngoingTopicReassignment(name=t, partitions=ps) for t, ps in by_topic.items()])

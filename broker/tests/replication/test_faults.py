@@ -1,0 +1,304 @@
+"""The fault matrix: the durability checker (idempotent acks=all writes to a topic of three
+partitions, replication factor 3, min.insync.replicas 2) runs while the cluster is hurt, and
+must find every acknowledged record exactly once and in order, with writes acknowledged
+again once the fault is over.
+
+* kill -9 of the controller, then a restart;
+* kill -9 of two brokers one after the other, each restarted before the next goes;
+* SIGSTOP of a leader for longer than its ZooKeeper session, then SIGCONT: it must find its
+  session gone, register again and follow the leader elected meanwhile;
+* loss of one node of the three-node ZooKeeper ensemble during writes;
+* a rolling restart (SIGTERM, one broker at a time), with writes acknowledged throughout.
+
+Every test leaves all brokers running with every ISR full, even when it fails."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from moldau.checker.consumer import verify
+from moldau.checker.producer import ProducerRun
+from moldau.cluster import zk_data
+from moldau.cluster.zk_client import KafkaZkClient
+
+from .conftest import SESSION_S, Cluster
+
+RATE = 200  # records per second over the three partitions
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def broker_epoch(zk: KafkaZkClient, broker_id: int) -> int | None:
+    """The czxid of /brokers/ids/<id>: changes with every registration."""
+    found = zk.get(zk_data.broker_path(broker_id))
+    return found[1].czxid if found else None
+
+
+def leaders(cluster: Cluster, topic: str, via: int | None = None) -> dict[int, int]:
+    return {p: m.leader for p, m in cluster.partitions(topic, via).items()}
+
+
+def isrs_full(cluster: Cluster, topic: str | None = None, via: int | None = None) -> bool:
+    """Every partition (of `topic`, or of every topic) has a leader and a full ISR."""
+    server = cluster.bootstrap if via is None else cluster.brokers[via].bootstrap
+    from confluent_kafka.admin import AdminClient
+
+    metadata = AdminClient({"bootstrap.servers": server}).list_topics(topic, timeout=10)
+    topics = [metadata.topics[topic]] if topic else list(metadata.topics.values())
+    return all(t.error is None and p.leader in cluster.brokers
+               and sorted(p.isrs) == sorted(p.replicas)
+               for t in topics for p in t.partitions.values())
+
+
+def acked(run: ProducerRun, partition: int) -> int:
+    return len(run.writes()[partition].acknowledged)
+
+
+def survivor(cluster: Cluster, *dead: int) -> int:
+    return next(b for b in cluster.brokers if b not in dead)
+
+
+def restore(cluster: Cluster) -> None:
+    """Every broker resumed or started again, every ISR full."""
+    for broker in cluster.brokers.values():
+        pid = broker.pid()
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    cluster.ensure_all_running()
+    cluster.wait_for(lambda: isrs_full(cluster), 45, "every ISR full again")
+
+
+class AckWatch:
+    """Samples the run's acknowledged count; `longest_stall` is the longest time during
+    which it did not grow."""
+
+    def __init__(self, run: ProducerRun) -> None:
+        self.run = run
+        self.longest_stall = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def start(self) -> AckWatch:
+        self._thread.start()
+        return self
+
+    def _watch(self) -> None:
+        last_count, last_change = self.run.acknowledged, time.monotonic()
+        while not self._stop.wait(0.05):
+            count, now = self.run.acknowledged, time.monotonic()
+            if count != last_count:
+                last_count, last_change = count, now
+            self.longest_stall = max(self.longest_stall, now - last_change)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.longest_stall
+
+
+@contextlib.contextmanager
+def checker(cluster: Cluster, prefix: str, **run_options: Any
+            ) -> Iterator[tuple[ProducerRun, AckWatch]]:
+    """A topic of 3 partitions (RF 3, min.insync.replicas 2) and a checker run on it; the
+    run is stopped on the way out (verify() stops it on the normal path)."""
+    topic = cluster.create_topic(prefix, partitions=3, replication_factor=3,
+                                 **{"min.insync.replicas": "2"})
+    run = ProducerRun(cluster.bootstrap, topic, rate=RATE, **run_options).start()
+    watch = AckWatch(run).start()
+    try:
+        cluster.wait_for(lambda: all(acked(run, p) > 0 for p in range(3)), 15,
+                         "first acknowledgements on every partition")
+        yield run, watch
+    finally:
+        watch.stop()
+        if run.running:
+            with contextlib.suppress(Exception):
+                run.stop(flush_timeout=5)
+
+
+def wait_acks(cluster: Cluster, run: ProducerRun, what: str, count: int = RATE,
+              timeout: float = 20) -> None:
+    """`count` more acknowledgements, at least some on every partition."""
+    before = run.acknowledged
+    per_partition = {p: acked(run, p) for p in range(3)}
+    try:
+        cluster.wait_for(lambda: run.acknowledged >= before + count
+                         and all(acked(run, p) > n for p, n in per_partition.items()),
+                         timeout, f"acknowledged writes on every partition {what}")
+    except AssertionError as exc:
+        now = {p: acked(run, p) for p in range(3)}
+        raise AssertionError(f"acknowledged per partition {per_partition} -> {now}, "
+                             f"counters {run.counters()}, producer errors "
+                             f"{run.last_error}\n{exc}") from None
+
+
+def judge(run: ProducerRun, watch: AckWatch, name: str) -> float:
+    """Verify the run; returns the longest acknowledgement stall."""
+    stall = watch.stop()
+    report = verify(run)
+    print(f"\n{name}: acked {report.acknowledged}, longest acknowledgement stall "
+          f"{stall:.2f}s, producer errors {dict(run.errors)}")
+    assert report.ok, report.summary()
+    assert report.acknowledged > 5 * RATE, report.summary()
+    return stall
+
+
+def log_text(cluster: Cluster, broker_id: int, name: str = "server.log") -> str:
+    return pathlib.Path(cluster.brokers[broker_id].log_dir, name).read_text(errors="replace")
+
+
+# --- the faults ---------------------------------------------------------------------------
+
+
+def test_kill_9_of_the_controller(cluster: Cluster) -> None:
+    restore(cluster)
+    with checker(cluster, "kill-controller") as (run, watch):
+        try:
+            with cluster.zookeeper() as zk:
+                victim = zk.get_controller_id()
+                assert victim in cluster.brokers, victim
+                epoch = zk.get_controller_epoch()[0]
+                cluster.brokers[victim].kill()
+                # its session expires: another broker becomes controller and moves the
+                # leadership of the victim's partitions
+                cluster.wait_for(lambda: (zk.get_controller_epoch() or (0,))[0] > epoch
+                                 and zk.get_controller_id() not in (None, victim),
+                                 3 * SESSION_S, "a new controller")
+                other = survivor(cluster, victim)
+                cluster.wait_for(lambda: all(leader not in (victim, -1) for leader
+                                             in leaders(cluster, run.topic, other).values()),
+                                 15, "leaders other than the killed controller")
+                wait_acks(cluster, run, "after the failover")
+            cluster.start(victim)
+            cluster.wait_for(lambda: isrs_full(cluster, run.topic), 30,
+                             f"broker {victim} back in every ISR")
+            wait_acks(cluster, run, "after the restart")
+        finally:
+            restore(cluster)
+        judge(run, watch, "controller kill -9")
+
+
+def test_kill_9_of_two_brokers_one_after_the_other(cluster: Cluster) -> None:
+    restore(cluster)
+    with checker(cluster, "kill-two") as (run, watch):
+        try:
+            first = leaders(cluster, run.topic)[0]
+            killed = []
+            for round_ in (1, 2):
+                if round_ == 1:
+                    victim = first
+                else:  # another broker, a leader of something if one is
+                    current = leaders(cluster, run.topic)
+                    candidates = [b for b in cluster.brokers if b != first]
+                    victim = next((b for b in candidates if b in current.values()),
+                                  candidates[0])
+                killed.append(victim)
+                cluster.brokers[victim].kill()
+                other = survivor(cluster, victim)
+                cluster.wait_for(lambda v=victim, o=other: all(
+                    m.leader not in (v, -1) and v not in m.isrs
+                    for m in cluster.partitions(run.topic, o).values()),
+                    3 * SESSION_S, f"broker {victim} out of every leadership and ISR")
+                wait_acks(cluster, run, f"with broker {victim} dead")
+                cluster.start(victim)
+                cluster.wait_for(lambda: isrs_full(cluster, run.topic), 30,
+                                 f"broker {victim} back in every ISR")
+            assert killed[0] != killed[1]
+            wait_acks(cluster, run, "after both restarts")
+        finally:
+            restore(cluster)
+        judge(run, watch, "two kill -9s")
+
+
+def test_sigstop_of_a_leader_beyond_its_zookeeper_session(cluster: Cluster) -> None:
+    restore(cluster)
+    # librdkafka times out an in-flight produce request at its first message's
+    # delivery.timeout.ms, not at request.timeout.ms, and only then turns to the new
+    # leader: a short delivery timeout keeps the stall short
+    with checker(cluster, "sigstop", delivery_timeout_ms=15_000) as (run, watch):
+        victim = leaders(cluster, run.topic)[0]
+        other = survivor(cluster, victim)
+        pid = cluster.brokers[victim].pid()
+        assert pid is not None
+        try:
+            with cluster.zookeeper() as zk:
+                epoch_before = broker_epoch(zk, victim)
+                os.kill(pid, signal.SIGSTOP)
+                stopped_at = time.monotonic()
+                # the session expires: the controller elects another leader from the ISR
+                cluster.wait_for(lambda: leaders(cluster, run.topic, other)[0]
+                                 not in (victim, -1), 3 * SESSION_S,
+                                 "a new leader for partition 0")
+                # the client's produce requests to the stopped leader hang until their
+                # messages' delivery timeout; only then does it turn to the new leader
+                wait_acks(cluster, run, "while the old leader is stopped", timeout=45)
+                time.sleep(max(0.0, stopped_at + 1.5 * SESSION_S - time.monotonic()))
+                assert broker_epoch(zk, victim) is None  # its registration went with it
+                os.kill(pid, signal.SIGCONT)
+                # the old leader finds its session gone, registers again and follows
+                cluster.wait_for(lambda: broker_epoch(zk, victim) not in (None, epoch_before),
+                                 3 * SESSION_S, f"broker {victim} registered again")
+            cluster.wait_for(lambda: isrs_full(cluster, run.topic), 30,
+                             f"broker {victim} back in every ISR")
+            assert leaders(cluster, run.topic)[0] != victim
+            assert "Re-registered broker" in log_text(cluster, victim)
+            wait_acks(cluster, run, "after the old leader came back")
+        finally:
+            restore(cluster)
+        judge(run, watch, "SIGSTOP of a leader")
+
+
+def test_loss_of_one_zookeeper_node(cluster: Cluster, zk_ensemble: Any) -> None:
+    restore(cluster)
+    with checker(cluster, "zk-node") as (run, watch), cluster.zookeeper() as zk:
+        epochs = {b: broker_epoch(zk, b) for b in cluster.brokers}
+        controller_epoch = zk.get_controller_epoch()
+        # the ZooKeeper leader: the remaining two must elect one, the harder case
+        node = next(i for i in range(zk_ensemble.size) if zk_ensemble.mode(i) == "leader")
+        try:
+            zk_ensemble.stop_node(node)
+            time.sleep(1.0)
+            wait_acks(cluster, run, f"with ZooKeeper node {node} down", timeout=10)
+            time.sleep(2.0)
+        finally:
+            zk_ensemble.start_node(node)
+            try:
+                zk_ensemble.wait_node(node, 30)
+            finally:
+                restore(cluster)
+        wait_acks(cluster, run, f"with ZooKeeper node {node} back")
+        # no broker lost its session, the controller stayed
+        assert {b: broker_epoch(zk, b) for b in cluster.brokers} == epochs
+        assert zk.get_controller_epoch() == controller_epoch
+        stall = judge(run, watch, "ZooKeeper node loss")
+    assert stall <= 3.0, f"acknowledgements stalled for {stall:.2f}s"
+
+
+def test_rolling_restart(cluster: Cluster) -> None:
+    restore(cluster)
+    with checker(cluster, "rolling") as (run, watch):
+        try:
+            done = "Controlled shutdown request returned successfully"
+            for broker_id, broker in cluster.brokers.items():
+                before = log_text(cluster, broker_id).count(done)
+                code = broker.stop()
+                assert code == 0, broker.tail()
+                assert log_text(cluster, broker_id).count(done) == before + 1
+                broker.start()
+                cluster.wait_for(lambda: isrs_full(cluster), 30,
+                                 f"broker {broker_id} back in every ISR")
+                wait_acks(cluster, run, f"after broker {broker_id} restarted", timeout=10)
+        finally:
+            restore(cluster)
+        stall = judge(run, watch, "rolling restart")
+    # leadership moves before each broker exits: writes never wait long
+    assert stall <= 3.0, f"acknowledgements stalled for {stall:.2f}s during the restarts"

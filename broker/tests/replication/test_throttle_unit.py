@@ -1,0 +1,60 @@
+"""The replication throttle's token bucket and replica lists, on a fake clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from moldau.replication.throttle import UNLIMITED, ByteRateQuota, is_throttled
+from moldau.storage.config import ConfigError, LogConfig
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_bucket_holds_traffic_to_the_rate_plus_one_second() -> None:
+    clock = Clock()
+    quota = ByteRateQuota(lambda: 1000.0, clock)
+    taken = 0
+    for _ in range(1000):  # 10 s in steps of 10 ms, taking whatever is allowed
+        allowed = quota.available()
+        if allowed > 0:
+            step = int(min(allowed, 300))
+            quota.record(step)
+            taken += step
+        clock.now += 0.01
+    assert 9000 <= taken <= 1000 * 10 + 1000
+
+
+def test_an_unlimited_rate_allows_everything_and_a_new_rate_applies_at_once() -> None:
+    clock = Clock()
+    rate = [UNLIMITED]
+    quota = ByteRateQuota(lambda: rate[0], clock)
+    assert quota.available() == UNLIMITED
+    quota.record(10**9)
+    rate[0] = 500.0
+    assert quota.available() == 500.0  # a fresh limit starts with one second of it
+    quota.record(800)
+    assert quota.available() < 0
+    clock.now += 1.0
+    assert 0 < quota.available() <= 500
+
+
+def test_replica_lists_name_partition_and_broker() -> None:
+    config = LogConfig.from_properties({"follower.replication.throttled.replicas": "0:2, 3:1",
+                                        "leader.replication.throttled.replicas": "*"})
+    assert is_throttled(config, "follower", 0, 2)
+    assert is_throttled(config, "follower", 3, 1)
+    assert not is_throttled(config, "follower", 0, 1)
+    assert is_throttled(config, "leader", 7, 9)
+    assert not is_throttled(LogConfig(), "leader", 0, 1)
+
+
+@pytest.mark.parametrize("value", ["x", "0:", ":1", "0-1", "*,0:1"])
+def test_malformed_replica_lists_are_refused(value: str) -> None:
+    with pytest.raises(ConfigError, match="must be the literal"):
+        LogConfig.from_properties({"leader.replication.throttled.replicas": value})
