@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 SHARED ?= $(abspath ../shared)
 
 .PHONY: help test lint unit codegen-check generate bench cluster cluster-down deps clean
+.PHONY: deploy-deps molecule lab lab-down
 
 help:
 	@echo "make cluster   start the local development cluster (ZooKeeper + a broker on :9092)"
@@ -13,6 +14,8 @@ help:
 	@echo "make test      install what the tests need, then run every suite (lint, codegen, unit)"
 	@echo "make bench     run every benchmark suite in bench/ and rewrite docs/benchmarks.md"
 	@echo "make generate  regenerate the protocol messages from $(SHARED)/kafka-protocol"
+	@echo "make lab       six systemd hosts in Docker (3 ZooKeeper + 3 brokers) set up by playbooks/site.yml"
+	@echo "make lab-down  remove them"
 
 # The virtualenv is rebuilt when the dependencies change; the stamp records the install.
 $(BIN)/.installed: broker/pyproject.toml scripts/debian-packages.txt
@@ -26,11 +29,23 @@ $(BIN)/.installed: broker/pyproject.toml scripts/debian-packages.txt
 
 deps: $(BIN)/.installed
 
-test: deps
+# The deployment tooling (Ansible, Molecule; docs/distribution.md) in its own venv.
+DEPLOY_VENV := .venv-deploy
+$(DEPLOY_VENV)/.installed: scripts/deploy-requirements.txt scripts/debian-packages.txt
+	@scripts/install-debian-packages scripts/debian-packages.txt
+	@test -x $(DEPLOY_VENV)/bin/python || $(PYTHON) -m venv $(DEPLOY_VENV)
+	$(DEPLOY_VENV)/bin/pip install --quiet -r scripts/deploy-requirements.txt
+	@touch $@
+
+deploy-deps: $(DEPLOY_VENV)/.installed
+
+test: deps deploy-deps
 	@scripts/run-suites \
 		"lint:$(BIN)/ruff check ." \
 		"codegen:scripts/check-codegen $(SHARED)/kafka-protocol" \
-		"unit:$(BIN)/pytest broker/tests -q -p no:cacheprovider"
+		"unit:$(BIN)/pytest broker/tests -q -p no:cacheprovider" \
+		"deploy:$(BIN)/pytest tests/deploy -q -p no:cacheprovider" \
+		"molecule:scripts/molecule-test"
 
 lint: deps
 	$(BIN)/ruff check .
@@ -50,6 +65,18 @@ cluster: deps
 
 cluster-down: deps
 	$(BIN)/moldau dev-cluster down
+
+# The lab: the Molecule cluster scenario's six hosts, converged and kept (inventories/lab).
+molecule: deploy-deps
+	scripts/molecule-test
+
+lab: deploy-deps
+	scripts/molecule-test converge
+	@scripts/lab-info
+
+lab-down: deploy-deps
+	scripts/molecule-test destroy
+	scripts/stop-docker
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .moldau-dev

@@ -1,0 +1,152 @@
+"""The Molecule verify step's client on the control node (confluent-kafka, i.e. librdkafka):
+talks to the lab brokers over the network the way an application does.
+
+  kafka_check.py brokers BOOTSTRAP 1,2,3       the cluster lists exactly these brokers
+  kafka_check.py roundtrip BOOTSTRAP TOPIC N   create TOPIC (RF 3) unless it exists, wait
+                                               for full ISRs, produce N records with
+                                               acks=all, consume them back in order
+  kafka_check.py isr BOOTSTRAP TOPIC           every partition of TOPIC has a full ISR
+  kafka_check.py refused BOOTSTRAP             an SSL client without a certificate gets
+                                               no metadata (needs --pki)
+--pki DIR: connect over SSL with DIR/ca.crt and the client certificate DIR/client-admin.*
+(the certificates role's directory on the control node).
+Exit 0 when the check holds; otherwise 1 with the reason."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from collections.abc import Callable
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+TIMEOUT_S = 90.0  # a loaded 2-core machine runs six hosts and this client
+SECURITY: dict[str, str] = {}  # the SSL settings of --pki, merged into every client
+
+
+def client_config(bootstrap: str, **extra: object) -> dict[str, object]:
+    return {"bootstrap.servers": bootstrap, **SECURITY, **extra}
+
+
+def use_pki(directory: str, certificate: bool = True) -> None:
+    SECURITY.update({"security.protocol": "SSL", "ssl.ca.location": f"{directory}/ca.crt"})
+    if certificate:
+        SECURITY.update({"ssl.certificate.location": f"{directory}/client-admin.crt",
+                         "ssl.key.location": f"{directory}/client-admin.key"})
+
+
+def wait_for(condition: Callable[[], str | None], what: str) -> None:
+    """Poll until condition() returns None (success); it returns the reason otherwise."""
+    deadline = time.monotonic() + TIMEOUT_S
+    reason: str | None = "not checked"
+    while time.monotonic() < deadline:
+        try:
+            reason = condition()
+        except KafkaException as exc:
+            reason = str(exc)
+        if reason is None:
+            return
+        time.sleep(1)
+    raise SystemExit(f"{what}: still failing after {TIMEOUT_S:.0f}s: {reason}")
+
+
+def check_brokers(bootstrap: str, expected: str) -> None:
+    want = sorted(int(b) for b in expected.split(","))
+    admin = AdminClient(client_config(bootstrap))
+
+    def listed() -> str | None:
+        have = sorted(admin.list_topics(timeout=10).brokers)
+        return None if have == want else f"brokers {have}, expected {want}"
+    wait_for(listed, "registered brokers")
+    print(f"brokers {want} registered")
+
+
+def full_isr(admin: AdminClient, topic: str) -> str | None:
+    metadata = admin.list_topics(topic, timeout=10).topics[topic]
+    if metadata.error is not None:
+        return str(metadata.error)
+    short = {p: (m.replicas, m.isrs) for p, m in metadata.partitions.items()
+             if len(m.replicas) != 3 or sorted(m.isrs) != sorted(m.replicas) or m.leader < 0}
+    return None if metadata.partitions and not short else f"partitions short of RF 3: {short}"
+
+
+def check_isr(bootstrap: str, topic: str) -> None:
+    admin = AdminClient(client_config(bootstrap))
+    wait_for(lambda: full_isr(admin, topic), f"{topic} ISR")
+    print(f"{topic}: every partition has 3 replicas in sync")
+
+
+def roundtrip(bootstrap: str, topic: str, count: int) -> None:
+    admin = AdminClient(client_config(bootstrap))
+    if topic not in admin.list_topics(timeout=10).topics:
+        futures = admin.create_topics([NewTopic(topic, 3, 3)], operation_timeout=60)
+        futures[topic].result(90)
+    wait_for(lambda: full_isr(admin, topic), f"{topic} ISR")
+    run = uuid.uuid4().hex[:8]
+    sent = [f"{run}-{i}".encode() for i in range(count)]
+    producer = Producer(client_config(bootstrap, **{"acks": "all", "enable.idempotence": True,
+                                                    "message.timeout.ms": 60000}))
+    failures: list[str] = []
+    for i, value in enumerate(sent):
+        producer.produce(topic, value, key=str(i).encode(),
+                         on_delivery=lambda err, _msg: err and failures.append(str(err)))
+    if producer.flush(90) or failures:
+        raise SystemExit(f"produce failed: {failures[:3]} ({len(failures)} errors)")
+    consumer = Consumer(client_config(bootstrap, **{"group.id": f"verify-{run}",
+                                                    "auto.offset.reset": "earliest",
+                                                    "enable.auto.commit": False}))
+    partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p) for p in partitions])
+    mine: list[bytes] = []  # this run's records (the topic may hold earlier runs')
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline and len(mine) < count:
+        message = consumer.poll(1.0)
+        if message is not None and message.error() is None \
+                and message.value().startswith(run.encode()):
+            mine.append(message.value())
+    consumer.close()
+    if sorted(mine) != sorted(sent) or len(mine) != len(set(mine)):
+        raise SystemExit(f"read back {len(mine)} of {count} records (duplicates or losses)")
+    print(f"{topic}: {count} records produced with acks=all and read back")
+
+
+def check_refused(bootstrap: str) -> None:
+    """Without a client certificate the SSL listener (ssl.client.auth=required) must not
+    serve even metadata."""
+    admin = AdminClient(client_config(bootstrap))
+    try:
+        admin.list_topics(timeout=10)
+    except KafkaException as exc:
+        print(f"refused without a client certificate: {exc}")
+        return
+    raise SystemExit("an SSL client without a certificate was served")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pki", help="SSL with the CA and client certificate in this directory")
+    parser.add_argument("check", choices=["brokers", "roundtrip", "isr", "refused"])
+    parser.add_argument("bootstrap")
+    parser.add_argument("args", nargs="*")
+    args = parser.parse_args(argv)
+    if args.pki:
+        use_pki(args.pki, certificate=args.check != "refused")
+    if args.check == "brokers" and len(args.args) == 1:
+        check_brokers(args.bootstrap, args.args[0])
+    elif args.check == "roundtrip" and len(args.args) == 2:
+        roundtrip(args.bootstrap, args.args[0], int(args.args[1]))
+    elif args.check == "isr" and len(args.args) == 1:
+        check_isr(args.bootstrap, args.args[0])
+    elif args.check == "refused" and args.pki and not args.args:
+        check_refused(args.bootstrap)
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
