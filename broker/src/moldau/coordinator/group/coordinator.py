@@ -486,6 +486,9 @@ class GroupCoordinator:
             timers.initial_delay_left_ms = None
             timers.join = self.loop.call_later(group.max_rebalance_timeout_ms() / 1000,
                                                self._on_join_timeout, group)
+            # Kafka's tryCompleteElseWatch: a group whose last member just left has
+            # nobody to wait for and is Empty (and stored so) at once
+            self._try_complete_join(group)
 
     def _on_initial_delay(self, group: Group) -> None:
         timers = self._group_timers(group)
