@@ -124,16 +124,15 @@ class Cluster:
                 self.start(broker_id)
 
 
-def start_cluster(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any,
-                  racks: dict[int, str] | None = None, **overrides: str) -> Cluster:
+def make_cluster(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any,
+                 racks: dict[int, str] | None = None, **overrides: str) -> Cluster:
+    """Three brokers (not started) in a fresh chroot, with the test properties."""
     connect = zk_ensemble.connect_string + f"/moldau-{uuid.uuid4().hex[:12]}"
     brokers = {}
     for i in (1, 2, 3):
         rack = {"broker.rack": racks[i]} if racks else {}
         brokers[i] = BrokerProcess(str(tmp_path_factory.mktemp(f"broker{i}")), i, connect,
                                    properties={**CLUSTER_PROPERTIES, **overrides, **rack})
-    for broker in brokers.values():
-        broker.start()
     return Cluster(brokers, connect)
 
 
@@ -142,10 +141,18 @@ def stop_cluster(cluster: Cluster) -> None:
     assert all(code == 0 for code in codes.values()), codes
 
 
+@contextlib.contextmanager
+def running(cluster: Cluster) -> Iterator[Cluster]:
+    """Start the cluster's brokers; on the way out every one must stop cleanly."""
+    try:
+        for broker in cluster.brokers.values():
+            broker.start()
+        yield cluster
+    finally:
+        stop_cluster(cluster)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any) -> Iterator[Cluster]:
-    started = start_cluster(tmp_path_factory, zk_ensemble)
-    try:
+    with running(make_cluster(tmp_path_factory, zk_ensemble)) as started:
         yield started
-    finally:
-        stop_cluster(started)

@@ -17,19 +17,16 @@ from confluent_kafka.admin import NewTopic
 
 from moldau.server.config import RACK_AWARE_SELECTOR
 
-from .conftest import Cluster, start_cluster, stop_cluster
+from .conftest import Cluster, make_cluster, running
 
 RECORDS = 300
 
 
 @pytest.fixture(scope="module")
 def racked(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any) -> Iterator[Cluster]:
-    cluster = start_cluster(tmp_path_factory, zk_ensemble, racks={1: "r1", 2: "r2", 3: "r3"},
-                            **{"replica.selector.class": RACK_AWARE_SELECTOR})
-    try:
+    with running(make_cluster(tmp_path_factory, zk_ensemble, racks={1: "r1", 2: "r2", 3: "r3"},
+                              **{"replica.selector.class": RACK_AWARE_SELECTOR})) as cluster:
         yield cluster
-    finally:
-        stop_cluster(cluster)
 
 
 @pytest.fixture(scope="module")

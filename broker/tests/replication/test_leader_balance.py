@@ -8,18 +8,15 @@ from typing import Any
 
 import pytest
 
-from .conftest import Cluster, start_cluster, stop_cluster
+from .conftest import Cluster, make_cluster, running
 
 
 @pytest.fixture(scope="module")
 def balanced(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any) -> Iterator[Cluster]:
-    cluster = start_cluster(tmp_path_factory, zk_ensemble, **{
-        "auto.leader.rebalance.enable": "true",
-        "leader.imbalance.check.interval.seconds": "2"})
-    try:
+    with running(make_cluster(tmp_path_factory, zk_ensemble, **{
+            "auto.leader.rebalance.enable": "true",
+            "leader.imbalance.check.interval.seconds": "2"})) as cluster:
         yield cluster
-    finally:
-        stop_cluster(cluster)
 
 
 def test_auto_rebalance_restores_preferred_leaders(balanced: Cluster) -> None:

@@ -17,7 +17,7 @@ from tls_material import TlsMaterial, make_tls_material
 
 from moldau.devcluster.brokers import BrokerProcess, free_port
 
-from .conftest import CLUSTER_PROPERTIES, Cluster, stop_cluster
+from .conftest import CLUSTER_PROPERTIES, Cluster, running
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +38,8 @@ def ssl_cluster(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any) -> I
                         "ssl.truststore.type": "PEM",
                         "ssl.truststore.location": str(tls.ca_cert),
                         "ssl.client.auth": "required"})
-    cluster = Cluster(brokers, connect)
-    try:
-        for broker in brokers.values():
-            broker.start()
+    with running(Cluster(brokers, connect)) as cluster:
         yield cluster
-    finally:
-        stop_cluster(cluster)
 
 
 def test_followers_replicate_over_the_ssl_listener(ssl_cluster: Cluster) -> None:

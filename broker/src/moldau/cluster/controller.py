@@ -93,6 +93,8 @@ class Controller:
         self.delete_topic_enable = delete_topic_enable
         self.unclean_election = unclean_election  # the broker default; topics may override
         self.shutting_down: set[int] = set()  # brokers in controlled shutdown
+        # replicas on failed log dirs, by broker (until the broker registers again)
+        self.offline_replicas: dict[int, set[tuple[str, int]]] = {}
         # auto.leader.rebalance.enable: (check interval s, imbalance percentage) or None
         self.leader_rebalance = leader_rebalance
         self._rebalancer: asyncio.Task[None] | None = None
@@ -138,6 +140,8 @@ class Controller:
             "preferred_election_znode": self._on_preferred_election_znode,
             "leader_imbalance_check": self._check_leader_imbalance,
             "reassign_znode": self.reassigner.on_znode,
+            "log_dir_event": self._on_log_dir_event,
+            "offline_replicas": self._on_offline_replicas,
         }
         while True:
             event, payload = await self._events.get()
@@ -214,6 +218,8 @@ class Controller:
         await self.zk.watch_data(zk_data.PREFERRED_REPLICA_ELECTION_PATH,
                                  lambda data, _stat: self.post("preferred_election_znode",
                                                                data))
+        await self.zk.watch_children(zk_data.LOG_DIR_EVENT_NOTIFICATION_PATH,
+                                     lambda names: self.post("log_dir_event", names))
         await self.zk.watch_data(zk_data.REASSIGN_PARTITIONS_PATH,
                                  lambda data, _stat: self.post("reassign_znode", data))
         if self.leader_rebalance is not None and self._rebalancer is None:
@@ -253,6 +259,8 @@ class Controller:
             log.info("[Controller id=%d] Broker failure callback for %s", self.broker_id,
                      ",".join(map(str, sorted(dead))))
         self.shutting_down -= dead
+        for broker_id in new | dead:  # a restarted broker brings its (repaired) dirs back
+            self.offline_replicas.pop(broker_id, None)
         # Elect leaders where the leader died, drop dead replicas from ISRs, and elect
         # where no leader could be chosen before.
         changed: list[PartitionDecision] = []
@@ -342,7 +350,7 @@ class Controller:
             return decision
         state, version = found
         decision = self._decision(name, topic, index, state, version)
-        choice = await self._choose(name, replicas, state)
+        choice = await self._choose(name, index, replicas, state)
         if choice is None:  # nothing to change
             known = topic.partitions.get(index)
             topic.partitions[index] = decision
@@ -351,10 +359,14 @@ class Controller:
         return await self.write_state(name, topic, index, state, version, leader, isr,
                                        "unclean election" if unclean else "election")
 
-    def eligible(self, broker_id: int) -> bool:
-        return broker_id in self.live_brokers and broker_id not in self.shutting_down
+    def eligible(self, broker_id: int, tp: tuple[str, int] | None = None) -> bool:
+        """Whether a replica may lead: alive, not shutting down, and (for a partition)
+        not on a failed log dir of its broker."""
+        return (broker_id in self.live_brokers and broker_id not in self.shutting_down
+                and (tp is None or tp not in self.offline_replicas.get(broker_id, ())))
 
-    async def _choose(self, name: str, replicas: list[int], state: zk_data.PartitionState
+    async def _choose(self, name: str, index: int, replicas: list[int],
+                      state: zk_data.PartitionState
                       ) -> tuple[int, list[int], bool] | None:
         """The new (leader, ISR, unclean) of a partition after brokers came or went, or
         None when it stays. Dead replicas leave the ISR (all of it stays when none is
@@ -365,10 +377,10 @@ class Controller:
         isr_live = [r for r in state.isr if r in self.live_brokers]
         if state.leader in self.live_brokers:
             return None if isr_live == state.isr else (state.leader, isr_live, False)
-        candidates = [r for r in replicas if r in isr_live and self.eligible(r)]
+        candidates = [r for r in replicas if r in isr_live and self.eligible(r, (name, index))]
         if candidates:
             return candidates[0], isr_live, False
-        live = [r for r in replicas if self.eligible(r)]
+        live = [r for r in replicas if self.eligible(r, (name, index))]
         if live and await self._unclean_allowed(name):
             return live[0], [live[0]], True
         # No ISR member is alive. Every member holds every committed record, so the ISR
@@ -457,6 +469,51 @@ class Controller:
             await self._send_update_metadata(decisions, [])
         await self.reassigner.maybe_complete(changed)
 
+    # --- failed log dirs ----------------------------------------------------------------
+
+    async def _on_log_dir_event(self, _names: Any) -> None:
+        """A broker lost a log dir (/log_dir_event_notification): ask it about every
+        replica it hosts; its LeaderAndIsr answer names the offline ones (Kafka's
+        onBrokerLogDirFailure)."""
+        for broker_id in sorted(await self.zk.call("take_log_dir_event_notifications")):
+            if broker_id not in self.live_brokers:
+                continue
+            log.info("[Controller id=%d] Handling a log dir failure on broker %d",
+                     self.broker_id, broker_id)
+            hosted = [d for t in self.topics.values() for d in t.partitions.values()
+                      if broker_id in d.replicas]
+            if hosted:
+                await self.channel.leader_and_isr(broker_id, hosted)
+
+    async def _on_offline_replicas(self, payload: Any) -> None:
+        """Replicas a broker reported on failed log dirs leave the ISR, and a partition
+        they led gets the first other live ISR member as leader (offline without one)."""
+        broker_id, partitions = payload
+        if broker_id not in self.live_brokers:
+            return
+        self.offline_replicas.setdefault(broker_id, set()).update(partitions)
+        changed: list[PartitionDecision] = []
+        for name, index in sorted(set(partitions)):
+            topic = self.topics.get(name)
+            found = (await self.zk.call("get_partition_state", name, index)
+                     if topic is not None and index in topic.assignment else None)
+            if topic is None or found is None:
+                continue
+            state, version = found
+            isr = [r for r in state.isr if r != broker_id]
+            leader = state.leader
+            if leader == broker_id:
+                others = [r for r in topic.assignment[index]
+                          if r in isr and self.eligible(r, (name, index))]
+                leader = others[0] if others else NO_LEADER
+            if not isr:
+                isr = list(state.isr)  # it held every committed record: it stays in
+            if (leader, isr) != (state.leader, state.isr):
+                changed.append(await self.write_state(name, topic, index, state, version,
+                                                      leader, isr, "log dir failure"))
+        if changed:
+            await self.announce(changed)
+
     # --- controlled shutdown ------------------------------------------------------------------
 
     async def controlled_shutdown(self, broker_id: int,
@@ -485,7 +542,8 @@ class Controller:
                 state, version = found
                 isr = [r for r in state.isr if r != broker_id]
                 if state.leader == broker_id:
-                    others = [r for r in replicas if r in isr and self.eligible(r)]
+                    others = [r for r in replicas
+                              if r in isr and self.eligible(r, (name, index))]
                     if others:
                         changed.append(await self.write_state(
                             name, topic, index, state, version, others[0], isr,
@@ -532,7 +590,7 @@ class Controller:
                     results[(name, index)] = ElectionNotNeededError(
                         "Leader election not needed for topic partition.")
                     continue
-                if wanted not in state.isr or not self.eligible(wanted):
+                if wanted not in state.isr or not self.eligible(wanted, (name, index)):
                     results[(name, index)] = PreferredLeaderNotAvailableError(
                         f"Failed to elect leader for partition {name}-{index} under "
                         "strategy PreferredReplicaPartitionLeaderElectionStrategy")
@@ -543,7 +601,7 @@ class Controller:
                     results[(name, index)] = ElectionNotNeededError(
                         "Leader election not needed for topic partition.")
                     continue
-                live = [r for r in replicas if self.eligible(r)]
+                live = [r for r in replicas if self.eligible(r, (name, index))]
                 in_isr = [r for r in live if r in state.isr]
                 if not live:
                     results[(name, index)] = EligibleLeadersNotAvailableError(

@@ -659,27 +659,50 @@ class KafkaZkClient:
 
     # -- ISR change notifications -------------------------------------------------------------
 
-    def create_isr_change_notification(self, partitions: Iterable[tuple[str, int]]) -> str:
-        """A leader changed ISRs in ZooKeeper: tell the controller (it watches the path)."""
-        zk = self._client()
-        path = f"{zd.ISR_CHANGE_NOTIFICATION_PATH}/{zd.ISR_CHANGE_PREFIX}"
-        created = self._call(zk.create, path, zd.encode_isr_change(sorted(partitions)),
+    def _notify(self, parent: str, prefix: str, data: bytes) -> str:
+        """A sequential notification znode under parent (the controller watches it)."""
+        created = self._call(self._client().create, f"{parent}/{prefix}", data,
                              sequence=True, makepath=True)
         return created.rsplit("/", 1)[1]
 
-    def take_isr_change_notifications(self) -> set[tuple[str, int]]:
-        """The partitions named by every pending notification; the notifications go."""
+    def _take_notifications(self, parent: str, prefix: str) -> list[bytes]:
+        """The data of every pending notification under parent; the notifications go."""
         zk = self._client()
-        names = [c for c in self.get_children(zd.ISR_CHANGE_NOTIFICATION_PATH)
-                 if c.startswith(zd.ISR_CHANGE_PREFIX)]
-        paths = [f"{zd.ISR_CHANGE_NOTIFICATION_PATH}/{n}" for n in names]
-        changed: set[tuple[str, int]] = set()
+        paths = [f"{parent}/{c}" for c in self.get_children(parent) if c.startswith(prefix)]
+        out = []
         for path, found in zip(paths, self._get_many(paths), strict=True):
             if found is not None:
-                changed |= zd.decode_isr_change(found[0])
+                out.append(found[0])
             with contextlib.suppress(NoNodeError):
                 self._call(zk.delete, path)
+        return out
+
+    def create_isr_change_notification(self, partitions: Iterable[tuple[str, int]]) -> str:
+        """A leader changed ISRs in ZooKeeper: tell the controller."""
+        return self._notify(zd.ISR_CHANGE_NOTIFICATION_PATH, zd.ISR_CHANGE_PREFIX,
+                            zd.encode_isr_change(sorted(partitions)))
+
+    def take_isr_change_notifications(self) -> set[tuple[str, int]]:
+        """The partitions named by every pending ISR change notification."""
+        changed: set[tuple[str, int]] = set()
+        for data in self._take_notifications(zd.ISR_CHANGE_NOTIFICATION_PATH,
+                                             zd.ISR_CHANGE_PREFIX):
+            changed |= zd.decode_isr_change(data)
         return changed
+
+    def create_log_dir_event_notification(self, broker_id: int) -> str:
+        """A log dir of this broker failed: tell the controller."""
+        return self._notify(zd.LOG_DIR_EVENT_NOTIFICATION_PATH, zd.LOG_DIR_EVENT_PREFIX,
+                            zd.encode_log_dir_event(broker_id))
+
+    def take_log_dir_event_notifications(self) -> set[int]:
+        """The brokers named by every pending log dir event notification."""
+        brokers = set()
+        for data in self._take_notifications(zd.LOG_DIR_EVENT_NOTIFICATION_PATH,
+                                             zd.LOG_DIR_EVENT_PREFIX):
+            with contextlib.suppress(Exception):  # an unreadable one is dropped
+                brokers.add(zd.decode_log_dir_event(data))
+        return brokers
 
     # -- configs -------------------------------------------------------------------------------
 

@@ -35,6 +35,8 @@ LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 LEADER_DURING_DELETE = -2  # UpdateMetadata's mark of a topic being deleted
 RETRY_BACKOFF_S = 0.1
 ZERO_UUID = UUID(int=0)
+KAFKA_STORAGE_ERROR = 56
+OnResponse = Callable[[Any], None]
 
 
 class BrokerSender:
@@ -49,14 +51,15 @@ class BrokerSender:
         self.client_id = client_id
         self.ssl_context = ssl_context
         self.timeout_s = timeout_s
-        self.queue: asyncio.Queue[tuple[int, int, Any]] = asyncio.Queue()
+        # (api key, version, request, what to do with the answer)
+        self.queue: asyncio.Queue[tuple[int, int, Any, OnResponse | None]] = asyncio.Queue()
         self.connection: BrokerConnection | None = None
         self.closed = False  # see ReplicaFetcher: a cancellation can be swallowed
         self.task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
         while not self.closed:
-            api_key, version, body = await self.queue.get()
+            api_key, version, body, on_response = await self.queue.get()
             while not self.closed:
                 try:
                     connection = await self._connect()
@@ -64,6 +67,8 @@ class BrokerSender:
                     if response.error_code:
                         log.warning("Broker %d answered API %d with error %d",
                                     self.broker_id, api_key, response.error_code)
+                    if on_response is not None:
+                        on_response(response)
                     break
                 except (OSError, ConnectionError, TimeoutError) as exc:
                     log.warning("Controller's connection to broker %d failed: %s; retrying",
@@ -119,21 +124,36 @@ class NetworkControllerChannel:
                     f"controller-{self.local_id}", self.ssl_context_for(),
                     self.broker.config["controller.socket.timeout.ms"] / 1000)
 
-    def _send(self, broker_id: int, api_key: int, version: int, body: Any) -> None:
+    def _send(self, broker_id: int, api_key: int, version: int, body: Any,
+              on_response: OnResponse | None = None) -> None:
         sender = self.senders.get(broker_id)
         if sender is not None:
-            sender.queue.put_nowait((api_key, version, fit_to_version(body, version)))
+            sender.queue.put_nowait((api_key, version, fit_to_version(body, version),
+                                     on_response))
 
     # --- the ControllerChannel protocol ---------------------------------------------------
 
     async def leader_and_isr(self, broker_id: int, decisions: list[PartitionDecision]) -> None:
         if broker_id == self.local_id:
             await self.broker.load_topic_overrides({d.topic for d in decisions})
-            self.broker.apply_leader_and_isr(decisions)
+            errors = self.broker.apply_leader_and_isr(decisions)
+            self._report_offline(broker_id, [tp for tp, code in errors.items()
+                                             if code == KAFKA_STORAGE_ERROR])
             return
-        self._send(broker_id, LEADER_AND_ISR, self.versions.leader_and_isr,
+        version = self.versions.leader_and_isr
+        names = {d.topic_id: d.topic for d in decisions}
+        self._send(broker_id, LEADER_AND_ISR, version,
                    leader_and_isr_request(decisions, self.local_id, self.epochs.get(broker_id, -1),
-                                          self._leaders(decisions)))
+                                          self._leaders(decisions)),
+                   lambda response: self._report_offline(
+                       broker_id, offline_partitions(response, version, names)))
+
+    def _report_offline(self, broker_id: int, partitions: list[tuple[str, int]]) -> None:
+        """Replicas on a failed log dir (KAFKA_STORAGE_ERROR in the LeaderAndIsr answer):
+        the controller moves leadership off them."""
+        controller = self.broker.controller
+        if partitions and controller is not None and controller.active:
+            controller.post("offline_replicas", (broker_id, partitions))
 
     async def update_metadata(self, broker_ids: Iterable[int],
                               live_brokers: list[zk_data.BrokerRegistration],
@@ -210,6 +230,17 @@ def _states(decisions: list[PartitionDecision], with_topic: bool) -> list[Any]:
         controller_epoch=d.controller_epoch, leader=d.leader, leader_epoch=d.leader_epoch,
         isr=list(d.isr), partition_epoch=d.zk_version, replicas=list(d.replicas),
         adding_replicas=[], removing_replicas=[], is_new=False) for d in decisions]
+
+
+def offline_partitions(response: Any, version: int, names: dict[Any, str]
+                       ) -> list[tuple[str, int]]:
+    """The partitions a LeaderAndIsr answer reports KAFKA_STORAGE_ERROR for."""
+    if version < 5:
+        return [(e.topic_name, e.partition_index) for e in response.partition_errors
+                if e.error_code == KAFKA_STORAGE_ERROR]
+    return [(names[t.topic_id], e.partition_index) for t in response.topics
+            if t.topic_id in names for e in t.partition_errors
+            if e.error_code == KAFKA_STORAGE_ERROR]
 
 
 def decisions_from_leader_and_isr(request: Any, version: int,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from moldau.client.broker_connection import BrokerConnection
-from moldau.errors import KafkaError
+from moldau.errors import KafkaError, KafkaStorageError
 from moldau.protocol.messages.fetch_request import FetchRequest
 from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
 from moldau.protocol.messages.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
@@ -70,9 +70,12 @@ class ReplicaFetcher:
                  endpoint: Callable[[int], tuple[str, int] | None],
                  ssl_context: ssl.SSLContext | None,
                  on_appended: Callable[[Partition], None],
-                 throttle: ReplicationThrottle | None = None) -> None:
+                 throttle: ReplicationThrottle | None = None,
+                 on_storage_error: Callable[[Partition, Exception], None] | None = None
+                 ) -> None:
         self.name = name
         self.throttle = throttle
+        self.on_storage_error = on_storage_error  # the log dir goes offline
         self.leader_id = leader_id
         self.config = config
         self.versions = versions
@@ -239,6 +242,8 @@ class ReplicaFetcher:
                     log.error("[%s] Error appending to %s: %s", self.name,
                               state.partition.name, exc)
                     self._delay(state, exc.code)
+                    if isinstance(exc, KafkaStorageError) and self.on_storage_error:
+                        self.on_storage_error(state.partition, exc)
 
     def _fetch_request(self, states: list[FetchState], version: int,
                        limits: dict[TopicPartition, int]) -> Any:
@@ -336,9 +341,12 @@ class ReplicaFetcherManager:
                  endpoint: Callable[[int], tuple[str, int] | None],
                  ssl_context_for: Callable[[], ssl.SSLContext | None],
                  on_appended: Callable[[Partition], None],
-                 throttle: ReplicationThrottle | None = None) -> None:
+                 throttle: ReplicationThrottle | None = None,
+                 on_storage_error: Callable[[Partition, Exception], None] | None = None
+                 ) -> None:
         self.config = config
         self.throttle = throttle  # shared by the fetchers: the rate is per broker
+        self.on_storage_error = on_storage_error
         self.versions = versions
         self.endpoint = endpoint
         self.ssl_context_for = ssl_context_for
@@ -361,7 +369,7 @@ class ReplicaFetcherManager:
             fetcher = self.fetchers[key] = ReplicaFetcher(
                 f"ReplicaFetcherThread-{key[1]}-{leader_id}", leader_id, self.config,
                 self.versions, self.endpoint, self.ssl_context_for(), self.on_appended,
-                self.throttle)
+                self.throttle, self.on_storage_error)
         fetcher.add(partition)
         self.assigned[tp] = key
 

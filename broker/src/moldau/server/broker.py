@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Any
 
 from moldau.cluster import zk_data
@@ -21,6 +22,7 @@ from moldau.cluster.zk_async import AsyncZk
 from moldau.cluster.zk_client import KafkaZkClient, ZooKeeperUnavailableError
 from moldau.coordinator.group.coordinator import CoordinatorConfig, GroupCoordinator
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC, OffsetsLog
+from moldau.errors import KafkaStorageError
 from moldau.replication.controller_channel import NetworkControllerChannel
 from moldau.replication.protocol_versions import versions_for
 from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -63,6 +65,10 @@ class Broker:
         self.versions = versions_for(config["inter.broker.protocol.version"])
         self.fetchers: ReplicaFetcherManager | None = None
         self.leader_throttle: ReplicationThrottle | None = None
+        # partitions whose log was on a failed log dir: never recreated elsewhere
+        self.offline_partitions: set[tuple[str, int]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._background: set[asyncio.Future[Any]] = set()  # held until done
         self.controller_channel: NetworkControllerChannel | None = None
         self.zk: AsyncZk | None = None
         self.metadata = MetadataCache(self.broker_id)
@@ -95,6 +101,7 @@ class Broker:
         log.info("Cluster ID = %s", self.cluster_id)
         self.broker_id = await self._settle_broker_id()
         # dynamic broker configs (/config/brokers/<id> and <default>) precede the file
+        self._loop = asyncio.get_running_loop()
         self.dynamic_config = DynamicBrokerConfig(config, self.broker_id)
         self.dynamic_config.bind(self.zk)
         await self.dynamic_config.load(self.zk)
@@ -174,6 +181,8 @@ class Broker:
             self.inter_broker_ssl_context,
             lambda partition: partition.wake(),
             self._throttle(FOLLOWER),
+            lambda partition, exc: self.log_manager.handle_storage_error(  # type: ignore[union-attr]
+                partition.log, exc),
         )
 
     def _throttle(self, side: str) -> ReplicationThrottle:
@@ -343,6 +352,9 @@ class Broker:
         for d in decisions:
             if self.broker_id not in d.replicas:
                 continue
+            if (d.topic, d.partition) in self.offline_partitions:
+                errors[(d.topic, d.partition)] = KafkaStorageError.code
+                continue
             state = LeaderAndIsr(d.leader, d.leader_epoch, d.isr, d.replicas,
                                  d.controller_epoch, d.zk_version)
             try:
@@ -430,7 +442,37 @@ class Broker:
                 partition.log.config = config
 
     def _on_dir_failure(self, path: str) -> None:
+        """A log dir went offline (an I/O error, a full disk); may run on a worker
+        thread, so the handling hops onto the event loop."""
         log.error("Log dir %s failed; its partitions are offline on this broker", path)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._handle_dir_failure, path)
+
+    def _handle_dir_failure(self, path: str) -> None:
+        """Kafka's handleLogDirFailure: the partitions of the dir stop here (no fetching,
+        no serving, never recreated in another dir) and the controller hears of it through
+        /log_dir_event_notification; with no dir left the broker halts."""
+        if self.log_manager is None or self.replica_manager is None:
+            return  # during startup: the log manager reports it
+        if not self.log_manager.dirs:
+            log.error("Shutdown broker because all log dirs in %s have failed",
+                      ", ".join(sorted(self.log_manager.offline_dirs)))
+            logging.shutdown()
+            os._exit(1)  # as Kafka's Exit.halt: nothing left to serve or to flush
+        lost = [tp for tp in self.replica_manager.partitions if tp not in self.log_manager.logs]
+        self.offline_partitions.update(lost)
+        if self.fetchers is not None:
+            self.fetchers.remove_partitions(lost)
+        for topic, index in lost:
+            if topic == OFFSETS_TOPIC:
+                self.group_coordinator.on_resigned(index)
+            self.replica_manager.stop_replica(topic, index, delete=False)
+        log.error("Partitions %s are offline due to the failure on log dir %s",
+                  ", ".join(f"{t}-{p}" for t, p in sorted(lost)), path)
+        task = asyncio.ensure_future(self.zk.call("create_log_dir_event_notification",
+                                                  self.broker_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _run_maintenance(self) -> None:
         """Retention, flushes and checkpoints; the log manager keeps its own timers."""

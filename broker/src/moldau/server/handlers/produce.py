@@ -61,6 +61,7 @@ class ProduceHandler:
             partition_responses = []
             for data in topic_data.partition_data:
                 response = PartitionResponse(index=data.index)
+                partition = None
                 try:
                     if bad_acks:
                         raise InvalidRequiredAcksError(f"acks={acks} is not -1, 0 or 1")
@@ -96,6 +97,9 @@ class ProduceHandler:
                 except KafkaError as exc:
                     failed = True
                     self._fail(response, exc, name, version)
+                    if isinstance(exc, KafkaStorageError) and partition is not None:
+                        # the dir goes offline and the controller moves leadership away
+                        self.broker.log_manager.handle_storage_error(partition.log, exc)
                 except ProtocolError as exc:
                     failed = True
                     self._fail(response, InvalidRecordError(str(exc)), name, version)
