@@ -18,6 +18,7 @@ from moldau.devcluster.brokers import BrokerProcess
 BIN = Path(sys.executable).parent
 GOLDEN = Path(__file__).parent / "golden"
 TOPIC_ID = re.compile(r"(?<=TopicId: )[A-Za-z0-9_-]{22}")
+ISR = re.compile(r"(?<=\tIsr: )([0-9]+(?:,[0-9]+)*)")
 
 
 @dataclass
@@ -34,9 +35,12 @@ def run(script: str, *args: str, stdin: str | None = None, timeout: float = 120)
     return Result(done.returncode, done.stdout, done.stderr)
 
 
-def normalise(text: str, cluster: ToolCluster | None = None) -> str:
-    """The variable parts replaced: topic ids, broker addresses."""
+def normalise(text: str, cluster: ToolCluster | None = None, sort_isr: bool = False) -> str:
+    """The variable parts replaced: topic ids, broker addresses; sort_isr orders the ISR
+    ids (their order depends on the history of shrinks and expansions, in Kafka too)."""
     text = TOPIC_ID.sub("<TOPIC_ID>", text)
+    if sort_isr:
+        text = ISR.sub(lambda m: ",".join(sorted(m.group(1).split(","), key=int)), text)
     if cluster is not None:
         for broker_id, broker in cluster.brokers.items():
             text = text.replace(broker.bootstrap, f"<BROKER{broker_id}>")
@@ -47,12 +51,13 @@ def golden(name: str) -> str:
     return (GOLDEN / name).read_text(encoding="utf-8")
 
 
-def assert_golden(name: str, actual: str, cluster: ToolCluster | None = None) -> None:
+def assert_golden(name: str, actual: str, cluster: ToolCluster | None = None,
+                  sort_isr: bool = False) -> None:
     """MOLDAU_UPDATE_GOLDEN=1 rewrites the file (review the diff against Kafka's format)."""
-    text = normalise(actual, cluster)
+    text = normalise(actual, cluster, sort_isr)
     if os.environ.get("MOLDAU_UPDATE_GOLDEN") == "1":
         (GOLDEN / name).write_text(text, encoding="utf-8")
-    assert text == golden(name), f"output differs from golden/{name}"
+    assert text == golden(name), f"output differs from golden/{name}:\n{text}"
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 60, what: str = "a condition") -> Any:

@@ -158,12 +158,12 @@ class Admin:
 
     # cluster metadata --------------------------------------------------------------
 
-    def metadata(self, topics: list[str] | None = None) -> Any:
+    def metadata(self, topics: list[str] | None = None, auto_create: bool = False) -> Any:
         """Metadata v12 (topic ids); None asks for every topic."""
         spec = _SPECS["Metadata"]
         wanted = None if topics is None else [
             spec.request.MetadataRequestTopic(name=t) for t in topics]
-        answer = self.call("Metadata", 12, topics=wanted, allow_auto_topic_creation=False)
+        answer = self.call("Metadata", 12, topics=wanted, allow_auto_topic_creation=auto_create)
         self._nodes = {b.node_id: (b.host, b.port) for b in answer.brokers}
         return answer
 

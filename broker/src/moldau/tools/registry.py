@@ -10,6 +10,13 @@ TOOLS = {
     "topics": "moldau.tools.topics",
     "configs": "moldau.tools.configs",
     "consumer-groups": "moldau.tools.consumer_groups",
+    "console-producer": "moldau.tools.console_producer",
+    "console-consumer": "moldau.tools.console_consumer",
+    "cluster": "moldau.tools.cluster",
+    "broker-api-versions": "moldau.tools.api_versions",
+    "get-offsets": "moldau.tools.get_offsets",
+    "delete-records": "moldau.tools.delete_records",
+    "log-dirs": "moldau.tools.log_dirs",
 }
 
 

@@ -1,0 +1,270 @@
+"""kafka-console-consumer: fetch from partition leaders and print each record with
+Kafka's DefaultMessageFormatter; with --group it joins the group as a real member and
+commits what it printed."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from typing import Any
+
+from moldau.protocol.messages.fetch_request import FetchRequest
+from moldau.protocol.records import iter_batches
+from moldau.tools.admin import Admin, list_offsets, partition_leaders
+from moldau.tools.common import client_config
+from moldau.tools.console_producer import parse_pairs
+from moldau.tools.group_member import GroupMember
+from moldau.tools.kafka_errors import check
+from moldau.tools.options import Opt, Options, UsageError
+from moldau.tools.runner import ArgumentError, Tool
+
+LATEST, EARLIEST = -1, -2
+TP = tuple[str, int]
+COMMIT_INTERVAL = 5.0  # seconds, Kafka's auto.commit.interval.ms default
+
+OPTIONS = [
+    Opt("bootstrap-server", "REQUIRED: The server(s) to connect to.", "server to connect to"),
+    Opt("topic", "The topic to consume on.", "topic"),
+    Opt("include", "Regular expression specifying list of topics to include for "
+        "consumption.", "Java regex (String)"),
+    Opt("whitelist", "DEPRECATED, use --include instead; ignored if --include specified.",
+        "Java regex (String)"),
+    Opt("partition", "The partition to consume from. Consumption starts from the end of "
+        "the partition unless '--offset' is specified.", "partition", int),
+    Opt("offset", "The offset to consume from (a non-negative number), or 'earliest' which "
+        "means from beginning, or 'latest' which means from end", "consume offset",
+        default="latest"),
+    Opt("from-beginning", "If the consumer does not already have an established offset to "
+        "consume from, start with the earliest message present in the log rather than the "
+        "latest message."),
+    Opt("group", "The consumer group id of the consumer.", "consumer group id"),
+    Opt("max-messages", "The maximum number of messages to consume before exiting. If not "
+        "set, consumption is continual.", "num_messages", int),
+    Opt("timeout-ms", "If specified, exit if no message is available for consumption for "
+        "the specified interval.", "timeout_ms", int),
+    Opt("property", "The properties to initialize the message formatter: print.timestamp, "
+        "print.key, print.offset, print.partition, print.headers, print.value, "
+        "key.separator, line.separator, headers.separator, null.literal", "prop"),
+    Opt("consumer-property", "A mechanism to pass user-defined properties in the form "
+        "key=value to the consumer.", "consumer_prop"),
+    Opt("consumer.config", "Consumer config properties file. Note that [consumer-property] "
+        "takes precedence over this config.", "config file"),
+    Opt("formatter", "The name of a class to use for formatting kafka messages for display "
+        "(only the default formatter is supported).", "class",
+        default="kafka.tools.DefaultMessageFormatter"),
+    Opt("isolation-level", "Set to read_committed in order to filter out transactional "
+        "messages which are not committed. Set to read_uncommitted to read all messages.",
+        "String", default="read_uncommitted"),
+    Opt("skip-message-on-error", "If there is an error when processing a message, skip it "
+        "instead of halt."),
+    Opt("key-deserializer", "(bytes are printed as UTF-8 text)", "deserializer for key"),
+    Opt("value-deserializer", "(bytes are printed as UTF-8 text)",
+        "deserializer for values"),
+    Opt("enable-systest-events", "Log lifecycle events of the consumer (not supported)."),
+]
+
+
+class Formatter:
+    """Kafka's DefaultMessageFormatter."""
+
+    def __init__(self, props: dict[str, str]) -> None:
+        def flag(name: str, default: bool = False) -> bool:
+            return props.get(name, str(default)).lower() == "true"
+        self.timestamp, self.key = flag("print.timestamp"), flag("print.key")
+        self.offset, self.partition = flag("print.offset"), flag("print.partition")
+        self.headers, self.value = flag("print.headers"), flag("print.value", True)
+        self.key_separator = _unescape(props.get("key.separator", "\t"))
+        self.line_separator = _unescape(props.get("line.separator", "\n"))
+        self.headers_separator = _unescape(props.get("headers.separator", ","))
+        self.null = props.get("null.literal", "null")
+
+    def _text(self, data: bytes | None) -> str:
+        return self.null if data is None else data.decode("utf-8", "replace")
+
+    def format(self, topic: str, partition: int, record: Any, timestamp_type: int) -> str:
+        columns = []
+        if self.timestamp:
+            kind = "LogAppendTime" if timestamp_type else "CreateTime"
+            columns.append(f"{kind}:{record.timestamp}")
+        if self.partition:
+            columns.append(f"Partition:{partition}")
+        if self.offset:
+            columns.append(f"Offset:{record.offset}")
+        if self.headers:
+            columns.append(self.headers_separator.join(
+                f"{k}:{self._text(v)}" for k, v in record.headers) or "NO_HEADERS")
+        if self.key:
+            columns.append(self._text(record.key))
+        if self.value:
+            columns.append(self._text(record.value))
+        return self.key_separator.join(columns) + (self.line_separator if self.value else "")
+
+
+def _unescape(text: str) -> str:
+    return text.replace("\\t", "\t").replace("\\n", "\n").replace("\\r", "\r")
+
+
+def check_args(options: Options) -> None:
+    if not options.has("bootstrap-server"):
+        raise UsageError('Missing required argument "[bootstrap-server]"')
+    sources = [o for o in ("topic", "include", "whitelist") if options.has(o)]
+    if len(sources) != 1 and not (set(sources) == {"include", "whitelist"}):
+        raise UsageError("Exactly one of include/topic is required.")
+    if options.has("partition") and not options.has("topic"):
+        raise UsageError("The topic is required when partition is specified.")
+    if options.has("offset") and not options.has("partition"):
+        raise UsageError("The partition is required when offset is specified.")
+    if options.has("from-beginning") and options.has("offset"):
+        raise UsageError("Options from-beginning and offset cannot be specified together.")
+    if options.has("group") and options.has("partition"):
+        raise UsageError("Options group and partition cannot be specified together.")
+    offset = options.get("offset")
+    if offset not in ("earliest", "latest") and not re.fullmatch(r"\d+", offset or ""):
+        raise UsageError(f"The provided offset value '{offset}' is incorrect. Valid values "
+                         "are 'earliest', 'latest', or a non-negative long.")
+
+
+class Fetcher:
+    def __init__(self, admin: Admin, isolation: int) -> None:
+        self.admin, self.isolation = admin, isolation
+        self.positions: dict[TP, int] = {}
+        self.leaders: dict[TP, int] = {}
+
+    def assign(self, positions: dict[TP, int]) -> None:
+        self.positions = dict(positions)
+        self.leaders = partition_leaders(self.admin, sorted({t for t, _ in positions}))
+
+    def fetch(self, wait_ms: int) -> list[tuple[str, int, Any, int]]:
+        """One round of fetches: (topic, partition, record, timestamp type) in order."""
+        out: list[tuple[str, int, Any, int]] = []
+        by_leader: dict[int, list[TP]] = {}
+        for tp in sorted(self.positions):
+            by_leader.setdefault(self.leaders.get(tp, -1), []).append(tp)
+        if -1 in by_leader:
+            self.leaders = partition_leaders(self.admin, sorted({t for t, _ in self.positions}))
+            time.sleep(wait_ms / 1000)
+            return out
+        for leader, tps in by_leader.items():
+            topics: dict[str, list[Any]] = {}
+            for topic, partition in tps:
+                topics.setdefault(topic, []).append(FetchRequest.FetchPartition(
+                    partition=partition, current_leader_epoch=-1,
+                    fetch_offset=self.positions[(topic, partition)], log_start_offset=-1,
+                    partition_max_bytes=1 << 20))
+            answer = self.admin.call(
+                "Fetch", 12, leader, replica_id=-1, max_wait_ms=wait_ms // len(by_leader),
+                min_bytes=1, max_bytes=50 << 20, isolation_level=self.isolation,
+                session_id=0, session_epoch=-1, rack_id="",
+                topics=[FetchRequest.FetchTopic(topic=t, partitions=ps)
+                        for t, ps in topics.items()], forgotten_topics_data=[])
+            check(answer.error_code)
+            for topic in answer.responses:
+                for p in topic.partitions:
+                    out += self._records(topic.topic, p)
+        return out
+
+    def _records(self, topic: str, p: Any) -> list[tuple[str, int, Any, int]]:
+        tp = (topic, p.partition_index)
+        if p.error_code in (5, 6):  # leadership moved: look the leaders up again
+            self.leaders = partition_leaders(self.admin, sorted({t for t, _ in self.positions}))
+            return []
+        if p.error_code == 1:  # out of range: Kafka's auto.offset.reset=latest default
+            self.positions[tp] = list_offsets(self.admin, [tp], LATEST)[tp]
+            return []
+        check(p.error_code)
+        out = []
+        for batch in iter_batches(p.records or b"", allow_partial=True):
+            if batch.is_control:
+                self.positions[tp] = max(self.positions[tp], batch.next_offset)
+                continue
+            for record in batch.records():
+                if record.offset >= self.positions[tp]:
+                    out.append((topic, p.partition_index, record, batch.timestamp_type))
+            self.positions[tp] = max(self.positions[tp], batch.next_offset)
+        return out
+
+
+def start_positions(admin: Admin, options: Options, tps: list[TP],
+                    committed: dict[TP, int]) -> dict[TP, int]:
+    offset = options.get("offset")
+    if options.has("partition") and offset not in ("earliest", "latest"):
+        return {tp: int(offset) for tp in tps}
+    earliest = options.has("from-beginning") or (options.has("partition")
+                                                  and offset == "earliest")
+    missing = [tp for tp in tps if tp not in committed]
+    found = list_offsets(admin, missing, EARLIEST if earliest else LATEST) if missing else {}
+    return {tp: committed.get(tp, found.get(tp, 0)) for tp in tps}
+
+
+def subscribed_topics(admin: Admin, options: Options) -> list[str]:
+    if options.has("topic"):
+        return [options.get("topic")]
+    pattern = re.compile(options.get("include") or options.get("whitelist"))
+    return sorted(t.name for t in admin.metadata(None).topics
+                  if t.error_code == 0 and pattern.fullmatch(t.name))
+
+
+def run(options: Options) -> int:
+    check_args(options)
+    config = client_config(options, "consumer.config")
+    config.update(parse_pairs(options.all("consumer-property"), "consumer property"))
+    group_id = options.get("group") or config.get("group.id")
+    formatter = Formatter(parse_pairs(options.all("property"), "property"))
+    isolation = 1 if options.get("isolation-level") == "read_committed" else 0
+    limit, timeout_ms = options.get("max-messages"), options.get("timeout-ms")
+    count = 0
+    with Admin(options.get("bootstrap-server"), config) as admin:
+        topics = subscribed_topics(admin, options)
+        member = GroupMember(admin, group_id, topics) if group_id else None
+        fetcher = Fetcher(admin, isolation)
+
+        def assign() -> None:
+            if member is not None:
+                tps = member.join()
+                committed = member.committed()
+            else:
+                leaders = partition_leaders(admin, topics)
+                if options.has("topic") and not leaders:
+                    raise ArgumentError(f"Topic {options.get('topic')} does not exist")
+                tps = ([(options.get("topic"), options.get("partition"))]
+                       if options.has("partition") else sorted(leaders))
+                committed = {}
+            fetcher.assign(start_positions(admin, options, tps, committed))
+
+        assign()
+        last_message, last_commit = time.monotonic(), time.monotonic()
+        try:
+            while limit is None or count < limit:
+                for topic, partition, record, kind in fetcher.fetch(500):
+                    sys.stdout.write(formatter.format(topic, partition, record, kind))
+                    count += 1
+                    last_message = time.monotonic()
+                    fetcher.positions[(topic, partition)] = record.offset + 1
+                    if limit is not None and count >= limit:
+                        break
+                sys.stdout.flush()
+                if timeout_ms is not None and (time.monotonic() - last_message) * 1000 > timeout_ms:
+                    print("[moldau] ERROR Error processing message, terminating consumer "
+                          "process:  org.apache.kafka.common.errors.TimeoutException",
+                          file=sys.stderr)
+                    break
+                if member is not None:
+                    if time.monotonic() - last_commit > COMMIT_INTERVAL:
+                        member.commit(fetcher.positions)
+                        last_commit = time.monotonic()
+                    if member.heartbeat_due() and not member.heartbeat():
+                        member.commit(fetcher.positions)
+                        assign()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if member is not None:
+                member.commit(fetcher.positions)
+                member.leave()
+            print(f"Processed a total of {count} messages", file=sys.stderr)
+    return 0
+
+
+TOOL = Tool("console-consumer", "This tool helps to read data from Kafka topics and "
+            "outputs it to standard output.", OPTIONS, run)
