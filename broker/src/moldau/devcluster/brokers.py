@@ -48,6 +48,7 @@ class BrokerProcess:
     # test run leaves no brokers behind. The dev cluster turns it off: its brokers must
     # outlive `moldau dev-cluster up`.
     die_with_parent: bool = True
+    env: Mapping[str, str] = field(default_factory=dict)  # extra environment variables
 
     @property
     def data_dir(self) -> str:
@@ -92,7 +93,7 @@ class BrokerProcess:
         if not os.path.exists(self.config_path):
             self.write_config()
         os.makedirs(self.log_dir, exist_ok=True)
-        env = dict(os.environ, LOG_DIR=self.log_dir)
+        env = dict(os.environ, LOG_DIR=self.log_dir, **self.env)
         out = open(os.path.join(self.log_dir, "stdout.log"), "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
             [sys.executable, "-m", "moldau.server.main", self.config_path],

@@ -69,7 +69,7 @@ class ReplicaFetcher:
                  versions: InterBrokerVersions,
                  endpoint: Callable[[int], tuple[str, int] | None],
                  ssl_context: ssl.SSLContext | None,
-                 on_appended: Callable[[Partition], None],
+                 on_appended: Callable[[Partition, int], None],
                  throttle: ReplicationThrottle | None = None,
                  on_storage_error: Callable[[Partition, Exception], None] | None = None
                  ) -> None:
@@ -286,7 +286,7 @@ class ReplicaFetcher:
         if plog.log_start_offset < data.log_start_offset <= plog.high_watermark:
             plog.delete_records(data.log_start_offset)
         if records:
-            self.on_appended(partition)
+            self.on_appended(partition, len(records))
 
     async def _on_error(self, connection: BrokerConnection, state: FetchState,
                         code: int) -> None:
@@ -340,7 +340,7 @@ class ReplicaFetcherManager:
     def __init__(self, config: FetcherConfig, versions: InterBrokerVersions,
                  endpoint: Callable[[int], tuple[str, int] | None],
                  ssl_context_for: Callable[[], ssl.SSLContext | None],
-                 on_appended: Callable[[Partition], None],
+                 on_appended: Callable[[Partition, int], None],
                  throttle: ReplicationThrottle | None = None,
                  on_storage_error: Callable[[Partition, Exception], None] | None = None
                  ) -> None:

@@ -23,6 +23,8 @@ from moldau.cluster.zk_client import KafkaZkClient, ZooKeeperUnavailableError
 from moldau.coordinator.group.coordinator import CoordinatorConfig, GroupCoordinator
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC, OffsetsLog
 from moldau.errors import KafkaStorageError
+from moldau.metrics.http import METRICS_HOST_ENV, METRICS_PORT_ENV, MetricsServer
+from moldau.metrics.registry import TICK_S, MetricsRegistry
 from moldau.replication.controller_channel import NetworkControllerChannel
 from moldau.replication.protocol_versions import versions_for
 from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -36,6 +38,7 @@ from moldau.security.tls import (
 from moldau.storage import checkpoints
 from moldau.storage.log_manager import LogManager, ManagerConfig
 
+from .broker_metrics import BrokerTopicStats, register_state_gauges
 from .config import BrokerConfig
 from .controlled_shutdown import controlled_shutdown
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
@@ -76,6 +79,10 @@ class Broker:
         self.replica_manager: ReplicaManager = None  # type: ignore[assignment]
         self.group_coordinator: GroupCoordinator = None  # type: ignore[assignment]
         self.dispatcher = RequestDispatcher()
+        self.metrics = MetricsRegistry()
+        self.topic_stats = BrokerTopicStats(self.metrics)
+        register_state_gauges(self.metrics, self)
+        self.metrics_server: MetricsServer | None = None
         self.socket_server: SocketServer | None = None
         self.controller: Controller | None = None
         self.topics = TopicAdmin(self)
@@ -124,6 +131,11 @@ class Broker:
             principal_builder=self._principal,
         )
         await self.socket_server.start(self._listeners())
+        if os.environ.get(METRICS_PORT_ENV):
+            self.metrics_server = MetricsServer(
+                self.metrics, os.environ.get(METRICS_HOST_ENV, "127.0.0.1"),
+                int(os.environ[METRICS_PORT_ENV]))
+            await self.metrics_server.start()
         await self._register()
         self.config_changes = ConfigChangeListener(self.zk)
         self.config_changes.add_handler(self._on_config_change)
@@ -179,11 +191,15 @@ class Broker:
             self.versions,
             lambda broker_id: self.metadata.endpoint(broker_id, listener),
             self.inter_broker_ssl_context,
-            lambda partition: partition.wake(),
+            self._follower_appended,
             self._throttle(FOLLOWER),
             lambda partition, exc: self.log_manager.handle_storage_error(  # type: ignore[union-attr]
                 partition.log, exc),
         )
+
+    def _follower_appended(self, partition: Partition, size: int) -> None:
+        self.topic_stats.mark_broker("ReplicationBytesInPerSec", size)
+        partition.wake()
 
     def _throttle(self, side: str) -> ReplicationThrottle:
         """The leader or follower replication throttle (rates from the dynamic config)."""
@@ -475,9 +491,14 @@ class Broker:
         task.add_done_callback(self._background.discard)
 
     async def _run_maintenance(self) -> None:
-        """Retention, flushes and checkpoints; the log manager keeps its own timers."""
+        """Retention, flushes and checkpoints (the log manager keeps its own timers), and
+        the metrics' moving averages."""
+        seconds = 0
         while True:
             await asyncio.sleep(1.0)
+            seconds += 1
+            if seconds % int(TICK_S) == 0:
+                self.metrics.tick()
             try:
                 self.log_manager.run_maintenance()  # type: ignore[union-attr]
                 self.replica_manager.shrink_lagging_isrs(self.config["replica.lag.time.max.ms"])
@@ -496,6 +517,8 @@ class Broker:
             self.fetchers.shutdown()
         if self.socket_server is not None:
             await self.socket_server.stop()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
         if self.controller is not None:
             await self.controller.stop()
         if self.controller_channel is not None:

@@ -12,6 +12,7 @@ through `on_dir_failure` (to notify the controller).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -251,6 +252,10 @@ class LogManager:
 
     def handle_storage_error(self, partition_log: PartitionLog, exc: Exception) -> None:
         """An I/O error on a log: take its dir offline (Kafka's LogDirFailureChannel)."""
+        if _out_of_resources(exc):
+            log.error("%s: the process is out of resources, not the disk; %s stays online",
+                      exc, os.path.dirname(partition_log.directory))
+            return
         self._take_offline(os.path.dirname(partition_log.directory), str(exc))
 
     def _take_offline(self, path: str, why: str) -> None:
@@ -343,6 +348,9 @@ class LogManager:
                     os.path.join(log_dir.path, name), offsets, sync=self.config.sync
                 )
             except OSError as exc:
+                if _out_of_resources(exc):  # retried at the next checkpoint
+                    log.error("writing %s in %s failed: %s", name, log_dir.path, exc)
+                    continue
                 self._take_offline(log_dir.path, f"writing {name} failed: {exc}")
 
     # --- shutdown ---------------------------------------------------------------------
@@ -368,3 +376,16 @@ class LogManager:
             os.close(log_dir.lock_fd)
         self.dirs.clear()
         self.logs.clear()
+
+
+# Running out of file descriptors or memory is the process's trouble, not the disk's:
+# such errors must not take a log dir (and its partitions) offline.
+_RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
+
+
+def _out_of_resources(exc: BaseException | None) -> bool:
+    while exc is not None:
+        if isinstance(exc, OSError) and exc.errno in _RESOURCE_ERRNOS:
+            return True
+        exc = exc.__cause__
+    return False

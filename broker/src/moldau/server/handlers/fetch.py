@@ -72,8 +72,30 @@ class FetchHandler:
         response, total, partitions, errors = self._read(request, wanted, version, replica_id)
         if (request.max_wait_ms <= 0 or total >= request.min_bytes or errors
                 or not partitions):
-            return response
+            return self._accounted(response, replica_id)
         return self._long_poll(request, wanted, partitions, version, replica_id)
+
+    def _accounted(self, response: Any, replica_id: int) -> Any:
+        """Count the answer in BrokerTopicMetrics: bytes out (replication bytes for a
+        follower), and a fetch request (failed or not) per partition of known topics."""
+        stats = self.broker.topic_stats
+        known = self.broker.metadata.topics
+        for topic in response.responses:
+            name = topic.topic
+            if name not in known:
+                continue
+            for data in topic.partitions:
+                size = data.records.size if isinstance(data.records, FileRecords) else 0
+                if replica_id >= 0:
+                    if size:
+                        stats.mark_broker("ReplicationBytesOutPerSec", size)
+                    continue
+                stats.mark("TotalFetchRequestsPerSec", name)
+                if data.error_code:
+                    stats.mark("FailedFetchRequestsPerSec", name)
+                elif size:
+                    stats.mark("BytesOutPerSec", name, size)
+        return response
 
     async def _long_poll(self, request: Any, wanted: list[Any],
                          partitions: list[Partition], version: int, replica_id: int) -> Any:
@@ -87,8 +109,8 @@ class FetchHandler:
             response, total, partitions, errors = self._read(request, wanted, version,
                                                              replica_id)
             if total >= request.min_bytes or errors or not partitions:
-                return response
-        return self._read(request, wanted, version, replica_id)[0]
+                return self._accounted(response, replica_id)
+        return self._accounted(self._read(request, wanted, version, replica_id)[0], replica_id)
 
     def _resolve(self, ctx: RequestContext, request: Any, version: int,
                  from_follower: bool) -> list[Any]:

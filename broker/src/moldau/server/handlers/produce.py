@@ -20,6 +20,8 @@ from moldau.errors import (
     KafkaStorageError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
     RequestTimedOutError,
     TopicAuthorizationFailedError,
 )
@@ -50,6 +52,7 @@ class ProduceHandler:
         version = ctx.api_version
         replica_manager = self.broker.replica_manager
         metadata = self.broker.metadata
+        stats = self.broker.topic_stats
         responses = []
         waiting: list[tuple[Partition, int]] = []  # acks=all: (partition, offset needed)
         failed = False
@@ -85,6 +88,8 @@ class ProduceHandler:
                     if data.records is None:
                         raise InvalidRecordError("the produce request has null records")
                     info = partition.log.append_as_leader(data.records, partition.leader_epoch)
+                    stats.mark("MessagesInPerSec", name, info.record_count)
+                    stats.mark("BytesInPerSec", name, len(data.records))
                     partition.maybe_increment_high_watermark()
                     partition.wake()
                     response.base_offset = info.first_offset
@@ -97,12 +102,18 @@ class ProduceHandler:
                 except KafkaError as exc:
                     failed = True
                     self._fail(response, exc, name, version)
+                    if partition is not None:  # a known topic: it has metrics
+                        stats.mark("FailedProduceRequestsPerSec", name)
+                        if isinstance(exc, RecordTooLargeError | RecordBatchTooLargeError):
+                            stats.mark("BytesRejectedPerSec", name, len(data.records or b""))
                     if isinstance(exc, KafkaStorageError) and partition is not None:
                         # the dir goes offline and the controller moves leadership away
                         self.broker.log_manager.handle_storage_error(partition.log, exc)
                 except ProtocolError as exc:
                     failed = True
                     self._fail(response, InvalidRecordError(str(exc)), name, version)
+                if partition is not None:
+                    stats.mark("TotalProduceRequestsPerSec", name)
                 partition_responses.append(response)
             responses.append(TopicResponse(name=name, partition_responses=partition_responses))
         if acks == 0:

@@ -1,0 +1,103 @@
+"""A real broker serves its metrics on the JMX-like endpoint (MOLDAU_METRICS_PORT) under
+Kafka's MBean names, and they move with real client traffic: N records produced with
+librdkafka make MessagesInPerSec of the topic grow by exactly N."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from broker_process import start_broker
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from moldau.devcluster.brokers import BrokerProcess, free_port
+
+RECORDS = 500
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any
+           ) -> Iterator[tuple[BrokerProcess, int]]:
+    port = free_port()
+    process = start_broker(tmp_path_factory, zk_ensemble.connect_string,
+                           {"num.partitions": "1", "offsets.topic.replication.factor": "1"},
+                           env={"MOLDAU_METRICS_PORT": str(port)})
+    yield process, port
+    assert process.stop() == 0
+
+
+def beans(port: int, query: str) -> dict[str, dict[str, Any]]:
+    url = f"http://127.0.0.1:{port}/jmx?qry={query}"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return {b["name"]: b for b in json.load(answer)["beans"]}
+
+
+def value(port: int, name: str, attribute: str = "Count") -> Any:
+    return beans(port, name)[name][attribute]
+
+
+def test_metrics_move_with_produced_and_fetched_records(broker: tuple[BrokerProcess, int]
+                                                        ) -> None:
+    process, port = broker
+    topic = f"metered-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": process.bootstrap, "acks": "all"})
+    producer.produce(topic, b"first")  # creates the topic (auto-create)
+    assert producer.flush(20) == 0
+    messages_in = f"kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec,topic={topic}"
+    before = value(port, messages_in)
+    for i in range(RECORDS):
+        producer.produce(topic, b"v%03d" % i)
+    assert producer.flush(20) == 0
+    assert value(port, messages_in) - before == RECORDS
+    assert value(port, "kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec") >= \
+        RECORDS + 1
+    bytes_in = value(port, f"kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,"
+                           f"topic={topic}")
+    assert bytes_in > RECORDS * 4  # the values, plus batch and record overhead
+
+    consumer = Consumer({"bootstrap.servers": process.bootstrap, "group.id": f"g-{topic}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    read, deadline = 0, time.monotonic() + 20
+    while read < RECORDS + 1 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and not message.error():
+            read += 1
+    consumer.close()
+    assert read == RECORDS + 1
+    out = beans(port, "kafka.server:type=BrokerTopicMetrics,*")
+    assert out[f"kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec,topic={topic}"][
+        "Count"] >= bytes_in
+    assert out[f"kafka.server:type=BrokerTopicMetrics,name=TotalFetchRequestsPerSec,"
+               f"topic={topic}"]["Count"] > 0
+    meter = out[messages_in]
+    assert {"MeanRate", "OneMinuteRate", "FiveMinuteRate", "FifteenMinuteRate"} <= set(meter)
+
+
+def test_state_gauges_and_bad_requests(broker: tuple[BrokerProcess, int]) -> None:
+    process, port = broker
+    replica_manager = beans(port, "kafka.server:type=ReplicaManager,*")
+    assert replica_manager["kafka.server:type=ReplicaManager,name=PartitionCount"][
+        "Value"] >= 1
+    assert replica_manager["kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions"][
+        "Value"] == 0
+    controller = beans(port, "kafka.controller:type=KafkaController,*")
+    assert controller["kafka.controller:type=KafkaController,name=ActiveControllerCount"][
+        "Value"] == 1
+    assert controller["kafka.controller:type=KafkaController,name=GlobalTopicCount"][
+        "Value"] >= 1
+    # garbage on the endpoint gets an error and leaves the broker serving
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"\x00\x01garbage\r\n\r\n")
+        assert sock.recv(100).startswith(b"HTTP/1.1 400")
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/jmx", method="POST", data=b"x")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 405
+    assert process.healthy()
