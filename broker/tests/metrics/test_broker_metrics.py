@@ -1,6 +1,7 @@
 """A real broker serves its metrics on the JMX-like endpoint (MOLDAU_METRICS_PORT) under
 Kafka's MBean names, and they move with real client traffic: N records produced with
-librdkafka make MessagesInPerSec of the topic grow by exactly N."""
+librdkafka make MessagesInPerSec of the topic grow by exactly N, and the requests show in
+RequestMetrics (Fetch split into FetchConsumer and FetchFollower, as in Kafka)."""
 
 from __future__ import annotations
 
@@ -78,6 +79,15 @@ def test_metrics_move_with_produced_and_fetched_records(broker: tuple[BrokerProc
                f"topic={topic}"]["Count"] > 0
     meter = out[messages_in]
     assert {"MeanRate", "OneMinuteRate", "FiveMinuteRate", "FifteenMinuteRate"} <= set(meter)
+    requests = beans(port, "kafka.network:type=RequestMetrics,*")
+    produce_rates = [b for n, b in requests.items()
+                     if n.startswith("kafka.network:type=RequestMetrics,name=RequestsPerSec,"
+                                     "request=Produce,version=")]
+    assert produce_rates and sum(b["Count"] for b in produce_rates) >= 1
+    total = requests["kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce"]
+    assert total["Count"] >= 1 and total["Max"] >= total["50thPercentile"] >= 0
+    assert requests["kafka.network:type=RequestMetrics,name=RemoteTimeMs,"
+                    "request=FetchConsumer"]["Count"] >= 1
 
 
 def test_state_gauges_and_bad_requests(broker: tuple[BrokerProcess, int]) -> None:

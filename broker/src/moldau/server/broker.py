@@ -47,6 +47,7 @@ from .metadata_cache import BrokerEndpoints, MetadataCache, PartitionInfo, Topic
 from .network import Listener, SocketServer
 from .producer_ids import ProducerIdManager
 from .replica_manager import LeaderAndIsr, Partition, ReplicaManager
+from .request_metrics import RequestMetrics
 from .requests import RequestDispatcher
 from .topic_admin import TopicAdmin
 from .topic_configs import TopicConfigs
@@ -81,6 +82,7 @@ class Broker:
         self.dispatcher = RequestDispatcher()
         self.metrics = MetricsRegistry()
         self.topic_stats = BrokerTopicStats(self.metrics)
+        self.dispatcher.metrics = RequestMetrics(self.metrics)
         register_state_gauges(self.metrics, self)
         self.metrics_server: MetricsServer | None = None
         self.socket_server: SocketServer | None = None

@@ -27,6 +27,7 @@ from moldau.protocol.headers import (
 from moldau.protocol.messages.request_header import RequestHeader
 
 from .network import Connection, Session
+from .request_metrics import RequestMetrics
 from .responses import Parts, encode_response_parts
 
 request_log = logging.getLogger("kafka.request.logger")
@@ -83,6 +84,7 @@ class RequestDispatcher:
         self.authorizer = authorizer or Authorizer()
         self.throttle_ms: Callable[[RequestContext], int] = lambda ctx: 0  # quotas later
         self._advertised: dict[int, tuple[int, int]] = {}
+        self.metrics: RequestMetrics | None = None  # set by the broker
 
     def register(self, api_key: int, handler: Handler, min_version: int,
                  max_version: int) -> None:
@@ -124,14 +126,29 @@ class RequestDispatcher:
         if header.client_id and not conn.session.client_id:
             conn.session.client_id = header.client_id
         ctx = RequestContext(conn, header, version, received, self.authorizer)
+        started = time.monotonic_ns()
         result = registration.handler(ctx, body)
+        local = time.monotonic_ns() - started
         if inspect.isawaitable(result):
-            return self._complete(ctx, body, result)
-        return self._respond(ctx, body, result)
+            return self._complete(ctx, body, result, started, local)
+        parts = self._respond(ctx, body, result)
+        self._measure(ctx, body, started, local, 0)
+        return parts
 
-    async def _complete(self, ctx: RequestContext, request: Any,
-                        pending: Awaitable[Any]) -> Parts | None:
-        return self._respond(ctx, request, await pending)
+    async def _complete(self, ctx: RequestContext, request: Any, pending: Awaitable[Any],
+                        started: int, local: int) -> Parts | None:
+        waited = time.monotonic_ns()
+        response = await pending
+        remote = time.monotonic_ns() - waited
+        parts = self._respond(ctx, request, response)
+        self._measure(ctx, request, started, local, remote)
+        return parts
+
+    def _measure(self, ctx: RequestContext, request: Any, started: int, local: int,
+                 remote: int) -> None:
+        if self.metrics is not None:
+            self.metrics.record(ctx.header.request_api_key, ctx.api_version, request,
+                                ctx.received_ns, started, local, remote, time.monotonic_ns())
 
     def _respond(self, ctx: RequestContext, request: Any, response: Any) -> Parts | None:
         if response is None:
