@@ -1,0 +1,100 @@
+"""Exports a Moldau broker's metrics to Prometheus under the names the Prometheus JMX
+exporter gives Kafka's MBeans.
+
+It reads the broker's JMX-like endpoint (`MOLDAU_METRICS_PORT`, docs/metrics.md) on each
+scrape, applies rules in the JMX exporter's YAML format (the packaged rules/kafka.yml by
+default) and serves the Prometheus text format on /metrics:
+
+    moldau-broker-exporter --broker-metrics http://127.0.0.1:9999 --listen 127.0.0.1:9404
+
+Like the JMX exporter, it always answers: `jmx_scrape_error` is 1 when the broker could
+not be read, and `jmx_scrape_duration_seconds` says how long the read took.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.resources import files
+from pathlib import Path
+
+from .jmx_rules import RuleError, RuleSet, Sample, exposition
+
+DEFAULT_RULES = "kafka.yml"
+
+
+def default_rules() -> RuleSet:
+    return RuleSet.from_yaml(files("moldau_exporters").joinpath("rules", DEFAULT_RULES)
+                             .read_text(encoding="utf-8"))
+
+
+def scrape(broker_metrics: str, rules: RuleSet, timeout: float = 10.0) -> str:
+    """One scrape: the broker's MBeans through the rules, plus the scrape's own gauges."""
+    started = time.monotonic()
+    samples: list[Sample] = []
+    error = 0.0
+    try:
+        with urllib.request.urlopen(broker_metrics.rstrip("/") + "/jmx", timeout=timeout) as r:
+            beans = json.load(r)["beans"]
+        for bean in beans:
+            samples.extend(rules.apply(bean["name"],
+                                       {k: v for k, v in bean.items() if k != "name"}))
+    except (OSError, ValueError, KeyError, TypeError):
+        error = 1.0
+    samples.append(Sample("jmx_scrape_duration_seconds", (), time.monotonic() - started,
+                          "GAUGE", "Time this scrape of the broker's MBeans took"))
+    samples.append(Sample("jmx_scrape_error", (), error, "GAUGE",
+                          "1 if the broker's MBeans could not be read, else 0"))
+    return exposition(samples)
+
+
+def serve(broker_metrics: str, rules: RuleSet, host: str, port: int) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?")[0] not in ("/metrics", "/"):
+                self.send_error(404, "use /metrics")
+                return
+            body = scrape(broker_metrics, rules).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args: object) -> None:  # scrapes are not news
+            pass
+
+    return ThreadingHTTPServer((host, port), Handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="moldau-broker-exporter", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--broker-metrics", default="http://127.0.0.1:9999",
+                        help="the broker's metrics endpoint (MOLDAU_METRICS_PORT)")
+    parser.add_argument("--listen", default="127.0.0.1:9404", help="host:port to serve on")
+    parser.add_argument("--rules", type=Path, help="a rule file (default: the packaged one)")
+    args = parser.parse_args(argv)
+    try:
+        rules = (RuleSet.from_yaml(args.rules.read_text(encoding="utf-8")) if args.rules
+                 else default_rules())
+    except (OSError, RuleError) as exc:
+        print(f"moldau-broker-exporter: {exc}", file=sys.stderr)
+        return 2
+    host, _, port = args.listen.rpartition(":")
+    server = serve(args.broker_metrics, rules, host or "127.0.0.1", int(port))
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

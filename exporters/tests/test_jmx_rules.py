@@ -1,0 +1,72 @@
+"""The rule engine on its own: the JMX exporter's matching and naming rules."""
+
+from __future__ import annotations
+
+import pytest
+from moldau_exporters.broker_exporter import default_rules
+from moldau_exporters.jmx_rules import RuleError, RuleSet, exposition
+
+RULES = """
+lowercaseOutputName: true
+lowercaseOutputLabelNames: true
+rules:
+  - pattern: 'kafka\\.(\\w+)<type=(.+), name=(.+)PerSec, (.+)=(.+)><>Count'
+    name: kafka_$1_$2_$3_total
+    type: COUNTER
+    help: "events of $3"
+    labels: {"$4": "$5"}
+  - pattern: 'kafka\\.(\\w+)<type=(.+), name=(.+)><>Value'
+    name: kafka_$1_$2_$3
+    type: GAUGE
+    valueFactor: 0.001
+"""
+
+
+def test_first_matching_rule_names_the_sample() -> None:
+    rules = RuleSet.from_yaml(RULES)
+    samples = rules.apply("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,Topic=t",
+                          {"Count": 42, "MeanRate": 1.5, "RateUnit": "SECONDS"})
+    assert [(s.name, s.labels, s.value, s.help) for s in samples] == [
+        ("kafka_server_brokertopicmetrics_bytesin_total", (("topic", "t"),), 42.0,
+         "events of BytesIn")]
+    gauge = rules.apply("kafka.log:type=Log,name=Size", {"Value": 5000})
+    assert [(s.name, s.value, s.type) for s in gauge] == [("kafka_log_log_size", 5.0, "GAUGE")]
+    assert rules.apply("java.lang:type=Memory", {"HeapMemoryUsage": 1}) == []
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("rules: [{name: x}]", "needs a pattern and a name"),
+    ("rules: [{pattern: 'a(', name: x}]", "bad pattern"),
+    ("rules: [{pattern: a, name: x, type: HISTOGRAM}]", "type HISTOGRAM"),
+    ("- just a list", "must be a mapping"),
+])
+def test_bad_rule_files_are_refused_with_the_reason(text: str, message: str) -> None:
+    with pytest.raises(RuleError, match=message):
+        RuleSet.from_yaml(text)
+
+
+def test_the_default_rules_give_the_jmx_exporters_kafka_names() -> None:
+    rules = default_rules()
+    cases = {
+        ("kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec,topic=o", "Count"):
+            ("kafka_server_brokertopicmetrics_messagesin_total", (("topic", "o"),)),
+        ("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Fetch,version=16",
+         "Count"): ("kafka_network_requestmetrics_requests_total",
+                    (("request", "Fetch"), ("version", "16"))),
+        ("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "99thPercentile"):
+            ("kafka_network_requestmetrics_totaltimems", (("request", "Produce"),
+                                                          ("quantile", "0.99"))),
+        ("kafka.controller:type=KafkaController,name=ActiveControllerCount", "Value"):
+            ("kafka_controller_kafkacontroller_activecontrollercount", ()),
+    }
+    for (mbean, attribute), expected in cases.items():
+        [sample] = rules.apply(mbean, {attribute: 1})
+        assert (sample.name, sample.labels) == expected
+
+
+def test_exposition_is_prometheus_text() -> None:
+    rules = RuleSet.from_yaml(RULES)
+    text = exposition(rules.apply("kafka.server:type=X,name=APerSec,t=a\"b", {"Count": 3}))
+    assert text == ('# HELP kafka_server_x_a_total events of A\n'
+                    '# TYPE kafka_server_x_a_total counter\n'
+                    'kafka_server_x_a_total{t="a\\"b"} 3\n')
