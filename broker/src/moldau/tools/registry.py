@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 
-# name -> the module holding its TOOL
+# name -> the module holding its TOOL (or "module:ATTRIBUTE")
 TOOLS = {
     "topics": "moldau.tools.topics",
     "configs": "moldau.tools.configs",
@@ -17,8 +17,12 @@ TOOLS = {
     "get-offsets": "moldau.tools.get_offsets",
     "delete-records": "moldau.tools.delete_records",
     "log-dirs": "moldau.tools.log_dirs",
+    "leader-election": "moldau.tools.leader_election",
+    "preferred-replica-election": "moldau.tools.leader_election:PREFERRED_TOOL",
 }
 
 
 def run_tool(name: str, argv: Sequence[str]) -> int:
-    return importlib.import_module(TOOLS[name]).TOOL.main(list(argv))
+    module, _, attribute = TOOLS[name].partition(":")
+    tool = getattr(importlib.import_module(module), attribute or "TOOL")
+    return tool.main(list(argv))
