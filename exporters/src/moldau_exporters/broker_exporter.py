@@ -18,6 +18,7 @@ import json
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from pathlib import Path
@@ -52,13 +53,15 @@ def scrape(broker_metrics: str, rules: RuleSet, timeout: float = 10.0) -> str:
     return exposition(samples)
 
 
-def serve(broker_metrics: str, rules: RuleSet, host: str, port: int) -> ThreadingHTTPServer:
+def serve(render: Callable[[], str], host: str, port: int) -> ThreadingHTTPServer:
+    """An HTTP server answering /metrics with render() (the Prometheus text format)."""
+
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             if self.path.split("?")[0] not in ("/metrics", "/"):
                 self.send_error(404, "use /metrics")
                 return
-            body = scrape(broker_metrics, rules).encode()
+            body = render().encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
@@ -86,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"moldau-broker-exporter: {exc}", file=sys.stderr)
         return 2
     host, _, port = args.listen.rpartition(":")
-    server = serve(args.broker_metrics, rules, host or "127.0.0.1", int(port))
+    server = serve(lambda: scrape(args.broker_metrics, rules), host or "127.0.0.1", int(port))
     try:
         server.serve_forever()
     except KeyboardInterrupt:
