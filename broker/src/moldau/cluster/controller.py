@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -106,6 +107,9 @@ class Controller:
         self._worker: asyncio.Task[None] | None = None
         self._topic_watches: set[str] = set()
         self.reassigner = PartitionReassigner(self)
+        # metrics hooks (ControllerStats): the ms an election round took, unclean elections
+        self.on_election_round: Callable[[float], None] | None = None
+        self.on_unclean_election: Callable[[], None] | None = None
 
     # --- life cycle -------------------------------------------------------------------
 
@@ -242,6 +246,7 @@ class Controller:
                  sorted(self.live_brokers))
 
     async def _on_brokers_change(self, _ids: Any) -> None:
+        started = time.monotonic()
         before = dict(self.live_brokers)
         await self._load_brokers()
         after = self.live_brokers
@@ -270,6 +275,8 @@ class Controller:
                 if decision is not None:
                     changed.append(decision)
         await self.announce(changed, rejoined=new)
+        if changed and self.on_election_round is not None:
+            self.on_election_round((time.monotonic() - started) * 1000)
 
     # --- topics ---------------------------------------------------------------------------
 
@@ -407,6 +414,8 @@ class Controller:
                                          version)
         decision = self._decision(name, topic, index, new_state, new_version)
         topic.partitions[index] = decision
+        if why == "unclean election" and self.on_unclean_election is not None:
+            self.on_unclean_election()
         state_change_log.info(
             "[Controller id=%d epoch=%d] Changed partition %s-%d (%s) from "
             "LeaderAndIsr(leader=%d, leaderEpoch=%d, isr=%s) to LeaderAndIsr(leader=%d, "

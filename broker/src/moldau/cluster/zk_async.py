@@ -13,6 +13,7 @@ import asyncio
 import functools
 import inspect
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -29,6 +30,7 @@ class AsyncZk:
         self.client = client
         self._loop = loop
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="moldau-zk")
+        self.on_latency: Callable[[float], None] | None = None  # ms of each call
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -39,8 +41,13 @@ class AsyncZk:
     async def call(self, fn: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a KafkaZkClient method (by name) or any blocking callable on the ZK thread."""
         target = getattr(self.client, fn) if isinstance(fn, str) else fn
-        return await self.loop.run_in_executor(
-            self._executor, functools.partial(target, *args, **kwargs))
+        started = time.monotonic()
+        try:
+            return await self.loop.run_in_executor(
+                self._executor, functools.partial(target, *args, **kwargs))
+        finally:
+            if self.on_latency is not None:  # ZooKeeperRequestLatencyMs
+                self.on_latency((time.monotonic() - started) * 1000)
 
     async def start(self) -> None:
         self.loop  # noqa: B018 - bind the loop now, callbacks need it from other threads

@@ -51,7 +51,7 @@ class Meter:
         self._rates: list[float] | None = None  # the 1, 5 and 15 minute EWMAs
         self._started = clock()
 
-    def mark(self, n: int = 1) -> None:
+    def mark(self, n: float = 1) -> None:
         self.count += n
         self._uncounted += n
 
@@ -151,10 +151,20 @@ class Gauge:
 Metric = Meter | Histogram | Timer | Gauge
 
 
+# Many MBeans at once, computed when read (per-partition gauges): {mbean: attributes}
+Provider = Callable[[], dict[str, dict[str, Any]]]
+
+
 class MetricsRegistry:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self.metrics: dict[str, Metric] = {}
+        self.providers: list[Provider] = []
+
+    def add_provider(self, provider: Provider) -> None:
+        """MBeans that come and go with the state (a gauge per partition): computed
+        only when the registry is read, so they cost nothing in between."""
+        self.providers.append(provider)
 
     def meter(self, domain: str, type_: str, name: str,
               tags: Iterable[tuple[str, str]] = ()) -> Meter:
@@ -196,15 +206,22 @@ class MetricsRegistry:
         """[{"name": mbean, attribute: value, ...}] of the metrics matching query (an
         MBean pattern as JMX takes it: `domain:key=value,...` with `*` for the rest)."""
         now = self.clock()
-        beans = []
-        for name in sorted(self.metrics):
+        found: dict[str, dict[str, Any]] = {}
+        for name, metric in self.metrics.items():
             if query is None or matches(query, name):
                 try:
-                    attributes = self.metrics[name].attributes(now)
+                    found[name] = metric.attributes(now)
                 except Exception as exc:  # a gauge that cannot be read now
-                    attributes = {"Error": str(exc)}
-                beans.append({"name": name, **attributes})
-        return beans
+                    found[name] = {"Error": str(exc)}
+        for provider in self.providers:
+            try:
+                provided = provider()
+            except Exception:  # the state is changing under it: skip this read
+                continue
+            for name, attributes in provided.items():
+                if query is None or matches(query, name):
+                    found[name] = attributes
+        return [{"name": name, **found[name]} for name in sorted(found)]
 
 
 def matches(query: str, name: str) -> bool:

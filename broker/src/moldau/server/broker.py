@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from moldau.cluster import zk_data
@@ -24,6 +25,7 @@ from moldau.coordinator.group.coordinator import CoordinatorConfig, GroupCoordin
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC, OffsetsLog
 from moldau.errors import KafkaStorageError
 from moldau.metrics.http import METRICS_HOST_ENV, METRICS_PORT_ENV, MetricsServer
+from moldau.metrics.loop_idle import LoopIdle
 from moldau.metrics.registry import TICK_S, MetricsRegistry
 from moldau.replication.controller_channel import NetworkControllerChannel
 from moldau.replication.protocol_versions import versions_for
@@ -38,6 +40,8 @@ from moldau.security.tls import (
 from moldau.storage import checkpoints
 from moldau.storage.log_manager import LogManager, ManagerConfig
 
+from .broker_metrics import CONTROLLER as CONTROLLER_DOMAIN
+from .broker_metrics import SERVER as SERVER_DOMAIN
 from .broker_metrics import BrokerTopicStats, register_state_gauges
 from .config import BrokerConfig
 from .controlled_shutdown import controlled_shutdown
@@ -73,6 +77,7 @@ class Broker:
         self.offline_partitions: set[tuple[str, int]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._background: set[asyncio.Future[Any]] = set()  # held until done
+        self._sample_idle: Callable[[], None] = lambda: None
         self.controller_channel: NetworkControllerChannel | None = None
         self.zk: AsyncZk | None = None
         self.metadata = MetadataCache(self.broker_id)
@@ -111,6 +116,7 @@ class Broker:
         self.broker_id = await self._settle_broker_id()
         # dynamic broker configs (/config/brokers/<id> and <default>) precede the file
         self._loop = asyncio.get_running_loop()
+        self._watch_loop_idle(self._loop)
         self.dynamic_config = DynamicBrokerConfig(config, self.broker_id)
         self.dynamic_config.bind(self.zk)
         await self.dynamic_config.load(self.zk)
@@ -154,6 +160,11 @@ class Broker:
             leader_rebalance=(config["leader.imbalance.check.interval.seconds"],
                               config["leader.imbalance.per.broker.percentage"])
             if config["auto.leader.rebalance.enable"] else None)
+        stats = "ControllerStats"
+        self.controller.on_election_round = self.metrics.timer(
+            CONTROLLER_DOMAIN, stats, "LeaderElectionRateAndTimeMs").update
+        self.controller.on_unclean_election = self.metrics.meter(
+            CONTROLLER_DOMAIN, stats, "UncleanLeaderElectionsPerSec").mark
         await self.controller.start()
         self._maintenance = asyncio.ensure_future(self._run_maintenance())
         self.started = True
@@ -199,6 +210,18 @@ class Broker:
                 partition.log, exc),
         )
 
+    def _watch_loop_idle(self, loop: asyncio.AbstractEventLoop) -> None:
+        """NetworkProcessorAvgIdlePercent (a gauge) and RequestHandlerAvgIdlePercent (a
+        meter of idle seconds per second, as Kafka's is of idle nanoseconds per ns)."""
+        idle = LoopIdle(loop)
+        if not idle.supported:
+            return
+        handler_idle = self.metrics.meter(SERVER_DOMAIN, "KafkaRequestHandlerPool",
+                                          "RequestHandlerAvgIdlePercent")
+        self.metrics.gauge("kafka.network", "SocketServer", "NetworkProcessorAvgIdlePercent",
+                           lambda: idle.ratio)
+        self._sample_idle = lambda: handler_idle.mark(idle.sample())
+
     def _follower_appended(self, partition: Partition, size: int) -> None:
         self.topic_stats.mark_broker("ReplicationBytesInPerSec", size)
         partition.wake()
@@ -229,6 +252,8 @@ class Broker:
             connection_timeout_ms=self.config["zookeeper.connection.timeout.ms"],
         )
         self.zk = AsyncZk(client, asyncio.get_running_loop())
+        self.zk.on_latency = self.metrics.histogram(
+            SERVER_DOMAIN, "ZooKeeperClientMetrics", "ZooKeeperRequestLatencyMs").update
         try:
             await self.zk.start()
         except ZooKeeperUnavailableError as exc:
@@ -500,6 +525,7 @@ class Broker:
             await asyncio.sleep(1.0)
             seconds += 1
             if seconds % int(TICK_S) == 0:
+                self._sample_idle()
                 self.metrics.tick()
             try:
                 self.log_manager.run_maintenance()  # type: ignore[union-attr]

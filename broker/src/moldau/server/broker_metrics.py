@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from moldau.metrics.registry import Meter, MetricsRegistry
+from moldau.metrics.registry import Meter, MetricsRegistry, mbean_name
 
 if TYPE_CHECKING:
     from .broker import Broker
 
-SERVER, CONTROLLER = "kafka.server", "kafka.controller"
+SERVER, CONTROLLER, LOG, CLUSTER = "kafka.server", "kafka.controller", "kafka.log", "kafka.cluster"
 TOPIC_METERS = ("MessagesInPerSec", "BytesInPerSec", "BytesOutPerSec", "BytesRejectedPerSec",
                 "TotalProduceRequestsPerSec", "FailedProduceRequestsPerSec",
                 "TotalFetchRequestsPerSec", "FailedFetchRequestsPerSec")
@@ -93,3 +93,42 @@ def register_state_gauges(registry: MetricsRegistry, broker: Broker) -> None:
     registry.gauge(CONTROLLER, kc, "GlobalTopicCount", lambda: len(
         broker.controller.topics) if active() else 0)  # type: ignore[union-attr]
     registry.gauge(CONTROLLER, kc, "GlobalPartitionCount", lambda: len(controller_decisions()))
+
+    registry.gauge(LOG, "LogManager", "OfflineLogDirectoryCount", lambda: len(
+        broker.log_manager.offline_dirs) if broker.log_manager else 0)
+    for field, name in (("read_bytes", "linux-disk-read-bytes"),
+                        ("write_bytes", "linux-disk-write-bytes")):
+        registry.gauge(SERVER, "KafkaServer", name, lambda f=field: _proc_io().get(f, 0))
+    registry.add_provider(lambda: partition_beans(partitions()))
+
+
+def partition_beans(partitions: list) -> dict[str, dict[str, object]]:
+    """Kafka's per-partition MBeans: Log (every replica) and Partition (its values count
+    on the leader only, as in Kafka)."""
+    beans: dict[str, dict[str, object]] = {}
+    for p in partitions:
+        tags = (("topic", p.topic), ("partition", str(p.index)))
+        plog = p.log
+        for name, value in (("Size", plog.size_in_bytes()), ("LogEndOffset", plog.log_end_offset),
+                            ("LogStartOffset", plog.log_start_offset),
+                            ("NumLogSegments", len(plog.segments))):
+            beans[mbean_name(LOG, "Log", name, tags)] = {"Value": value}
+        leader = p.is_leader
+        isr, replicas = len(p.state.isr), len(p.state.replicas)
+        minimum = plog.config.min_insync_replicas
+        for name, value in (("UnderReplicated", int(leader and isr < replicas)),
+                            ("InSyncReplicasCount", isr if leader else 0),
+                            ("ReplicasCount", replicas if leader else 0),
+                            ("UnderMinIsr", int(leader and isr < minimum)),
+                            ("AtMinIsr", int(leader and isr == minimum))):
+            beans[mbean_name(CLUSTER, "Partition", name, tags)] = {"Value": value}
+    return beans
+
+
+def _proc_io() -> dict[str, int]:
+    """This process's /proc/self/io (Linux): bytes it made the disks read and write."""
+    try:
+        with open("/proc/self/io") as fh:
+            return {k: int(v) for k, _, v in (line.partition(": ") for line in fh) if v}
+    except (OSError, ValueError):
+        return {}
