@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from moldau_exporters.broker_exporter import PROCESS_SAMPLES
 
 from moldau.devcluster.brokers import BrokerProcess, free_port
 
@@ -80,7 +81,9 @@ def test_every_broker_metric_has_a_name_kafka_dashboards_know(broker, exporter: 
     assert samples[("jmx_scrape_error", "")] == 0
     assert samples[("kafka_controller_kafkacontroller_activecontrollercount", "")] == 1
     assert samples[("kafka_server_replicamanager_underreplicatedpartitions", "")] == 0
-    known = reference_names() | {"jmx_scrape_error", "jmx_scrape_duration_seconds"}
+    known = reference_names() | {"jmx_scrape_error", "jmx_scrape_duration_seconds"} | {
+        name for name, _, _ in PROCESS_SAMPLES.values()}
+    assert 0 < samples[("process_open_fds", "")] < samples[("process_max_fds", "")]
     unknown = sorted({name for name, _ in samples} - known)
     assert unknown == [], f"names no Kafka dashboard knows: {unknown}"
 
@@ -110,7 +113,7 @@ NOT_APPLICABLE = {
 # Served by the other exporters (lag, ZooKeeper), or not built yet (docs/metrics.md).
 ELSEWHERE = {"kafka_consumergroup_lag", "kafka_topic_partition_current_offset",
              "kafka_topic_partition_under_replicated_partition"}
-NOT_YET = {"kafka_server_socket_server_metrics_connection_count", "process_open_fds"}
+NOT_YET = {"kafka_server_socket_server_metrics_connection_count"}
 
 
 def strimzi_kafka_names() -> set[str]:

@@ -26,6 +26,17 @@ from pathlib import Path
 from .jmx_rules import RuleError, RuleSet, Sample, exposition
 
 DEFAULT_RULES = "kafka.yml"
+PROCESS_BEAN = "moldau:type=Process"
+# the broker process's figures -> the Prometheus client's standard process metrics
+PROCESS_SAMPLES = {
+    "OpenFileDescriptors": ("process_open_fds", "GAUGE", "Number of open file descriptors"),
+    "MaxFileDescriptors": ("process_max_fds", "GAUGE", "Maximum number of open file descriptors"),
+    "CpuSeconds": ("process_cpu_seconds_total", "COUNTER", "User and system CPU time in seconds"),
+    "ResidentMemoryBytes": ("process_resident_memory_bytes", "GAUGE", "Resident memory size"),
+    "VirtualMemoryBytes": ("process_virtual_memory_bytes", "GAUGE", "Virtual memory size"),
+    "StartTimeSeconds": ("process_start_time_seconds", "GAUGE",
+                         "Start time of the process since the epoch in seconds"),
+}
 
 
 def default_rules() -> RuleSet:
@@ -42,8 +53,13 @@ def scrape(broker_metrics: str, rules: RuleSet, timeout: float = 10.0) -> str:
         with urllib.request.urlopen(broker_metrics.rstrip("/") + "/jmx", timeout=timeout) as r:
             beans = json.load(r)["beans"]
         for bean in beans:
-            samples.extend(rules.apply(bean["name"],
-                                       {k: v for k, v in bean.items() if k != "name"}))
+            attributes = {k: v for k, v in bean.items() if k != "name"}
+            if bean["name"] == PROCESS_BEAN:
+                samples.extend(Sample(name, (), float(attributes[key]), kind, help_)
+                               for key, (name, kind, help_) in PROCESS_SAMPLES.items()
+                               if key in attributes)
+            else:
+                samples.extend(rules.apply(bean["name"], attributes))
     except (OSError, ValueError, KeyError, TypeError):
         error = 1.0
     samples.append(Sample("jmx_scrape_duration_seconds", (), time.monotonic() - started,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from moldau.metrics.process import process_bean
 from moldau.metrics.registry import Meter, MetricsRegistry, mbean_name
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ def register_state_gauges(registry: MetricsRegistry, broker: Broker) -> None:
                         ("write_bytes", "linux-disk-write-bytes")):
         registry.gauge(SERVER, "KafkaServer", name, lambda f=field: _proc_io().get(f, 0))
     registry.add_provider(lambda: partition_beans(partitions()))
+    registry.add_provider(process_bean)
 
 
 def partition_beans(partitions: list) -> dict[str, dict[str, object]]:
