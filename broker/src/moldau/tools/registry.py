@@ -19,6 +19,7 @@ TOOLS = {
     "log-dirs": "moldau.tools.log_dirs",
     "leader-election": "moldau.tools.leader_election",
     "preferred-replica-election": "moldau.tools.leader_election:PREFERRED_TOOL",
+    "reassign-partitions": "moldau.tools.reassign_partitions",
 }
 
 

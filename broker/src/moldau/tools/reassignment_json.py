@@ -1,0 +1,99 @@
+"""Kafka's reassignment JSON files: topics-to-move ({"topics":[{"topic":…}],"version":1})
+and reassignment plans ({"version":1,"partitions":[{"topic","partition","replicas",
+"log_dirs"}]})."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from moldau.tools.options import ToolError
+
+TP = tuple[str, int]
+ANY = "any"
+
+
+def _load(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise ToolError("The input string is not a valid JSON") from None
+
+
+def read_file(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise ToolError(f"{path} ({exc.strerror})") from None
+
+
+def parse_topics(text: str) -> list[str]:
+    data = _load(text)
+    if not isinstance(data, dict):
+        raise ToolError("The input string is not a valid JSON")
+    version = data.get("version", 1)
+    if version != 1:
+        raise ToolError(f"Not supported version field value {version}")
+    try:
+        topics = [str(t["topic"]) for t in data.get("topics", [])]
+    except (TypeError, KeyError):
+        raise ToolError("Each entry of \"topics\" needs a \"topic\" field") from None
+    duplicates = sorted({t for t in topics if topics.count(t) > 1})
+    if duplicates:
+        raise ToolError("List of topics to reassign contains duplicate entries: "
+                            f"[{', '.join(duplicates)}]")
+    return topics
+
+
+def parse_plan(text: str) -> dict[TP, list[int]]:
+    """The partitions and target replicas of a plan, with Kafka's checks. Log dirs other
+    than "any" are refused: Moldau does not move replicas between log dirs yet."""
+    data = _load(text)
+    if not isinstance(data, dict):
+        raise ToolError("The input string is not a valid JSON")
+    version = data.get("version", 1)
+    if version != 1:
+        raise ToolError(f"Not supported version field value {version}")
+    plan: dict[TP, list[int]] = {}
+    duplicates = []
+    try:
+        for entry in data.get("partitions", []):
+            tp = (str(entry["topic"]), int(entry["partition"]))
+            replicas = [int(r) for r in entry["replicas"]]
+            dirs = entry.get("log_dirs", [ANY] * len(replicas))
+            if len(dirs) != len(replicas):
+                raise ToolError(f"Size of replicas list {replicas} is different from size "
+                                    f"of log dirs list {dirs} for partition {tp[0]}-{tp[1]}")
+            if any(d != ANY for d in dirs):
+                raise ToolError(f"Moving replicas between log directories is not "
+                                    f"supported yet (log_dirs of {tp[0]}-{tp[1]}: {dirs}); "
+                                    'use "any"')
+            if tp in plan:
+                duplicates.append(f"{tp[0]}-{tp[1]}")
+            plan[tp] = replicas
+    except (TypeError, KeyError, ValueError):
+        raise ToolError("Each partition needs \"topic\", \"partition\" and \"replicas\" "
+                            "fields") from None
+    if not plan:
+        raise ToolError("Partition reassignment list cannot be empty")
+    if any(not r for r in plan.values()):
+        raise ToolError("Partition replica list cannot be empty")
+    if duplicates:
+        raise ToolError("Partition reassignment contains duplicate topic partitions: "
+                            + ",".join(duplicates))
+    repeated = [f"{t}-{p} contains multiple entries for "
+                + ",".join(str(r) for r in sorted({r for r in rs if rs.count(r) > 1}))
+                for (t, p), rs in plan.items() if len(set(rs)) != len(rs)]
+    if repeated:
+        raise ToolError("Partition replica lists may not contain duplicate entries: "
+                            + ". ".join(repeated))
+    return plan
+
+
+def format_plan(assignment: dict[TP, list[int]]) -> str:
+    """Kafka's formatAsReassignmentJson: sorted partitions, log dirs "any"."""
+    partitions = [{"topic": t, "partition": p, "replicas": assignment[(t, p)],
+                   "log_dirs": [ANY] * len(assignment[(t, p)])}
+                  for t, p in sorted(assignment)]
+    return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
