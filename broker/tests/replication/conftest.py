@@ -52,8 +52,15 @@ class Cluster:
         from confluent_kafka.admin import AdminClient
 
         server = self.bootstrap if via is None else self.brokers[via].bootstrap
-        metadata = AdminClient({"bootstrap.servers": server}).list_topics(topic, timeout=10)
-        return dict(metadata.topics[topic].partitions)
+        client = AdminClient({"bootstrap.servers": server})
+        deadline = time.monotonic() + 10
+        while True:
+            # a broker learns of a new topic a moment after the controller made it
+            # (UpdateMetadata): until then it answers without partitions
+            found = client.list_topics(topic, timeout=10).topics[topic]
+            if (found.partitions and found.error is None) or time.monotonic() > deadline:
+                return dict(found.partitions)
+            time.sleep(0.1)
 
     def create_topic(self, prefix: str, partitions: int = 3, replication_factor: int = 3,
                      **config: str) -> str:

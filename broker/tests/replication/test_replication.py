@@ -17,10 +17,7 @@ from moldau.checker.consumer import verify
 from moldau.checker.producer import ProducerRun
 
 from .conftest import Cluster
-
-
-def leaders(cluster: Cluster, topic: str, via: int | None = None) -> dict[int, int]:
-    return {p: m.leader for p, m in cluster.partitions(topic, via).items()}
+from .faults import leaders
 
 
 def test_followers_hold_the_leaders_log_byte_for_byte(cluster: Cluster) -> None:
