@@ -128,6 +128,11 @@ class Broker:
             None, self._open_logs)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
                                               isr_writer=self._write_isr)
+        rm = self.replica_manager
+        for attribute, name in (("isr_expands", "IsrExpandsPerSec"),
+                                ("isr_shrinks", "IsrShrinksPerSec"),
+                                ("failed_isr_updates", "FailedIsrUpdatesPerSec")):
+            setattr(rm, attribute, self.metrics.meter(SERVER_DOMAIN, "ReplicaManager", name))
         self.leader_throttle = self._throttle(LEADER)
         self.fetchers = self._replica_fetchers()
         self.group_coordinator = self._group_coordinator()
@@ -210,6 +215,19 @@ class Broker:
                 partition.log, exc),
         )
 
+    def _count_session_events(self, client: KafkaZkClient) -> None:
+        """SessionExpireListener's meters: connects, disconnects and expired sessions."""
+        def meter(name: str) -> Callable[[], None]:
+            m = self.metrics.meter(SERVER_DOMAIN, "SessionExpireListener", name)
+            return lambda: loop.call_soon_threadsafe(m.mark)  # kazoo calls from its thread
+
+        loop = asyncio.get_running_loop()
+        by_state = {"CONNECTED": meter("ZooKeeperSyncConnectsPerSec"),
+                    "SUSPENDED": meter("ZooKeeperDisconnectsPerSec")}
+        expired = meter("ZooKeeperExpiresPerSec")
+        client.add_state_listener(lambda state: by_state.get(state, lambda: None)())
+        client.add_session_listener(lambda _session_id: expired())
+
     def _watch_loop_idle(self, loop: asyncio.AbstractEventLoop) -> None:
         """NetworkProcessorAvgIdlePercent (a gauge) and RequestHandlerAvgIdlePercent (a
         meter of idle seconds per second, as Kafka's is of idle nanoseconds per ns)."""
@@ -252,6 +270,7 @@ class Broker:
             connection_timeout_ms=self.config["zookeeper.connection.timeout.ms"],
         )
         self.zk = AsyncZk(client, asyncio.get_running_loop())
+        self._count_session_events(client)
         self.zk.on_latency = self.metrics.histogram(
             SERVER_DOMAIN, "ZooKeeperClientMetrics", "ZooKeeperRequestLatencyMs").update
         try:

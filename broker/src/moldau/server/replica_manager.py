@@ -23,6 +23,7 @@ from moldau.errors import (
     NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
+from moldau.metrics.registry import Meter
 from moldau.storage.config import LogConfig
 from moldau.storage.log import PartitionLog
 from moldau.storage.log_manager import LogManager
@@ -170,6 +171,8 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.isr_writer = isr_writer
         self._isr_tasks: set[asyncio.Future[None]] = set()
+        # Kafka's ReplicaManager meters (the broker puts registered ones here)
+        self.isr_expands, self.isr_shrinks, self.failed_isr_updates = Meter(), Meter(), Meter()
 
     # --- the ISR (leaders only) ---------------------------------------------------------
 
@@ -183,6 +186,7 @@ class ReplicaManager:
             new_isr = sorted({*partition.state.isr, replica_id})
             log.info("[Partition %s broker=%d] Expanding ISR from %s to %s", partition.name,
                      self.broker_id, _ids(partition.state.isr), _ids(new_isr))
+            self.isr_expands.mark()
             self._change_isr(partition, new_isr)
 
     def shrink_lagging_isrs(self, lag_max_ms: float) -> None:
@@ -203,6 +207,7 @@ class ReplicaManager:
                      ", ".join(f"(brokerId: {r}, endOffset: "
                                f"{partition.followers[r].log_end_offset})"
                                for r in lagging if r in partition.followers))
+            self.isr_shrinks.mark()
             self._change_isr(partition, new_isr)
 
     def _change_isr(self, partition: Partition, new_isr: list[int]) -> None:
@@ -219,6 +224,7 @@ class ReplicaManager:
         try:
             version = await self.isr_writer(partition, new_isr)
         except Exception as exc:  # a conflict or an outage: the controller's word stands
+            self.failed_isr_updates.mark()
             log.info("[Partition %s broker=%d] Failed to update the ISR to %s: %s; waiting "
                      "for the controller's state", partition.name, self.broker_id,
                      _ids(new_isr), exc)

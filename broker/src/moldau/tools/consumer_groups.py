@@ -14,7 +14,7 @@ from moldau.tools import group_offsets
 from moldau.tools.admin import Admin, list_offsets
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import check, error_name, error_text
-from moldau.tools.options import Opt, Options, UsageError, forbid, require
+from moldau.tools.options import Opt, Options, UsageError, exactly_one, forbid, require
 from moldau.tools.runner import ArgumentError, Tool
 
 MISSING = "-"
@@ -86,10 +86,8 @@ OPTIONS = [
 
 
 def check_args(options: Options) -> str:
-    action = [a for a in ACTIONS if options.has(a)]
-    if len(action) != 1:
-        raise UsageError("Command must include exactly one action: --list, --describe, "
-                         "--delete, --reset-offsets, --delete-offsets")
+    action = [exactly_one(options, ACTIONS, "Command must include exactly one action: "
+                          "--list, --describe, --delete, --reset-offsets, --delete-offsets")]
     require(options, "bootstrap-server")
     groups = options.has("group") or options.has("all-groups")
     if action[0] in ("describe", "delete", "reset-offsets") and not groups:

@@ -18,7 +18,7 @@ from moldau.protocol.messages.incremental_alter_configs_request import (
 from moldau.tools.admin import Admin
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import check, error_text
-from moldau.tools.options import LONG, Opt, Options, ToolError, UsageError, require
+from moldau.tools.options import LONG, Opt, Options, ToolError, exactly_one, require
 from moldau.tools.reassignment_json import TP, format_plan, parse_plan, parse_topics, read_file
 from moldau.tools.runner import ArgumentError, Tool
 
@@ -285,16 +285,14 @@ def list_reassignments(admin: Admin, options: Options) -> int:
 
 
 def run(options: Options) -> int:
-    actions = [a for a in ACTIONS if options.has(a)]
-    if len(actions) != 1:
-        raise UsageError("Command must include exactly one action: --generate, --execute, "
-                         "--verify, --cancel, --list")
+    action = exactly_one(options, ACTIONS, "Command must include exactly one action: "
+                         "--generate, --execute, --verify, --cancel, --list")
     require(options, "bootstrap-server")
-    if actions[0] in ("execute", "verify", "cancel"):
+    if action in ("execute", "verify", "cancel"):
         require(options, "reassignment-json-file")
     with admin_from(options) as admin:
         return {"generate": generate, "execute": execute, "verify": verify,
-                "cancel": cancel, "list": list_reassignments}[actions[0]](admin, options)
+                "cancel": cancel, "list": list_reassignments}[action](admin, options)
 
 
 TOOL = Tool("reassign-partitions", "This tool helps to move topic partitions between "

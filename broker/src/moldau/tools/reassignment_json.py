@@ -13,11 +13,18 @@ TP = tuple[str, int]
 ANY = "any"
 
 
-def _load(text: str) -> Any:
+def _load(text: str) -> dict[str, Any]:
+    """The JSON object of a version 1 file."""
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError:
         raise ToolError("The input string is not a valid JSON") from None
+    if not isinstance(data, dict):
+        raise ToolError("The input string is not a valid JSON")
+    version = data.get("version", 1)
+    if version != 1:
+        raise ToolError(f"Not supported version field value {version}")
+    return data
 
 
 def read_file(path: str) -> str:
@@ -30,11 +37,6 @@ def read_file(path: str) -> str:
 
 def parse_topics(text: str) -> list[str]:
     data = _load(text)
-    if not isinstance(data, dict):
-        raise ToolError("The input string is not a valid JSON")
-    version = data.get("version", 1)
-    if version != 1:
-        raise ToolError(f"Not supported version field value {version}")
     try:
         topics = [str(t["topic"]) for t in data.get("topics", [])]
     except (TypeError, KeyError):
@@ -42,7 +44,7 @@ def parse_topics(text: str) -> list[str]:
     duplicates = sorted({t for t in topics if topics.count(t) > 1})
     if duplicates:
         raise ToolError("List of topics to reassign contains duplicate entries: "
-                            f"[{', '.join(duplicates)}]")
+                        f"[{', '.join(duplicates)}]")
     return topics
 
 
@@ -50,11 +52,6 @@ def parse_plan(text: str) -> dict[TP, list[int]]:
     """The partitions and target replicas of a plan, with Kafka's checks. Log dirs other
     than "any" are refused: Moldau does not move replicas between log dirs yet."""
     data = _load(text)
-    if not isinstance(data, dict):
-        raise ToolError("The input string is not a valid JSON")
-    version = data.get("version", 1)
-    if version != 1:
-        raise ToolError(f"Not supported version field value {version}")
     plan: dict[TP, list[int]] = {}
     duplicates = []
     try:
