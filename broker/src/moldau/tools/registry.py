@@ -20,6 +20,7 @@ TOOLS = {
     "leader-election": "moldau.tools.leader_election",
     "preferred-replica-election": "moldau.tools.leader_election:PREFERRED_TOOL",
     "reassign-partitions": "moldau.tools.reassign_partitions",
+    "zookeeper-shell": "moldau.tools.zookeeper_shell",
 }
 
 
