@@ -7,6 +7,7 @@ SHARED ?= $(abspath ../shared)
 
 .PHONY: help test lint unit codegen-check generate bench cluster cluster-down deps clean
 .PHONY: deploy-deps molecule lab lab-down
+.PHONY: spark-deps pipeline-demo
 
 help:
 	@echo "make cluster   start the local development cluster (ZooKeeper + a broker on :9092)"
@@ -16,6 +17,7 @@ help:
 	@echo "make generate  regenerate the protocol messages from $(SHARED)/kafka-protocol"
 	@echo "make lab       six systemd hosts in Docker (3 ZooKeeper + 3 brokers) set up by playbooks/site.yml"
 	@echo "make lab-down  remove them"
+	@echo "make pipeline-demo  the Spark sensor pipeline (pipeline/examples) against the dev cluster"
 
 # The virtualenv is rebuilt when the dependencies change; the stamp records the install.
 $(BIN)/.installed: broker/pyproject.toml scripts/debian-packages.txt
@@ -29,6 +31,14 @@ $(BIN)/.installed: broker/pyproject.toml scripts/debian-packages.txt
 
 deps: $(BIN)/.installed
 
+# The PySpark data source (pipeline/, distribution moldau-spark) and pyspark[sql] in the
+# same venv, under a stamp of its own so the large Spark download happens once.
+$(BIN)/.spark-installed: pipeline/pyproject.toml $(BIN)/.installed
+	$(BIN)/pip install --quiet -e 'pipeline[test]'
+	@touch $@
+
+spark-deps: $(BIN)/.spark-installed
+
 # The deployment tooling (Ansible, Molecule; docs/distribution.md) in its own venv.
 DEPLOY_VENV := .venv-deploy
 $(DEPLOY_VENV)/.installed: scripts/deploy-requirements.txt scripts/debian-packages.txt
@@ -39,12 +49,13 @@ $(DEPLOY_VENV)/.installed: scripts/deploy-requirements.txt scripts/debian-packag
 
 deploy-deps: $(DEPLOY_VENV)/.installed
 
-test: deps deploy-deps
+test: deps deploy-deps spark-deps
 	@scripts/run-suites \
 		"lint:$(BIN)/ruff check ." \
 		"codegen:scripts/check-codegen $(SHARED)/kafka-protocol" \
 		"unit:$(BIN)/pytest broker/tests -q -p no:cacheprovider" \
 		"deploy:$(BIN)/pytest tests/deploy -q -p no:cacheprovider" \
+		"spark:$(BIN)/pytest pipeline/tests -q -p no:cacheprovider" \
 		"molecule:scripts/molecule-test"
 
 lint: deps
@@ -54,7 +65,7 @@ generate: deps
 	cd broker && ../$(BIN)/python -m codegen --protocol $(SHARED)/kafka-protocol
 
 # ONLY=<suite> (or a space-separated list) rewrites only those sections of docs/benchmarks.md.
-bench: deps
+bench: deps spark-deps
 	MOLDAU_BENCH_VIA_MAKE=1 $(BIN)/python bench/run.py $(foreach suite,$(ONLY),--only $(suite))
 
 # The development cluster: a ZooKeeper node and a broker on 127.0.0.1:9092, state in
@@ -65,6 +76,12 @@ cluster: deps
 
 cluster-down: deps
 	$(BIN)/moldau dev-cluster down
+
+# The sensor pipeline on Spark against the dev cluster (started if it is not running).
+pipeline-demo: spark-deps
+	$(BIN)/moldau dev-cluster up --port $(PORT)
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python pipeline/examples/sensor_pipeline.py \
+		--bootstrap 127.0.0.1:$(PORT)
 
 # The lab: the Molecule cluster scenario's six hosts, converged and kept (inventories/lab).
 molecule: deploy-deps
