@@ -21,6 +21,8 @@ TOOLS = {
     "preferred-replica-election": "moldau.tools.leader_election:PREFERRED_TOOL",
     "reassign-partitions": "moldau.tools.reassign_partitions",
     "zookeeper-shell": "moldau.tools.zookeeper_shell",
+    "dump-log": "moldau.tools.dump_log",
+    "run-class": "moldau.tools.run_class",
 }
 
 
