@@ -23,6 +23,8 @@ TOOLS = {
     "zookeeper-shell": "moldau.tools.zookeeper_shell",
     "dump-log": "moldau.tools.dump_log",
     "run-class": "moldau.tools.run_class",
+    "producer-perf-test": "moldau.tools.perf:PRODUCER_TOOL",
+    "consumer-perf-test": "moldau.tools.perf:CONSUMER_TOOL",
 }
 
 

@@ -1,0 +1,256 @@
+"""kafka-producer-perf-test and kafka-consumer-perf-test with Kafka's options and output
+lines, on confluent-kafka (librdkafka), the fastest client at hand, so operators can put
+Moldau's numbers next to their Kafka numbers."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from moldau.tools.common import client_config
+from moldau.tools.console_producer import parse_pairs
+from moldau.tools.options import LONG, Opt, Options, ToolError, UsageError, require
+from moldau.tools.runner import Tool
+
+MB = 1024 * 1024
+REPORT_MS = 5000
+
+
+def _confluent() -> Any:
+    try:
+        import confluent_kafka
+    except ImportError:
+        raise ToolError("the perf tools need confluent-kafka: pip install confluent-kafka") \
+            from None
+    return confluent_kafka
+
+
+def _librdkafka_config(props: dict[str, str]) -> dict[str, str]:
+    """Java client properties librdkafka does not know are dropped."""
+    java_only = ("key.serializer", "value.serializer", "key.deserializer",
+                 "value.deserializer", "buffer.memory", "max.block.ms")
+    return {k: v for k, v in props.items() if k not in java_only}
+
+
+class Stats:
+    """Kafka's ProducerPerformance.Stats: windows every 5 s, percentiles at the end."""
+
+    def __init__(self, records: int) -> None:
+        self.start = self.window_start = time.monotonic()
+        self.count = self.bytes = self.max_latency = 0
+        self.total_latency = 0.0
+        self.latencies: list[int] = []
+        self.sampling = max(1, records // 500000)
+        self.window_count = self.window_bytes = self.window_max = 0
+        self.window_total = 0.0
+        self.iteration = 0
+
+    def record(self, latency_ms: int, size: int) -> None:
+        self.count += 1
+        self.bytes += size
+        self.total_latency += latency_ms
+        self.max_latency = max(self.max_latency, latency_ms)
+        self.window_count += 1
+        self.window_bytes += size
+        self.window_total += latency_ms
+        self.window_max = max(self.window_max, latency_ms)
+        if self.iteration % self.sampling == 0:
+            self.latencies.append(latency_ms)
+        self.iteration += 1
+        if (time.monotonic() - self.window_start) * 1000 >= REPORT_MS:
+            self.print_window()
+            self.window_start = time.monotonic()
+            self.window_count = self.window_bytes = self.window_max = 0
+            self.window_total = 0.0
+
+    def print_window(self) -> None:
+        elapsed = max(time.monotonic() - self.window_start, 1e-9)
+        print(f"{self.window_count} records sent, {self.window_count / elapsed:.1f} "
+              f"records/sec ({self.window_bytes / elapsed / MB:.2f} MB/sec), "
+              f"{self.window_total / max(self.window_count, 1):.1f} ms avg latency, "
+              f"{float(self.window_max):.1f} ms max latency.", flush=True)
+
+    def print_total(self) -> None:
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        ordered = sorted(self.latencies) or [0]
+
+        def pct(p: float) -> int:
+            return ordered[int(p * len(ordered))] if int(p * len(ordered)) < len(ordered) \
+                else ordered[-1]
+        print(f"{self.count} records sent, {self.count / elapsed:f} records/sec "
+              f"({self.bytes / elapsed / MB:.2f} MB/sec), "
+              f"{self.total_latency / max(self.count, 1):.2f} ms avg latency, "
+              f"{float(self.max_latency):.2f} ms max latency, {pct(0.5)} ms 50th, "
+              f"{pct(0.95)} ms 95th, {pct(0.99)} ms 99th, {pct(0.999)} ms 99.9th.")
+
+
+PRODUCER_OPTIONS = [
+    Opt("topic", "produce messages to this topic", "TOPIC"),
+    Opt("num-records", "number of messages to produce", "NUM-RECORDS", LONG),
+    Opt("record-size", "message size in bytes. Note that you must provide exactly one of "
+        "--record-size or --payload-file or --payload-monotonic.", "RECORD-SIZE", int),
+    Opt("payload-file", "file to read the message payloads from, split by "
+        "--payload-delimiter", "PAYLOAD-FILE"),
+    Opt("payload-delimiter", "delimiter of the payload file", "PAYLOAD-DELIMITER",
+        default="\\n"),
+    Opt("throughput", "throttle maximum message throughput to *approximately* THROUGHPUT "
+        "messages/sec. Set this to -1 to disable throttling.", "THROUGHPUT", float),
+    Opt("producer-props", "kafka producer related configuration properties like "
+        "bootstrap.servers,client.id etc.", "PROP-NAME=PROP-VALUE"),
+    Opt("producer.config", "producer config properties file.", "CONFIG-FILE"),
+    Opt("print-metrics", "print out metrics at the end of the test (not supported)."),
+]
+
+
+def _payloads(options: Options) -> list[bytes]:
+    if options.has("payload-file"):
+        delimiter = options.get("payload-delimiter").replace("\\n", "\n")
+        try:
+            with open(options.get("payload-file"), encoding="utf-8") as fh:
+                items = [p for p in fh.read().split(delimiter) if p]
+        except OSError as exc:
+            raise ToolError(f"{options.get('payload-file')} ({exc.strerror})") from None
+        if not items:
+            raise ToolError("File does not contain any payloads")
+        return [p.encode() for p in items]
+    size = options.get("record-size")
+    return [bytes((65 + (i % 26)) for i in range(size))]
+
+
+def run_producer(options: Options) -> int:
+    require(options, "topic", "num-records", "throughput")
+    sources = [o for o in ("record-size", "payload-file") if options.has(o)]
+    if len(sources) != 1:
+        raise UsageError("argument --record-size / --payload-file: exactly one of "
+                         "--record-size or --payload-file must be given")
+    config = client_config(options, "producer.config")
+    # --producer-props takes several values (k=v k2=v2), as argparse's nargs='+'
+    extra = [a for a in options.args if "=" in a] if options.has("producer-props") else []
+    config.update(parse_pairs(options.all("producer-props") + extra, "producer property"))
+    if "bootstrap.servers" not in config:
+        raise UsageError("bootstrap.servers must be given in --producer-props or "
+                         "--producer.config")
+    producer = _confluent().Producer(_librdkafka_config(config))
+    payloads = _payloads(options)
+    records, throughput = options.get("num-records"), options.get("throughput")
+    topic = options.get("topic")
+    stats = Stats(records)
+    failures: list[str] = []
+    start = time.monotonic()
+    for i in range(records):
+        payload = payloads[i % len(payloads)]
+        sent_at = time.monotonic()
+
+        def done(err: Any, _msg: Any, sent_at: float = sent_at, size: int = len(payload)) -> None:
+            if err is not None:
+                failures.append(str(err))
+            else:
+                stats.record(int((time.monotonic() - sent_at) * 1000), size)
+        while True:
+            try:
+                producer.produce(topic, payload, on_delivery=done)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+        if throughput > 0:  # Kafka's ThroughputThrottler: sleep while ahead of the rate
+            ahead = (i + 1) / throughput - (time.monotonic() - start)
+            if ahead > 0:
+                producer.poll(ahead)
+    producer.flush(300)
+    if failures:
+        raise ToolError(f"{len(failures)} records failed: {failures[0]}")
+    stats.print_total()
+    return 0
+
+
+CONSUMER_OPTIONS = [
+    Opt("bootstrap-server", "REQUIRED unless --broker-list(deprecated) is specified. The "
+        "server(s) to connect to.", "server to connect to"),
+    Opt("broker-list", "DEPRECATED, use --bootstrap-server instead; ignored if "
+        "--bootstrap-server is specified.", "broker-list"),
+    Opt("topic", "REQUIRED: The topic to consume from.", "topic"),
+    Opt("group", "The group id to consume on.", "gid"),
+    Opt("messages", "REQUIRED: The number of messages to send or consume", "count", LONG),
+    Opt("fetch-size", "The amount of data to fetch in a single request.", "size", int,
+        1048576),
+    Opt("from-latest", "If the consumer does not already have an established offset to "
+        "consume from, start with the latest message present in the log rather than the "
+        "earliest message."),
+    Opt("reporting-interval", "Interval in milliseconds at which to print progress info.",
+        "interval_ms", int, REPORT_MS),
+    Opt("show-detailed-stats", "If set, stats are reported for each reporting interval as "
+        "configured by reporting-interval"),
+    Opt("hide-header", "If set, skips printing the header for the stats"),
+    Opt("timeout", "The maximum allowed time in milliseconds between returned records.",
+        "milliseconds", LONG, 10000),
+    Opt("consumer.config", "Consumer config properties file.", "config file"),
+    Opt("date-format", "The date format to use for formatting the time field. See "
+        "java.text.SimpleDateFormat for options.", "date format",
+        default="yyyy-MM-dd HH:mm:ss:SSS"),
+    Opt("print-metrics", "Print out the metrics (not supported)."),
+]
+HEADER = ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, "
+          "nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+
+
+def _stamp(wall: float) -> str:
+    """The default date format, yyyy-MM-dd HH:mm:ss:SSS, in local time."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(wall)) + \
+        f":{int(wall * 1000) % 1000:03d}"
+
+
+def run_consumer(options: Options) -> int:
+    servers = options.get("bootstrap-server") or options.get("broker-list")
+    if not servers:
+        raise UsageError('Missing required argument "[bootstrap-server]"')
+    require(options, "topic", "messages")
+    config = client_config(options, "consumer.config")
+    config.update({"bootstrap.servers": servers,
+                   "group.id": options.get("group") or f"perf-consumer-{uuid.uuid4().int % 100000}",
+                   "auto.offset.reset": "latest" if options.has("from-latest") else "earliest",
+                   "fetch.max.bytes": str(max(options.get("fetch-size"), 1024)),
+                   "enable.auto.commit": "true"})
+    wanted, timeout = options.get("messages"), options.get("timeout") / 1000
+    consumer = _confluent().Consumer(_librdkafka_config(config))
+    assigned_at: list[float] = []
+    consumer.subscribe([options.get("topic")],
+                       on_assign=lambda c, ps: assigned_at.append(time.monotonic()))
+    start_wall, start = time.time(), time.monotonic()
+    count = size = 0
+    last = time.monotonic()
+    try:
+        while count < wanted:
+            batch = consumer.consume(min(10000, wanted - count), 0.1)
+            for message in batch:
+                if message.error():
+                    continue
+                count += 1
+                size += len(message.value() or b"")
+            if batch:
+                last = time.monotonic()
+            elif time.monotonic() - last > timeout:
+                print(f"WARNING: Exiting before consuming the expected number of messages: "
+                      f"timeout ({options.get('timeout')} ms) exceeded. You can use the "
+                      "--timeout option to increase the timeout.")
+                break
+    finally:
+        consumer.close()
+    end, end_wall = time.monotonic(), time.time()
+    elapsed = max(end - start, 1e-9)
+    rebalance = (assigned_at[0] - start) if assigned_at else 0.0
+    fetch = max(elapsed - rebalance, 1e-9)
+    mb = size / MB
+    if not options.has("hide-header"):
+        print(HEADER)
+    print(f"{_stamp(start_wall)}, {_stamp(end_wall)}, {mb:.4f}, {mb / elapsed:.4f}, {count}, "
+          f"{count / elapsed:.4f}, {int(rebalance * 1000)}, {int(fetch * 1000)}, "
+          f"{mb / fetch:.4f}, {count / fetch:.4f}")
+    return 0
+
+
+PRODUCER_TOOL = Tool("producer-perf-test", "This tool is used to verify the producer "
+                     "performance.", PRODUCER_OPTIONS, run_producer)
+CONSUMER_TOOL = Tool("consumer-perf-test", "This tool is used to verify the consumer "
+                     "performance.", CONSUMER_OPTIONS, run_consumer)
