@@ -3,8 +3,10 @@ comparing their output with the committed Kafka 3.9 golden files."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +23,11 @@ TOPIC_ID = re.compile(r"(?<=TopicId: )[A-Za-z0-9_-]{22}")
 ISR = re.compile(r"(?<=\tIsr: )([0-9]+(?:,[0-9]+)*)")
 
 
+def die_with_parent() -> None:
+    """preexec_fn: the child gets SIGKILL when the test process dies (PR_SET_PDEATHSIG)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+
 @dataclass
 class Result:
     code: int
@@ -31,7 +38,7 @@ class Result:
 def run(script: str, *args: str, stdin: str | None = None, timeout: float = 120) -> Result:
     """One tool run through its installed console script (e.g. kafka-topics.sh)."""
     done = subprocess.run([str(BIN / script), *args], input=stdin, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, preexec_fn=die_with_parent)
     return Result(done.returncode, done.stdout, done.stderr)
 
 

@@ -25,6 +25,7 @@ TOOLS = {
     "run-class": "moldau.tools.run_class",
     "producer-perf-test": "moldau.tools.perf:PRODUCER_TOOL",
     "consumer-perf-test": "moldau.tools.perf:CONSUMER_TOOL",
+    "mirror-maker": "moldau.tools.mirror_maker",
 }
 
 
