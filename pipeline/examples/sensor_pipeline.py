@@ -185,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     partitions = 3
     _ensure_topics(args.bootstrap, partitions)
     if not args.no_simulate:
-        readings = simulate(args.seconds, int(time.time() - args.seconds) * 1000,
-                            seed=int(time.time()))
+        start_s = int(time.time() - args.seconds) // WINDOW_S * WINDOW_S  # window-aligned
+        readings = simulate(args.seconds, start_s * 1000, seed=int(time.time()))
         produce_readings(args.bootstrap, READINGS_TOPIC, readings, partitions)
         print(f"produced {len(readings)} readings to {READINGS_TOPIC}")
     spark = session()
