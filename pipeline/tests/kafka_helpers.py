@@ -18,13 +18,23 @@ def topic_name(prefix: str = "t") -> str:
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(60)
-    wait_until(lambda: len(admin.list_topics(timeout=10).topics[name].partitions) == partitions,
-               f"{name} has {partitions} partitions")
+    _wait_partitions(admin, name, partitions)
 
 
 def add_partitions(bootstrap: str, name: str, total: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_partitions([NewPartitions(name, total)])[name].result(60)
+    _wait_partitions(admin, name, total)
+
+
+def _wait_partitions(admin: AdminClient, name: str, count: int) -> None:
+    # Producing to an explicit partition needs it in the metadata, with a leader.
+    def ready() -> bool:
+        topic = admin.list_topics(name, timeout=10).topics[name]
+        return len(topic.partitions) == count and all(
+            p.leader >= 0 for p in topic.partitions.values())
+
+    wait_until(ready, f"{name} has {count} partitions with leaders")
 
 
 def produce(bootstrap: str, topic: str, records: Iterable[tuple[int, bytes | None, bytes]],
