@@ -12,7 +12,7 @@ SHARED ?= $(abspath ../shared)
 help:
 	@echo "make cluster   start the local development cluster (ZooKeeper + a broker on :9092)"
 	@echo "make cluster-down  stop it"
-	@echo "make test      install what the tests need, then run every suite (lint, codegen, unit)"
+	@echo "make test      install what the tests need, then run every suite (docs/development.md)"
 	@echo "make bench     run every benchmark suite in bench/ and rewrite docs/benchmarks.md"
 	@echo "make generate  regenerate the protocol messages from $(SHARED)/kafka-protocol"
 	@echo "make lab       six systemd hosts in Docker (3 ZooKeeper + 3 brokers) set up by playbooks/site.yml"
@@ -20,13 +20,14 @@ help:
 	@echo "make pipeline-demo  the Spark sensor pipeline (pipeline/examples) against the dev cluster"
 
 # The virtualenv is rebuilt when the dependencies change; the stamp records the install.
-$(BIN)/.installed: broker/pyproject.toml scripts/debian-packages.txt
+$(BIN)/.installed: broker/pyproject.toml exporters/pyproject.toml scripts/debian-packages.txt
 	@scripts/install-debian-packages scripts/debian-packages.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 		|| { echo "Moldau needs Python >= 3.11 ($(PYTHON) is older)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e 'broker[test,bench]'
+	$(BIN)/pip install --quiet -e 'exporters[test]'
 	@touch $@
 
 deps: $(BIN)/.installed
@@ -54,6 +55,8 @@ test: deps deploy-deps spark-deps
 		"lint:$(BIN)/ruff check ." \
 		"codegen:scripts/check-codegen $(SHARED)/kafka-protocol" \
 		"unit:$(BIN)/pytest broker/tests -q -p no:cacheprovider" \
+		"exporters:$(BIN)/pytest exporters/tests -q -p no:cacheprovider" \
+		"monitoring:$(BIN)/pytest tests/monitoring -q -p no:cacheprovider" \
 		"deploy:$(BIN)/pytest tests/deploy -q -p no:cacheprovider" \
 		"spark:$(BIN)/pytest pipeline/tests -q -p no:cacheprovider" \
 		"molecule:scripts/molecule-test"

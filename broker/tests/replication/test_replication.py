@@ -222,3 +222,53 @@ def test_only_the_controller_elects_leaders(cluster: Cluster) -> None:
         answer = conn.request(43, 2, request)
     codes = [p.error_code for r in answer.replica_election_results for p in r.partition_result]
     assert (answer.error_code, codes) == (0, [41]), answer  # NOT_CONTROLLER
+
+
+def test_a_topic_of_replication_factor_1_is_unavailable_while_its_broker_is_down(
+        cluster: Cluster) -> None:
+    """Its broker is the controller too: the next controller must mark it offline."""
+    from confluent_kafka.admin import NewTopic
+
+    cluster.ensure_all_running()
+    with cluster.zookeeper() as zk:
+        victim = zk.get_controller_id()
+    assert victim in cluster.brokers
+    other = next(b for b in cluster.brokers if b != victim)
+    topic = f"rf1-{os.urandom(3).hex()}"
+    admin = cluster.admin()  # held until the answer: its destruction fails the future
+    admin.create_topics([NewTopic(topic, 1, replica_assignment=[[victim]])])[topic].result(30)
+    cluster.wait_for(lambda: leaders(cluster, topic)[0] == victim, 20, "the controller leading")
+
+    def produce(value: bytes) -> str:
+        outcome: list[str] = []
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1",
+                             "message.timeout.ms": 4000})
+        producer.produce(topic, value=value, partition=0,
+                         on_delivery=lambda err, _m: outcome.append(err.name() if err else ""))
+        producer.flush(15)
+        return outcome[0] if outcome else "no report"
+
+    assert produce(b"before") == ""
+    cluster.brokers[victim].kill()
+    try:
+        cluster.wait_for(lambda: leaders(cluster, topic, other)[0] == -1, 30,
+                         "the partition offline")
+        assert produce(b"while down") != ""  # no replica can take it
+    finally:
+        cluster.start(victim)
+    cluster.wait_for(lambda: leaders(cluster, topic)[0] == victim, 30,
+                     "its broker leading again")
+    assert produce(b"after") == ""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{topic}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 20
+    while len(values) < 2 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and not message.error():
+            values.append(message.value())
+    consumer.close()
+    assert values == [b"before", b"after"]

@@ -15,6 +15,7 @@ import struct
 from typing import Any
 
 from moldau.protocol.errors import ProtocolError
+from moldau.protocol.framing import FrameReader
 from moldau.protocol.headers import decode_response, encode_request
 from moldau.protocol.messages.request_header import RequestHeader
 
@@ -22,27 +23,62 @@ _INT32 = struct.Struct(">i")
 MAX_RESPONSE = 512 * 1024 * 1024  # beyond any fetch response a broker asks for
 
 
+class _Responses(asyncio.BufferedProtocol):
+    """Reads the socket straight into frame buffers (FrameReader, as the broker's own
+    listeners do): a large fetch response is copied once, from the socket into the
+    bytearray its records stay in until they are appended."""
+
+    def __init__(self) -> None:
+        self.frames = FrameReader(MAX_RESPONSE)
+        self.connection: BrokerConnection | None = None
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.frames.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        assert self.connection is not None
+        try:
+            frames = self.frames.buffer_updated(nbytes)
+        except ProtocolError as exc:
+            self.connection.close(f"bad response: {exc}")
+            return
+        for frame in frames:
+            self.connection.on_frame(frame)
+
+    def eof_received(self) -> bool:
+        return False  # close the transport: the peer is gone
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.connection is not None:
+            self.connection.close(f"connection lost: {exc}" if exc else "closed by the peer")
+
+
 class BrokerConnection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 client_id: str) -> None:
-        self.reader = reader
-        self.writer = writer
+    def __init__(self, transport: asyncio.Transport, client_id: str) -> None:
+        self.transport = transport
         self.client_id = client_id
         self._correlation = 0
         self._pending: dict[int, tuple[asyncio.Future[Any], int, int]] = {}
         self._closed = False
-        self._reader_task = asyncio.ensure_future(self._read_responses())
 
     @classmethod
     async def connect(cls, host: str, port: int, *, client_id: str,
                       ssl_context: ssl.SSLContext | None = None,
                       timeout_s: float = 10.0) -> BrokerConnection:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port, ssl=ssl_context,
-                                    server_hostname=host if ssl_context else None,
-                                    limit=1 << 20),
+        transport, protocol = await asyncio.wait_for(
+            asyncio.get_running_loop().create_connection(
+                _Responses, host, port, ssl=ssl_context,
+                server_hostname=host if ssl_context else None),
             timeout_s)
-        return cls(reader, writer, client_id)
+        connection = cls(transport, client_id)  # type: ignore[arg-type]
+        protocol.connection = connection
+        if transport.is_closing():  # lost before we were listening
+            connection.close("closed by the peer")
+        return connection
 
     @property
     def closed(self) -> bool:
@@ -60,7 +96,7 @@ class BrokerConnection:
                                correlation_id=correlation, client_id=self.client_id)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[correlation] = (future, api_key, version)
-        self.writer.write(encode_request(header, body))
+        self.transport.write(encode_request(header, body))
         try:
             return await asyncio.wait_for(future, timeout_s)
         except TimeoutError:
@@ -69,29 +105,20 @@ class BrokerConnection:
         finally:
             self._pending.pop(correlation, None)
 
-    async def _read_responses(self) -> None:
-        reason = "closed by the peer"
+    def on_frame(self, frame: bytearray) -> None:
+        """A response arrived: decode it for its requester (if it still waits)."""
+        correlation = _INT32.unpack_from(frame, 0)[0]
+        entry = self._pending.get(correlation)
+        if entry is None:
+            return  # its requester timed out and went away
+        future, api_key, version = entry
         try:
-            while True:
-                size = _INT32.unpack(await self.reader.readexactly(4))[0]
-                if not 0 <= size <= MAX_RESPONSE:
-                    raise ProtocolError(f"invalid response size {size}")
-                frame = await self.reader.readexactly(size)
-                correlation = _INT32.unpack_from(frame, 0)[0]
-                entry = self._pending.get(correlation)
-                if entry is None:
-                    continue  # its requester timed out and went away
-                future, api_key, version = entry
-                _, body = decode_response(frame, api_key, version)
-                if not future.done():
-                    future.set_result(body)
-        except asyncio.CancelledError:
-            reason = "closed"
-        except (OSError, EOFError, asyncio.IncompleteReadError) as exc:
-            reason = f"connection lost: {exc}"
+            _, body = decode_response(frame, api_key, version)
         except ProtocolError as exc:
-            reason = f"bad response: {exc}"
-        self.close(reason)
+            self.close(f"bad response: {exc}")
+            return
+        if not future.done():
+            future.set_result(body)
 
     def close(self, reason: str = "closed") -> None:
         if self._closed:
@@ -103,9 +130,8 @@ class BrokerConnection:
                 # its requester may be cancelled at the same time and never look at it
                 future.add_done_callback(_retrieve)
         self._pending.clear()
-        self._reader_task.cancel()
         with contextlib.suppress(Exception):
-            self.writer.close()
+            self.transport.close()
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

@@ -24,7 +24,7 @@ from uuid import UUID
 
 from moldau.cluster import zk_data
 from moldau.cluster.reassignment import PartitionReassigner, Reassignment, reassignments_in_znode
-from moldau.cluster.zk_client import ZooKeeperUnavailableError
+from moldau.cluster.zk_client import ZkBadVersionError, ZooKeeperUnavailableError
 from moldau.errors import (
     BrokerNotAvailableError,
     ElectionNotNeededError,
@@ -41,6 +41,7 @@ state_change_log = logging.getLogger("state.change.logger")
 
 NO_LEADER = -1
 T = TypeVar("T")
+BAD_VERSION_RETRIES = 5
 
 
 @dataclass
@@ -155,7 +156,7 @@ class Controller:
                         f"broker {self.broker_id} is not the controller"))
                 continue
             try:
-                await handlers[event](payload)
+                await self._handle(handlers[event], event, payload)
             except asyncio.CancelledError:
                 raise
             except ZooKeeperUnavailableError as exc:  # an outage, not a bug: no traceback
@@ -164,6 +165,23 @@ class Controller:
             except Exception:
                 log.exception("[Controller id=%d] Error processing event %s", self.broker_id,
                               event)
+
+    async def _handle(self, handler: Callable[[Any], Awaitable[None]], event: str,
+                      payload: Any) -> None:
+        """Run an event's handler; a conditional write that lost a race with a leader's
+        ISR update (or another writer) runs the handler again on fresh state, as Kafka's
+        controller retries such partitions."""
+        for attempt in range(1, BAD_VERSION_RETRIES + 1):
+            try:
+                await handler(payload)
+                return
+            except ZkBadVersionError as exc:
+                if attempt == BAD_VERSION_RETRIES:
+                    if event == "ask" and not payload[2].done():
+                        payload[2].set_exception(exc)
+                    raise
+                log.info("[Controller id=%d] Retrying event %s: %s", self.broker_id, event, exc)
+                await asyncio.sleep(0.02 * attempt)
 
     async def _ask(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run fn(*args) as an event of the controller (in order with the others, so it
@@ -176,6 +194,8 @@ class Controller:
         fn, args, future = payload
         try:
             result = await fn(*args)
+        except ZkBadVersionError:
+            raise  # _handle runs it again
         except Exception as exc:
             if not future.done():
                 future.set_exception(exc)

@@ -107,10 +107,11 @@ class FetchHandler:
                 break
             await rm.wait_for_change(partitions, remaining)
             response, total, partitions, errors = self._read(request, wanted, version,
-                                                             replica_id)
+                                                             replica_id, again=True)
             if total >= request.min_bytes or errors or not partitions:
                 return self._accounted(response, replica_id)
-        return self._accounted(self._read(request, wanted, version, replica_id)[0], replica_id)
+        return self._accounted(self._read(request, wanted, version, replica_id, again=True)[0],
+                               replica_id)
 
     def _resolve(self, ctx: RequestContext, request: Any, version: int,
                  from_follower: bool) -> list[Any]:
@@ -129,8 +130,12 @@ class FetchHandler:
             resolved.append((name, topic_id, topic, authorized))
         return resolved
 
-    def _read(self, request: Any, wanted: list[Any], version: int,
-              replica_id: int) -> tuple[Any, int, list[Partition], bool]:
+    def _read(self, request: Any, wanted: list[Any], version: int, replica_id: int,
+              again: bool = False) -> tuple[Any, int, list[Partition], bool]:
+        """One read of the request's partitions. A follower's fetch position counts once,
+        when the request arrives (`again` marks the long poll's re-reads): a request left
+        waiting by a follower that died since must not keep it looking alive, nor put it
+        back in the ISR."""
         rm = self.broker.replica_manager
         metadata = self.broker.metadata
         # a follower reads to the log end; a consumer to the high watermark or the LSO
@@ -172,7 +177,7 @@ class FetchHandler:
                             out.log_start_offset = plog.log_start_offset
                             partitions_out.append(out)
                             continue
-                    if replica_id >= 0:
+                    if replica_id >= 0 and not again:
                         rm.follower_fetched(partition, replica_id, fp.fetch_offset, now_ms)
                     fetched.append(partition)
                     out.high_watermark = plog.high_watermark
