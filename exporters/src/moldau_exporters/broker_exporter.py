@@ -90,6 +90,19 @@ def serve(render: Callable[[], str], host: str, port: int) -> ThreadingHTTPServe
     return ThreadingHTTPServer((host, port), Handler)
 
 
+def run(render: Callable[[], str], listen: str) -> int:
+    """Serve render() on /metrics at listen (host:port) until interrupted."""
+    host, _, port = listen.rpartition(":")
+    server = serve(render, host or "127.0.0.1", int(port))
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="moldau-broker-exporter", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -104,15 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, RuleError) as exc:
         print(f"moldau-broker-exporter: {exc}", file=sys.stderr)
         return 2
-    host, _, port = args.listen.rpartition(":")
-    server = serve(lambda: scrape(args.broker_metrics, rules), host or "127.0.0.1", int(port))
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return run(lambda: scrape(args.broker_metrics, rules), args.listen)
 
 
 if __name__ == "__main__":

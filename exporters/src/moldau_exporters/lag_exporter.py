@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .broker_exporter import serve
+from .broker_exporter import run
 from .jmx_rules import Sample, exposition
 
 TIMEOUT_S = 10.0
@@ -152,15 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         if not sep:
             parser.error(f"--client-property {item!r} is not KEY=VALUE")
         config[key] = value
-    host, _, port = args.listen.rpartition(":")
-    server = serve(scrape(config), host or "127.0.0.1", int(port))
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return run(scrape(config), args.listen)
 
 
 if __name__ == "__main__":

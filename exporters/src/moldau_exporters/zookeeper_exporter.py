@@ -17,7 +17,7 @@ import socket
 import sys
 from collections.abc import Callable
 
-from .broker_exporter import serve
+from .broker_exporter import run
 from .jmx_rules import Sample, exposition
 
 UP = "moldau_zookeeper_exporter_up"  # ours: whether the node answered
@@ -57,13 +57,23 @@ def four_letter_word(host: str, port: int, command: str, timeout: float = 5.0) -
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def parse_mntr(text: str) -> dict[str, str]:
+def _pairs(text: str, separator: str) -> dict[str, str]:
     out = {}
     for line in text.splitlines():
-        key, sep, value = line.partition("\t")
+        key, sep, value = line.partition(separator)
         if sep:
             out[key.strip()] = value.strip()
     return out
+
+
+def parse_mntr(text: str) -> dict[str, str]:
+    """`mntr`: one `key<TAB>value` a line."""
+    return _pairs(text, "\t")
+
+
+def parse_conf(text: str) -> dict[str, str]:
+    """`conf`: one `key=value` a line."""
+    return _pairs(text, "=")
 
 
 def samples_from(mntr: dict[str, str], server_id: str, native: bool) -> list[Sample]:
@@ -102,13 +112,6 @@ def scrape(host: str, port: int, native: bool = False) -> Callable[[], str]:
     return render
 
 
-def parse_conf(text: str) -> dict[str, str]:
-    out = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            out[key.strip()] = value.strip()
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,16 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also ZooKeeper's own Prometheus provider names")
     args = parser.parse_args(argv)
     zk_host, _, zk_port = args.zookeeper.rpartition(":")
-    host, _, port = args.listen.rpartition(":")
-    server = serve(scrape(zk_host or "127.0.0.1", int(zk_port), args.native_names),
-                   host or "127.0.0.1", int(port))
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return run(scrape(zk_host or "127.0.0.1", int(zk_port), args.native_names), args.listen)
 
 
 if __name__ == "__main__":
