@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 
 from kazoo.client import KazooClient
@@ -40,6 +42,37 @@ def under_replicated(zk: KazooClient) -> list[str]:
     return problems
 
 
+def service_start_time(unit: str) -> float | None:
+    """When the unit's main process started (seconds since the epoch), from /proc."""
+    shown = subprocess.run(["systemctl", "show", "-p", "MainPID", "--value", unit],
+                           capture_output=True, text=True, check=False)
+    try:
+        pid = int(shown.stdout.strip() or 0)
+        if pid <= 0:
+            return None
+        with open(f"/proc/{pid}/stat") as fh:
+            ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat") as fh:
+            boot = next(float(line.split()[1]) for line in fh if line.startswith("btime "))
+    except (OSError, ValueError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def registration_problem(zk: KazooClient, broker_id: int, unit: str) -> str | None:
+    """Why /brokers/ids/<id> does not show this broker's current run, if it does not: a
+    registration older than the running process belongs to a previous run whose
+    ZooKeeper session has not expired yet (after a crash or a power loss)."""
+    stat = zk.exists(zk_data.broker_path(broker_id))
+    if stat is None:
+        return f"broker {broker_id} is not registered in {zk_data.BROKER_IDS_PATH}"
+    started = service_start_time(unit)
+    if started is not None and stat.ctime / 1000 < started - 2:
+        return (f"broker {broker_id}'s registration is from a previous run (its ZooKeeper "
+                "session has not expired yet)")
+    return None
+
+
 def controller_id(zk: KazooClient) -> int:
     try:
         return int(json.loads(zk.get(zk_data.CONTROLLER_PATH)[0])["brokerid"])
@@ -51,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("properties", help="the broker's server.properties")
     parser.add_argument("--controller", action="store_true", help="print the controller id")
+    parser.add_argument("--unit", default="moldau-broker", help="the broker's systemd unit")
     args = parser.parse_args(argv)
     try:
         props = load_properties(args.properties)
@@ -68,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             print(controller_id(zk))
             return 0
         broker_id = int(props["broker.id"])
-        problems = [] if zk.exists(zk_data.broker_path(broker_id)) else [
-            f"broker {broker_id} is not registered in {zk_data.BROKER_IDS_PATH}"]
+        stale = registration_problem(zk, broker_id, args.unit)
+        problems = [stale] if stale else []
         problems += under_replicated(zk)
         print("\n".join(problems) if problems else f"broker {broker_id} healthy")
         return 1 if problems else 0

@@ -20,7 +20,7 @@ from moldau.cluster import zk_data
 from moldau.cluster.config_changes import ConfigChangeListener
 from moldau.cluster.controller import Controller, PartitionDecision
 from moldau.cluster.zk_async import AsyncZk
-from moldau.cluster.zk_client import KafkaZkClient, ZooKeeperUnavailableError
+from moldau.cluster.zk_client import KafkaZkClient, ZkNodeExistsError, ZooKeeperUnavailableError
 from moldau.coordinator.group.coordinator import CoordinatorConfig, GroupCoordinator
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC, OffsetsLog
 from moldau.errors import KafkaStorageError
@@ -381,8 +381,22 @@ class Broker:
             id=self.broker_id, endpoints=endpoints, rack=self.config["broker.rack"])
 
     async def _register(self) -> None:
+        """Register in /brokers/ids. After a crash or a power loss the previous run's
+        registration lives until its ZooKeeper session expires: Kafka fails at once (and
+        systemd restarts it until the session is gone); this broker waits that long,
+        then fails with Kafka's message if the id is still taken."""
         reg = self.registration()
-        self.broker_epoch = await self.zk.call("register_broker", reg)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config["zookeeper.session.timeout.ms"] / 1000 + 5
+        while True:
+            try:
+                self.broker_epoch = await self.zk.call("register_broker", reg)
+                break
+            except ZkNodeExistsError as exc:
+                if loop.time() > deadline:
+                    raise StartupError(str(exc)) from exc
+                log.warning("%s; waiting for that session to expire", exc)
+                await asyncio.sleep(1.0)
         self.zk.set_registration_listener(self._on_reregistered)
         log.info("Registered broker %d at path %s with addresses: %s, czxid (broker epoch): "
                  "%d", self.broker_id, zk_data.broker_path(self.broker_id),
