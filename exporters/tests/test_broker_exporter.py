@@ -1,6 +1,6 @@
 """The exporter against a real broker: the names it serves are the Prometheus JMX
 exporter's Kafka names (the reference list in tests/data, copied from
-../shared/reference/metric-names), and they move with real traffic."""
+the project's metric-name reference lists), and they move with real traffic."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The lag exporter against a real broker and a real consumer group: after a group reads
 60 of 100 records and commits, kafka_exporter's names report the offsets and a lag of
 40, and every name served is one kafka_exporter serves (tests/data, copied from
-../shared/reference/metric-names)."""
+the project's metric-name reference lists)."""
 
 from __future__ import annotations
 

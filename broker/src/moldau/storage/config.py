@@ -7,6 +7,7 @@ only knows the topic-level keys and their types.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -46,19 +47,20 @@ def _boolean(value: Any) -> bool:
 ALL_REPLICAS = "*"
 
 
-def parse_throttled_replicas(value: str) -> str | list[tuple[int, int]] | None:
-    """A `*.replication.throttled.replicas` value: "*", a list of (partition, broker)
-    pairs, or None when malformed."""
+@functools.lru_cache(maxsize=1024)
+def parse_throttled_replicas(value: str) -> str | frozenset[tuple[int, int]] | None:
+    """A `*.replication.throttled.replicas` value: "*", the (partition, broker) pairs, or
+    None when malformed. Cached: replica fetches ask for every partition they read."""
     text = value.strip()
     if text == ALL_REPLICAS:
         return ALL_REPLICAS
-    pairs = []
+    pairs = set()
     for entry in filter(None, (e.strip() for e in text.split(","))):
         partition, sep, broker = entry.partition(":")
         if not sep or not partition.strip().isdigit() or not broker.strip().isdigit():
             return None
-        pairs.append((int(partition), int(broker)))
-    return pairs
+        pairs.add((int(partition), int(broker)))
+    return frozenset(pairs)
 
 
 @dataclass(frozen=True)
