@@ -125,11 +125,14 @@ def start(spark, bootstrap: str, table: Path, checkpoints: Path,
           readings_topic: str = READINGS_TOPIC, alerts_topic: str = ALERTS_TOPIC,
           max_per_trigger: int | None = None) -> list:
     """Both queries, Trigger.AvailableNow: they stop once everything present is processed."""
+    import moldau_spark
+
     table_query = (aggregates(spark, bootstrap, readings_topic, max_per_trigger)
                    .writeStream.format("parquet").outputMode("append")
                    .option("path", str(table))
                    .option("checkpointLocation", str(checkpoints / "table"))
                    .trigger(availableNow=True).queryName("sensor_table").start())
+    moldau_spark.activate(spark)
     alert_query = (alerts(aggregates(spark, bootstrap, readings_topic, max_per_trigger))
                    .writeStream.format("moldau").outputMode("append")
                    .option("kafka.bootstrap.servers", bootstrap).option("topic", alerts_topic)

@@ -7,6 +7,8 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kafka_helpers import create_topic, produce, read_all, topic_name
 
+import moldau_spark
+
 
 @pytest.fixture(scope="module")
 def topic(broker) -> str:
@@ -52,6 +54,7 @@ def test_bad_write_fails_and_writes_nothing(spark, broker, topic) -> None:
             "kafka.bootstrap.servers", broker.bootstrap)
         for key, value in options.items():
             writer = writer.option(key, value)
+        moldau_spark.activate(spark)
         with pytest.raises(Exception) as info:
             writer.save()
         return str(info.value)

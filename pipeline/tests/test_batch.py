@@ -9,6 +9,8 @@ import time
 import pytest
 from kafka_helpers import create_topic, produce, read_all, topic_name
 
+import moldau_spark
+
 PARTITIONS = 3
 PER_PARTITION = 40
 # Recent enough that retention (7 days by default) keeps the records.
@@ -77,6 +79,7 @@ def test_batch_write_then_read_back(spark, broker, topic) -> None:
     out = topic_name("batch-out")
     create_topic(broker.bootstrap, out, 2)
     source = load(spark, broker, topic)
+    moldau_spark.activate(spark)
     (source.selectExpr("key", "upper(cast(value as string)) as value", "partition % 2 as partition")
      .write.format("moldau").mode("append").option("kafka.bootstrap.servers", broker.bootstrap)
      .option("topic", out).save())
@@ -84,3 +87,21 @@ def test_batch_write_then_read_back(spark, broker, topic) -> None:
     assert sorted(m.value() for m in written) == sorted(
         f"V{p}-{i}".encode() for p in range(PARTITIONS) for i in range(PER_PARTITION))
     assert all(int(m.key().decode()[1]) % 2 == m.partition() for m in written)
+
+
+def test_write_needs_the_threads_active_session(spark, broker) -> None:
+    # Spark looks a Python sink's name up in the JVM thread's active session; a py4j
+    # thread without one fails, and activate() is the remedy the docs give.
+    out = topic_name("batch-active")
+    create_topic(broker.bootstrap, out, 1)
+    df = spark.createDataFrame([("k", "v")], "key string, value string")
+    writer = (df.write.format("moldau").mode("append")
+              .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", out))
+    jvm_session_class = type(spark)._get_j_spark_session_class(spark._jvm)
+    jvm_session_class.clearActiveSession()
+    with pytest.raises(Exception, match="DATA_SOURCE_NOT_FOUND"):
+        writer.save()
+    assert read_all(broker.bootstrap, out) == []
+    moldau_spark.activate(spark)
+    writer.save()
+    assert [(m.key(), m.value()) for m in read_all(broker.bootstrap, out)] == [(b"k", b"v")]
