@@ -5,6 +5,8 @@ The worked examples of the seeds are golden tests."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import pytest
 
@@ -195,7 +197,19 @@ def test_a_crash_before_the_swap_discards_the_half_cleaned_files(tmp_path):
 
 
 def test_the_log_manager_cleans_due_logs_and_checkpoints_the_dirty_offset(tmp_path):
-    cfg = ManagerConfig(log_dirs=[str(tmp_path / "d")], broker_id=0, cluster_id="c", sync=False)
+    manager, log = cleaning_manager(tmp_path)
+    assert manager.clean_logs(NOW) == [("offsets", 0)]
+    assert [(o, k) for o, k, _ in contents(log)] == [(4, b"k0"), (5, b"k1"), (6, b"x")]
+    checkpoint = tmp_path / "d" / "cleaner-offset-checkpoint"
+    assert checkpoint.read_text().splitlines()[2] == "offsets 0 6"
+    assert manager.clean_logs(NOW) == []  # nothing dirty any more
+    manager.shutdown()
+
+
+def cleaning_manager(tmp_path, **config) -> tuple[LogManager, PartitionLog]:
+    """A manager with one due compacted log of two segments (keys k0 and k1 rewritten)."""
+    cfg = ManagerConfig(log_dirs=[str(tmp_path / "d")], broker_id=0, cluster_id="c",
+                        sync=False, **config)
     manager = LogManager(cfg, LogConfig(), topic_configs=lambda topic: compacted_config())
     log = manager.get_or_create_log("offsets", 0)
     for i in range(6):
@@ -204,9 +218,111 @@ def test_the_log_manager_cleans_due_logs_and_checkpoints_the_dirty_offset(tmp_pa
     log.roll()
     log.append_as_leader(build_batch([(b"x", b"y", (), NOW)]), leader_epoch=0)
     log.update_high_watermark(log.log_end_offset)
-    assert manager.clean_logs(NOW) == [("offsets", 0)]
-    assert [(o, k) for o, k, _ in contents(log)] == [(4, b"k0"), (5, b"k1"), (6, b"x")]
+    return manager, log
+
+
+def finish(manager: LogManager, timeout: float = 30.0) -> list:
+    deadline = time.monotonic() + timeout
+    while manager.cleaning_in_progress():
+        assert time.monotonic() < deadline, "the cleaner thread did not finish"
+        done = manager.finish_cleaning()
+        if done:
+            return done
+        time.sleep(0.01)
+    return []
+
+
+def test_passes_build_on_a_cleaner_thread_while_the_log_takes_appends(tmp_path):
+    manager, log = cleaning_manager(tmp_path)
+    threads: list[str] = []
+    real_build = cleaner.build
+
+    def build(pass_):
+        threads.append(threading.current_thread().name)
+        real_build(pass_)
+
+    cleaner_build, cleaner.build = cleaner.build, build
+    try:
+        assert manager.start_cleaning(NOW) == 1
+        assert manager.start_cleaning(NOW) == 0  # one pass per log at a time
+        log.append_as_leader(build_batch([(b"k0", b"late", (), NOW)]), leader_epoch=0)
+        assert finish(manager) == [("offsets", 0)]
+    finally:
+        cleaner.build = cleaner_build
+    assert threads and threads[0].startswith("kafka-log-cleaner-thread")
+    assert [(o, k, v) for o, k, v in contents(log)] == [
+        (4, b"k0", b"v4"), (5, b"k1", b"v5"), (6, b"x", b"y"), (7, b"k0", b"late")]
     checkpoint = tmp_path / "d" / "cleaner-offset-checkpoint"
     assert checkpoint.read_text().splitlines()[2] == "offsets 0 6"
-    assert manager.clean_logs(NOW) == []  # nothing dirty any more
+    assert not [n for n in os.listdir(log.directory) if n.endswith((".swap", ".cleaned"))]
+    manager.shutdown()
+
+
+@pytest.mark.parametrize("change", ["truncate", "delete_log"])
+def test_a_log_changed_during_the_pass_discards_the_output(tmp_path, change):
+    manager, log = cleaning_manager(tmp_path)
+    release = threading.Event()
+    real_build = cleaner.build
+
+    def build(pass_):
+        release.wait(30)
+        real_build(pass_)
+
+    cleaner_build, cleaner.build = cleaner.build, build
+    try:
+        assert manager.start_cleaning(NOW) == 1
+        if change == "truncate":  # a follower diverged: offsets 3.. go
+            log.truncate_to(3)
+            expected = [(o, f"k{o % 2}".encode(), f"v{o}".encode()) for o in range(3)]
+        else:
+            directory = log.directory
+            manager.delete_log("offsets", 0)
+        release.set()
+        assert finish(manager) == []
+    finally:
+        cleaner.build = cleaner_build
+    assert manager.cleaning_in_progress() == 0
+    if change == "truncate":
+        assert contents(log) == expected  # untouched by the pass, nothing resurrected
+        assert not [n for n in os.listdir(log.directory) if n.endswith((".swap", ".cleaned"))]
+        log.roll()
+        log.append_as_leader(build_batch([(b"z", b"z", (), NOW)]), leader_epoch=0)
+        log.update_high_watermark(log.log_end_offset)
+        assert manager.start_cleaning(NOW) == 1  # the next pass starts over
+        assert finish(manager) == [("offsets", 0)]
+        assert [(o, k) for o, k, _ in contents(log)] == [(1, b"k1"), (2, b"k0"), (3, b"z")]
+    else:
+        assert not os.path.exists(directory)
+    manager.shutdown()
+
+
+def test_shutdown_cancels_a_pass_in_progress(tmp_path):
+    manager, log = cleaning_manager(tmp_path, log_cleaner_io_max_bytes_per_second=50.0)
+    original = contents(log)
+    assert manager.start_cleaning(NOW) == 1  # 50 B/s: the pass would take many seconds
+    time.sleep(0.2)
+    started = time.monotonic()
+    manager.shutdown()
+    assert time.monotonic() - started < 10
+    reopened = PartitionLog(log.directory, compacted_config(), sync=False)
+    assert contents(reopened) == original
+    assert not [n for n in os.listdir(log.directory) if n.endswith((".swap", ".cleaned"))]
+
+
+def test_the_io_limit_paces_the_cleaner_thread(tmp_path):
+    manager, log = cleaning_manager(tmp_path, log_cleaner_io_max_bytes_per_second=2000.0)
+    size = sum(s.size for s in log.segments[:-1])  # read twice, written once, at most
+    started = time.monotonic()
+    assert manager.start_cleaning(NOW) == 1
+    assert finish(manager) == [("offsets", 0)]
+    assert time.monotonic() - started >= size / 2000.0 * 0.9
+    manager.shutdown()
+
+
+def test_zero_cleaner_threads_compact_nothing(tmp_path):
+    manager, log = cleaning_manager(tmp_path, log_cleaner_threads=0)
+    before = contents(log)
+    manager.run_maintenance(NOW + 60_000)
+    assert manager.cleaning_in_progress() == 0
+    assert contents(log) == before
     manager.shutdown()

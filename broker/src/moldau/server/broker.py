@@ -27,6 +27,7 @@ from moldau.errors import KafkaStorageError
 from moldau.metrics.http import METRICS_HOST_ENV, METRICS_PORT_ENV, MetricsServer
 from moldau.metrics.loop_idle import LoopIdle
 from moldau.metrics.registry import TICK_S, MetricsRegistry
+from moldau.metrics.runtime import stop_runtime, watch_runtime
 from moldau.replication.controller_channel import NetworkControllerChannel
 from moldau.replication.protocol_versions import versions_for
 from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -42,7 +43,12 @@ from moldau.storage.log_manager import LogManager, ManagerConfig
 
 from .broker_metrics import CONTROLLER as CONTROLLER_DOMAIN
 from .broker_metrics import SERVER as SERVER_DOMAIN
-from .broker_metrics import BrokerTopicStats, register_state_gauges
+from .broker_metrics import (
+    BrokerTopicStats,
+    NoTopicStats,
+    metrics_enabled,
+    register_broker_metrics,
+)
 from .config import BrokerConfig
 from .controlled_shutdown import controlled_shutdown
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
@@ -86,9 +92,11 @@ class Broker:
         self.group_coordinator: GroupCoordinator = None  # type: ignore[assignment]
         self.dispatcher = RequestDispatcher()
         self.metrics = MetricsRegistry()
-        self.topic_stats = BrokerTopicStats(self.metrics)
-        self.dispatcher.metrics = RequestMetrics(self.metrics)
-        register_state_gauges(self.metrics, self)
+        enabled = metrics_enabled()
+        self.topic_stats = (BrokerTopicStats if enabled else NoTopicStats)(self.metrics)
+        self.dispatcher.metrics = RequestMetrics(self.metrics) if enabled else None
+        self.purgatory = register_broker_metrics(self)
+        self._runtime: Any = None  # the loop-lag probe and GC timing (metrics.runtime)
         self.metrics_server: MetricsServer | None = None
         self.socket_server: SocketServer | None = None
         self.controller: Controller | None = None
@@ -117,6 +125,7 @@ class Broker:
         # dynamic broker configs (/config/brokers/<id> and <default>) precede the file
         self._loop = asyncio.get_running_loop()
         self._watch_loop_idle(self._loop)
+        self._runtime = watch_runtime(self.metrics)
         self.dynamic_config = DynamicBrokerConfig(config, self.broker_id)
         self.dynamic_config.bind(self.zk)
         await self.dynamic_config.load(self.zk)
@@ -143,6 +152,8 @@ class Broker:
             queued_max_requests=config["queued.max.requests"],
             principal_builder=self._principal,
         )
+        if self.dispatcher.metrics is not None:
+            self.socket_server.on_sent = RequestMetrics.sent
         await self.socket_server.start(self._listeners())
         if os.environ.get(METRICS_PORT_ENV):
             self.metrics_server = MetricsServer(
@@ -319,6 +330,8 @@ class Broker:
             flush_scheduler_interval_ms=c["log.flush.scheduler.interval.ms"],
             log_cleaner_enable=c["log.cleaner.enable"],
             log_cleaner_backoff_ms=c["log.cleaner.backoff.ms"],
+            log_cleaner_threads=c["log.cleaner.threads"],
+            log_cleaner_io_max_bytes_per_second=c["log.cleaner.io.max.bytes.per.second"],
         )
         try:
             return LogManager(manager_config, self.topic_configs.default,
@@ -574,6 +587,8 @@ class Broker:
             await controlled_shutdown(self)
         if self._maintenance is not None:
             self._maintenance.cancel()
+        if self._runtime is not None:
+            stop_runtime(*self._runtime)
         if self.fetchers is not None:
             self.fetchers.shutdown()
         if self.socket_server is not None:

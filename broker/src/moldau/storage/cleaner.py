@@ -17,18 +17,37 @@ and a dirty tail. A pass over a log:
 5. swaps the result in crash-safely: `.cleaned` files become `.swap` files, the old
    segments are renamed `.deleted`, the swap files take their names. A crash leaves
    either `.cleaned` files (discarded at load) or `.swap` files (completed at load).
+
+A pass has three steps so that the slow one runs off the event loop, on the cleaner
+threads (`log.cleaner.threads`): `plan` (event loop: the groups, each segment's size and a
+private descriptor), `build` (any thread: steps 3-4 into `.cleaned` files, never touching
+the log), `install` (event loop: step 5, only if every planned segment is still in the
+log with the same size; otherwise the output is discarded and the next pass redoes it).
+`clean` runs the three in a row.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from dataclasses import dataclass
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from moldau.errors import KafkaStorageError
 from moldau.protocol.records import RecordBatch, build_batch
 
-from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment, batch_header
+from .segment import (
+    CLEANED_SUFFIX,
+    SWAP_SUFFIX,
+    BatchHeader,
+    LogSegment,
+    batch_header,
+    scan_batch_headers,
+)
 
 if TYPE_CHECKING:
     from .log import PartitionLog
@@ -115,20 +134,93 @@ def _compaction_overdue(partition_log: PartitionLog, found: DirtyRange, now: int
     return False
 
 
-def build_offset_map(segments: list[LogSegment], start: int, end: int) -> dict[bytes, int]:
+@dataclass(slots=True)
+class SegmentSnapshot:
+    """One segment as a pass sees it when it is planned: its size then, and a private
+    descriptor (a dup) that a cleaner thread reads through. The segment may be truncated,
+    deleted or closed meanwhile; the dup can never turn into another file, and `install`
+    notices the change and discards the output."""
+
+    segment: LogSegment
+    size: int
+    fd: int
+
+    def headers(self) -> Iterator[BatchHeader]:
+        return scan_batch_headers(self.fd, self.segment.log_path, 0, self.size)
+
+    def batch(self, header: BatchHeader) -> RecordBatch:
+        return RecordBatch(os.pread(self.fd, header.size, header.position))
+
+    def unchanged_in(self, partition_log: PartitionLog) -> bool:
+        return self.segment.size == self.size and self.segment in partition_log.segments
+
+
+@dataclass
+class CleanPlan:
+    """A pass over one log, taken on the event loop; `build` may run on another thread."""
+
+    partition_log: PartitionLog
+    found: DirtyRange
+    now: int
+    groups: list[list[SegmentSnapshot]]
+    max_bytes_per_second: float = float("inf")  # log.cleaner.io.max.bytes.per.second
+    cancelled: bool = False  # set from the event loop; the pass stops at its next batch
+    outputs: list[LogSegment] = field(default_factory=list)
+    result: CleanResult | None = None
+
+    def release(self) -> None:
+        """Close the private descriptors (idempotent)."""
+        for group in self.groups:
+            for snapshot in group:
+                if snapshot.fd >= 0:
+                    os.close(snapshot.fd)
+                    snapshot.fd = -1
+
+
+def build_offset_map(
+    segments: list[SegmentSnapshot], start: int, end: int, pace: _Pace
+) -> dict[bytes, int]:
     """key -> the offset of its latest record in [start, end)."""
     latest: dict[bytes, int] = {}
-    for segment in segments:
-        for header in segment.scan_headers(0):
+    for snapshot in segments:
+        for header in snapshot.headers():
             if header.last_offset < start or header.base_offset >= end:
                 continue
-            batch = RecordBatch(segment.read_bytes(header.position, header.size))
+            batch = snapshot.batch(header)
+            if pace is not None:
+                pace.took(header.size)
             if batch.is_control:
                 continue
             for record in batch.records():
                 if record.key is not None and start <= record.offset < end:
                     latest[record.key] = record.offset
     return latest
+
+
+class CleanCancelled(Exception):
+    """The pass was cancelled (the broker shuts down, the log goes away)."""
+
+
+class _Pace:
+    """Between batches: stops a cancelled pass, and keeps the bytes read and written under
+    log.cleaner.io.max.bytes.per.second by sleeping the cleaner thread."""
+
+    def __init__(self, pass_: CleanPlan) -> None:
+        self.pass_ = pass_
+        self.rate = pass_.max_bytes_per_second
+        self.limited = self.rate < sys.float_info.max  # Kafka's default is Double.MAX_VALUE
+        self.start = time.monotonic()
+        self.bytes = 0
+
+    def took(self, size: int) -> None:
+        if self.pass_.cancelled:
+            raise CleanCancelled(self.pass_.partition_log.directory)
+        if not self.limited:
+            return
+        self.bytes += size
+        ahead = self.bytes / self.rate - (time.monotonic() - self.start)
+        if ahead > 0:
+            time.sleep(ahead)
 
 
 def _group(
@@ -158,22 +250,87 @@ def _group(
 
 
 def clean(partition_log: PartitionLog, found: DirtyRange, now: int) -> CleanResult:
-    """One compaction pass over partition_log (see the module docstring)."""
-    config = partition_log.config
-    end = found.first_uncleanable
-    targets = [s for s in partition_log.segments if s.base_offset < end]
-    latest = build_offset_map(targets, found.first_dirty, end)
-    result = CleanResult(found.first_dirty, end, 0, 0, 0)
-    for group in _group(targets, config.segment_bytes, config.segment_index_bytes):
-        cleaned = _clean_group(partition_log, group, latest, now, result)
-        partition_log.replace_segments(group, cleaned)
+    """One compaction pass over partition_log, on the caller's thread (see the module
+    docstring). Raises the storage error of a failed read or write."""
+    pass_ = plan(partition_log, found, now)
+    build(pass_)
+    result = install(pass_)
+    assert result is not None, "nothing can change the log between build and install here"
     return result
 
 
-def _clean_group(partition_log: PartitionLog, group: list[LogSegment], latest: dict[bytes, int],
-                 now: int, result: CleanResult) -> LogSegment:
+def plan(
+    partition_log: PartitionLog, found: DirtyRange, now: int,
+    max_bytes_per_second: float = float("inf"),
+) -> CleanPlan:
+    """The segments a pass rewrites, grouped, each with a private descriptor."""
     config = partition_log.config
-    base = group[0].base_offset
+    end = found.first_uncleanable
+    targets = [s for s in partition_log.segments if s.base_offset < end]
+    groups = []
+    for group in _group(targets, config.segment_bytes, config.segment_index_bytes):
+        groups.append([SegmentSnapshot(s, s.size, os.dup(s.fd)) for s in group])
+    return CleanPlan(partition_log, found, now, groups, max_bytes_per_second)
+
+
+def build(pass_: CleanPlan) -> None:
+    """Read the planned segments and write the cleaned output as `.cleaned` segments, without
+    touching the log itself: safe on a cleaner thread while the log takes appends. The
+    descriptors are closed when it returns; on an error the output is removed."""
+    found = pass_.found
+    pace = _Pace(pass_)
+    result = CleanResult(found.first_dirty, found.first_uncleanable, 0, 0, 0)
+    try:
+        targets = [snapshot for group in pass_.groups for snapshot in group]
+        latest = build_offset_map(targets, found.first_dirty, found.first_uncleanable, pace)
+        for group in pass_.groups:
+            pass_.outputs.append(_clean_group(pass_, group, latest, result, pace))
+    except OSError as exc:
+        discard(pass_)
+        raise KafkaStorageError(
+            f"compacting {pass_.partition_log.directory} failed: {exc}") from exc
+    except BaseException:
+        discard(pass_)
+        raise
+    finally:
+        pass_.release()
+    pass_.result = result
+
+
+def install(pass_: CleanPlan) -> CleanResult | None:
+    """Swap the built output in, on the thread that owns the log. A group whose segments
+    changed since the plan (truncated, deleted by retention, the log closed) is discarded
+    with the rest of the pass, and None is returned: the next pass starts over from the
+    same checkpoint, the groups already swapped in being clean."""
+    partition_log = pass_.partition_log
+    for i, (group, out) in enumerate(zip(pass_.groups, pass_.outputs, strict=True)):
+        if partition_log.closed or not all(s.unchanged_in(partition_log) for s in group):
+            log.info("compaction of %s discarded: the log changed during the pass",
+                     partition_log.directory)
+            for stale in pass_.outputs[i:]:
+                stale.delete()
+            return None
+        # .cleaned until here: a crash before this point discards the output at load; a
+        # .swap file is completed at load, and only install knows the log still matches.
+        out.change_suffix(SWAP_SUFFIX)
+        partition_log.replace_segments([s.segment for s in group], out)
+    return pass_.result
+
+
+def discard(pass_: CleanPlan) -> None:
+    """Remove whatever output a pass wrote (the log is left as it was)."""
+    for out in pass_.outputs:
+        with contextlib.suppress(Exception):  # best effort: a load discards leftovers too
+            out.delete()
+    pass_.outputs.clear()
+    pass_.release()
+
+
+def _clean_group(pass_: CleanPlan, group: list[SegmentSnapshot], latest: dict[bytes, int],
+                 result: CleanResult, pace: _Pace) -> LogSegment:
+    partition_log, now = pass_.partition_log, pass_.now
+    config = partition_log.config
+    base = group[0].segment.base_offset
     _remove_stale(partition_log.directory, base)
     out = LogSegment(
         partition_log.directory,
@@ -182,22 +339,27 @@ def _clean_group(partition_log: PartitionLog, group: list[LogSegment], latest: d
         max_index_size=config.segment_index_bytes,
         suffix=CLEANED_SUFFIX,
     )
-    dropped = None  # the last batch seen, when nothing of it was kept
-    for segment in group:
-        for header in segment.scan_headers(0):
-            batch = RecordBatch(segment.read_bytes(header.position, header.size))
-            result.bytes_read += header.size
-            kept = _filter_batch(batch, latest, now, config.delete_retention_ms, result)
-            dropped = batch if kept is None else None
-            if kept is not None:
-                _write(out, kept)
-    if dropped is not None:
-        # Keep the group's last offset in the output (an empty batch spanning the dropped
-        # one), so the offsets a .swap file covers are known after a crash.
-        _write(out, _empty_like(dropped))
-    out.on_become_inactive()
-    out.flush()
-    out.change_suffix(SWAP_SUFFIX)
+    try:
+        dropped = None  # the last batch seen, when nothing of it was kept
+        for snapshot in group:
+            for header in snapshot.headers():
+                batch = snapshot.batch(header)
+                result.bytes_read += header.size
+                kept = _filter_batch(batch, latest, now, config.delete_retention_ms, result)
+                dropped = batch if kept is None else None
+                if kept is not None:
+                    _write(out, kept)
+                pace.took(header.size + (len(kept) if kept is not None else 0))
+        if dropped is not None:
+            # Keep the group's last offset in the output (an empty batch spanning the
+            # dropped one), so the offsets a .swap file covers are known after a crash.
+            _write(out, _empty_like(dropped))
+        out.on_become_inactive()
+        out.flush()
+    except BaseException:
+        with contextlib.suppress(Exception):  # the original error is the one to report
+            out.delete()
+        raise
     return out
 
 
@@ -270,11 +432,18 @@ def _remove_stale(directory: str, base: int) -> None:
 
 
 __all__ = [
+    "CleanCancelled",
+    "CleanPlan",
     "CleanResult",
     "DirtyRange",
+    "SegmentSnapshot",
+    "build",
     "build_offset_map",
     "clean",
     "cleanable_ratio",
     "dirty_range",
+    "discard",
+    "install",
     "needs_cleaning",
+    "plan",
 ]

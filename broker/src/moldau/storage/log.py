@@ -13,7 +13,9 @@ import bisect
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 from uuid import UUID
 
 from moldau.errors import KafkaStorageError, OffsetOutOfRangeError, RecordBatchTooLargeError
@@ -68,6 +70,9 @@ class FetchData:
 class PartitionLog:
     """One partition's log in `<log dir>/<topic>-<partition>`; see the module docstring."""
 
+    # called with each flush's milliseconds (the broker's LogFlushRateAndTimeMs)
+    flush_listener: ClassVar[Callable[[float], None] | None] = None
+
     def __init__(
         self,
         directory: str,
@@ -91,6 +96,7 @@ class PartitionLog:
         self.pending_deletes: list[tuple[int, LogSegment]] = []  # (due ms, segment)
         self.unflushed_messages = 0
         self.last_flush_ms = now_ms()
+        self.closed = False
         try:
             os.makedirs(directory, exist_ok=True)
             if topic_id is not None:
@@ -654,6 +660,7 @@ class PartitionLog:
         up_to = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
         if up_to <= self.recovery_point:
             return
+        started = time.perf_counter()
         first = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
         new_files = False
         for segment in self.segments[first:]:
@@ -671,12 +678,15 @@ class PartitionLog:
         self.recovery_point = up_to
         self.unflushed_messages = 0
         self.last_flush_ms = now_ms()
+        if PartitionLog.flush_listener is not None:  # LogFlushStats in the broker's metrics
+            PartitionLog.flush_listener((time.perf_counter() - started) * 1000)
 
     def flush_if_due(self, now: int) -> None:
         if now - self.last_flush_ms >= self.config.flush_ms:
             self.flush()
 
     def close(self) -> None:
+        self.closed = True  # a compaction pass built meanwhile is discarded, not installed
         if self.producer_state.producers:
             # A snapshot at the log end: the next start replays nothing.
             self.producer_state.take_snapshot(self.log_end_offset, sync=self.sync)

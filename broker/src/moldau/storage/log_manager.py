@@ -19,6 +19,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -54,6 +55,8 @@ class ManagerConfig:
     flush_scheduler_interval_ms: int = 0x7FFFFFFFFFFFFFFF  # log.flush.scheduler.interval.ms
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = 15_000  # how often compacted logs are checked
+    log_cleaner_threads: int = 1  # 0: no compaction at all, as in Kafka
+    log_cleaner_io_max_bytes_per_second: float = float("inf")
     sync: bool = True  # fsync checkpoints (tests may turn it off for speed)
 
 
@@ -98,6 +101,11 @@ class LogManager:
         self.offline_dirs: dict[str, str] = {}  # path -> why
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self.cleaner_offsets: dict[TopicPartition, int] = {}  # first dirty offset per log
+        # Logs whose compaction failed with an unexpected error: skipped until a restart
+        # (Kafka's uncleanable partitions), so one bad log does not fail every pass.
+        self.uncleanable: set[TopicPartition] = set()
+        self._cleaning: dict[TopicPartition, tuple[cleaner.CleanPlan, Future[None]]] = {}
+        self._cleaner_pool: ThreadPoolExecutor | None = None
         self._timers = _Timers()
         for path in config.log_dirs:
             self._open_dir(os.path.abspath(path))
@@ -237,6 +245,7 @@ class LogManager:
         partition_log = self.logs.pop(tp, None)
         if partition_log is None:
             return
+        self._stop_cleaning(tp)
         self.cleaner_offsets.pop(tp, None)
         for log_dir in self.dirs.values():
             log_dir.logs.pop(tp, None)
@@ -265,6 +274,7 @@ class LogManager:
         log.error("log dir %s goes offline: %s", path, why)
         self.offline_dirs[path] = why
         for tp, partition_log in log_dir.logs.items():
+            self._stop_cleaning(tp)
             self.logs.pop(tp, None)
             with contextlib.suppress(Exception):
                 partition_log.close()
@@ -285,9 +295,11 @@ class LogManager:
         if now - timers.flush >= cfg.flush_scheduler_interval_ms:
             timers.flush = now
             self._each_log(lambda lg: lg.flush_if_due(now))
-        if cfg.log_cleaner_enable and now - timers.cleaner >= cfg.log_cleaner_backoff_ms:
+        self.finish_cleaning()
+        if (cfg.log_cleaner_enable and cfg.log_cleaner_threads > 0
+                and now - timers.cleaner >= cfg.log_cleaner_backoff_ms):
             timers.cleaner = now
-            self.clean_logs(now)
+            self.start_cleaning(now)
         self._each_log(lambda lg: lg.delete_due_files(now))
         if now - timers.recovery_checkpoint >= cfg.flush_offset_checkpoint_interval_ms:
             timers.recovery_checkpoint = now
@@ -302,33 +314,112 @@ class LogManager:
             )
 
     def clean_logs(self, now: int | None = None) -> list[TopicPartition]:
-        """Compact every log that is due (cleaner.needs_cleaning); returns the ones cleaned.
-
-        Passes run one log at a time on the caller's thread: log.cleaner.threads > 1 and
-        running passes off the event loop are not done yet.
-        """
+        """Compact every log that is due (cleaner.needs_cleaning) on the caller's thread;
+        returns the ones cleaned. The broker uses start/finish_cleaning instead."""
         now = now_ms() if now is None else now
         cleaned = []
-        for tp, partition_log in list(self.logs.items()):
-            found = cleaner.needs_cleaning(partition_log, self.cleaner_offsets.get(tp, 0), now)
-            if found is None:
-                continue
+        for tp, partition_log, found in self._due_for_cleaning(now):
             try:
                 result = cleaner.clean(partition_log, found, now)
             except KafkaStorageError as exc:
                 self.handle_storage_error(partition_log, exc)
                 continue
-            log.info("cleaned %s-%d: %d records removed, %d -> %d bytes", tp[0], tp[1],
-                     result.records_removed, result.bytes_read, result.bytes_written)
-            self.cleaner_offsets[tp] = result.end_offset
+            self._cleaned(tp, result)
             cleaned.append(tp)
         if cleaned:
-            self.write_checkpoints(
-                checkpoints.CLEANER_OFFSET_CHECKPOINT,
-                lambda lg: self.cleaner_offsets.get((lg.topic, lg.partition), 0),
-                only=lambda lg: lg.config.compact,
-            )
+            self._write_cleaner_checkpoints()
         return cleaned
+
+    def start_cleaning(self, now: int | None = None) -> int:
+        """Plan a pass for every due log not already being compacted and hand it to the
+        cleaner threads; finish_cleaning installs what they built. Returns the number of
+        passes started."""
+        now = now_ms() if now is None else now
+        started = 0
+        for tp, partition_log, found in self._due_for_cleaning(now):
+            try:
+                pass_ = cleaner.plan(partition_log, found, now,
+                                     self.config.log_cleaner_io_max_bytes_per_second)
+            except OSError as exc:
+                self.handle_storage_error(partition_log, KafkaStorageError(
+                    f"planning the compaction of {partition_log.directory} failed: {exc}"))
+                continue
+            if self._cleaner_pool is None:
+                self._cleaner_pool = ThreadPoolExecutor(
+                    max(1, self.config.log_cleaner_threads), "kafka-log-cleaner-thread")
+            self._cleaning[tp] = (pass_, self._cleaner_pool.submit(cleaner.build, pass_))
+            started += 1
+        return started
+
+    def finish_cleaning(self) -> list[TopicPartition]:
+        """Install every pass the cleaner threads have finished building (on the thread
+        that owns the logs); returns the logs compacted."""
+        cleaned = []
+        for tp, (pass_, built) in list(self._cleaning.items()):
+            if not built.done():
+                continue
+            del self._cleaning[tp]
+            partition_log = pass_.partition_log
+            try:
+                built.result()
+                result = cleaner.install(pass_)
+            except cleaner.CleanCancelled:
+                continue
+            except KafkaStorageError as exc:
+                cleaner.discard(pass_)
+                self.handle_storage_error(partition_log, exc)
+                continue
+            except Exception:
+                log.exception("compaction of %s failed; it is skipped until a restart",
+                              partition_log.directory)
+                cleaner.discard(pass_)
+                self.uncleanable.add(tp)
+                continue
+            if result is not None:
+                self._cleaned(tp, result)
+                cleaned.append(tp)
+        if cleaned:
+            self._write_cleaner_checkpoints()
+        return cleaned
+
+    def cleaning_in_progress(self) -> int:
+        return len(self._cleaning)
+
+    def _due_for_cleaning(
+        self, now: int
+    ) -> list[tuple[TopicPartition, PartitionLog, cleaner.DirtyRange]]:
+        due = []
+        for tp, partition_log in list(self.logs.items()):
+            if tp in self._cleaning or tp in self.uncleanable:
+                continue
+            found = cleaner.needs_cleaning(partition_log, self.cleaner_offsets.get(tp, 0), now)
+            if found is not None:
+                due.append((tp, partition_log, found))
+        return due
+
+    def _cleaned(self, tp: TopicPartition, result: cleaner.CleanResult) -> None:
+        log.info("cleaned %s-%d: %d records removed, %d -> %d bytes", tp[0], tp[1],
+                 result.records_removed, result.bytes_read, result.bytes_written)
+        self.cleaner_offsets[tp] = result.end_offset
+
+    def _write_cleaner_checkpoints(self) -> None:
+        self.write_checkpoints(
+            checkpoints.CLEANER_OFFSET_CHECKPOINT,
+            lambda lg: self.cleaner_offsets.get((lg.topic, lg.partition), 0),
+            only=lambda lg: lg.config.compact,
+        )
+
+    def _stop_cleaning(self, tp: TopicPartition | None = None) -> None:
+        """Cancel the passes in progress (of one log, or all), discarding their output."""
+        for key, (pass_, built) in list(self._cleaning.items()):
+            if tp is not None and key != tp:
+                continue
+            pass_.cancelled = True
+            del self._cleaning[key]
+            built.add_done_callback(lambda _built, pass_=pass_: cleaner.discard(pass_))
+        if tp is None and self._cleaner_pool is not None:
+            self._cleaner_pool.shutdown(wait=True, cancel_futures=True)
+            self._cleaner_pool = None
 
     def _each_log(self, action: Callable[[PartitionLog], object]) -> None:
         for partition_log in list(self.logs.values()):
@@ -356,7 +447,9 @@ class LogManager:
     # --- shutdown ---------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """Flush every log, write every checkpoint, then the clean-shutdown marker."""
+        """Stop the cleaner threads, flush every log, write every checkpoint, then the
+        clean-shutdown marker."""
+        self._stop_cleaning()
         self._each_log(lambda lg: lg.flush())
         self.write_checkpoints(checkpoints.RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point)
         self.write_checkpoints(checkpoints.REPLICATION_CHECKPOINT, lambda lg: lg.high_watermark)

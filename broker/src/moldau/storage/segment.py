@@ -103,6 +103,33 @@ class OffsetMetadata:
         return self.segment_base_offset >= 0
 
 
+
+def scan_batch_headers(
+    fd: int, path: str, position: int, end: int, first_chunk: int = _SCAN_CHUNK
+) -> Iterator[BatchHeader]:
+    """The headers of the batches in bytes [position, end) of a segment file open as fd
+    (LogSegment.scan_headers; the cleaner reads through a descriptor of its own)."""
+    buf = b""
+    buf_start = position
+    chunk = first_chunk
+    while position + HEADER_SIZE <= end:
+        rel = position - buf_start
+        if rel < 0 or rel + HEADER_SIZE > len(buf):
+            buf = os.pread(fd, min(chunk, end - position), position)
+            buf_start, rel = position, 0
+            chunk = _SCAN_CHUNK
+            if len(buf) < HEADER_SIZE:
+                return
+        fields = HEADER.unpack_from(buf, rel)
+        if fields[1] < MIN_BATCH_LENGTH:
+            # A bad length would never advance the scan: corruption not yet recovered.
+            raise CorruptRecordError(
+                f"batch at byte {position} of {path} has batchLength {fields[1]}"
+            )
+        size = LOG_OVERHEAD + fields[1]
+        yield BatchHeader(position, fields[0], fields[0] + fields[6], size, fields[8], fields[2])
+        position += size
+
 class LogSegment:
     """One segment of a partition log; see the module docstring."""
 
@@ -352,29 +379,9 @@ class LogSegment:
     ) -> Iterator[BatchHeader]:
         """Batch headers from a batch boundary onwards, read in chunks (no record bytes):
         first_chunk bytes first (a lookup's target is near), then _SCAN_CHUNK at a time."""
-        end = self.size if end is None else end
-        buf = b""
-        buf_start = position
-        chunk = first_chunk
-        while position + HEADER_SIZE <= end:
-            rel = position - buf_start
-            if rel < 0 or rel + HEADER_SIZE > len(buf):
-                buf = os.pread(self.fd, min(chunk, end - position), position)
-                buf_start, rel = position, 0
-                chunk = _SCAN_CHUNK
-                if len(buf) < HEADER_SIZE:
-                    return
-            fields = HEADER.unpack_from(buf, rel)
-            if fields[1] < MIN_BATCH_LENGTH:
-                # A bad length would never advance the scan: corruption not yet recovered.
-                raise CorruptRecordError(
-                    f"batch at byte {position} of {self.log_path} has batchLength {fields[1]}"
-                )
-            size = LOG_OVERHEAD + fields[1]
-            yield BatchHeader(
-                position, fields[0], fields[0] + fields[6], size, fields[8], fields[2]
-            )
-            position += size
+        return scan_batch_headers(
+            self.fd, self.log_path, position, self.size if end is None else end, first_chunk
+        )
 
     def _entry_span(self) -> int:
         """Bytes from an offset index entry that hold the header of every batch up to the
