@@ -326,3 +326,28 @@ def test_zero_cleaner_threads_compact_nothing(tmp_path):
     assert manager.cleaning_in_progress() == 0
     assert contents(log) == before
     manager.shutdown()
+
+
+def test_a_full_offset_map_ends_the_pass_early_and_the_next_continues(tmp_path):
+    # Kafka's sizing: 128 MiB / 24-byte slots at load factor 0.9 for one thread.
+    assert cleaner.offset_map_capacity(128 * 1024 * 1024, 1, 0.9) == 5_033_164
+    assert cleaner.offset_map_capacity(128 * 1024 * 1024, 2, 0.9) == 2_516_581
+    # 48 bytes over two threads at 0.9: room for 1 key per pass.
+    manager, log = cleaning_manager(tmp_path, log_cleaner_threads=2,
+                                    log_cleaner_dedupe_buffer_size=48 * 2,
+                                    log_cleaner_io_buffer_load_factor=0.9)
+    assert manager.config.cleaner_max_keys == 1
+    # Offsets 0-5 alternate k0/k1; only k0 fits, so the pass stops at offset 1 (k1).
+    assert manager.start_cleaning(NOW) == 1
+    assert finish(manager) == [("offsets", 0)]
+    assert manager.cleaner_offsets[("offsets", 0)] == 1
+    assert [(o, k) for o, k, _ in contents(log)] == [
+        (0, b"k0"), (1, b"k1"), (2, b"k0"), (3, b"k1"), (4, b"k0"), (5, b"k1"), (6, b"x")]
+    passes = 1
+    while manager.start_cleaning(NOW):  # every later pass moves the checkpoint on
+        finish(manager)
+        passes += 1
+        assert passes < 10
+    assert manager.cleaner_offsets[("offsets", 0)] == 6
+    assert [(o, k) for o, k, _ in contents(log)] == [(4, b"k0"), (5, b"k1"), (6, b"x")]
+    manager.shutdown()

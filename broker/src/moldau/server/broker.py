@@ -332,6 +332,8 @@ class Broker:
             log_cleaner_backoff_ms=c["log.cleaner.backoff.ms"],
             log_cleaner_threads=c["log.cleaner.threads"],
             log_cleaner_io_max_bytes_per_second=c["log.cleaner.io.max.bytes.per.second"],
+            log_cleaner_dedupe_buffer_size=c["log.cleaner.dedupe.buffer.size"],
+            log_cleaner_io_buffer_load_factor=c["log.cleaner.io.buffer.load.factor"],
         )
         try:
             return LogManager(manager_config, self.topic_configs.default,

@@ -106,7 +106,11 @@ def dirty_range(partition_log: PartitionLog, first_dirty: int, now: int) -> Dirt
         elif segment.base_offset < uncleanable and segment.base_offset >= first_dirty:
             dirty += segment.size
         elif segment.base_offset < first_dirty:
-            clean += segment.size  # the segment holding the first dirty offset
+            # The segment holding the first dirty offset (a pass whose key map filled up
+            # ended inside it) counts on both sides, as Kafka's logSegments(from, to) do.
+            clean += segment.size
+            if first_dirty < uncleanable:
+                dirty += segment.size
     return DirtyRange(first_dirty, uncleanable, clean, dirty)
 
 
@@ -164,6 +168,7 @@ class CleanPlan:
     now: int
     groups: list[list[SegmentSnapshot]]
     max_bytes_per_second: float = float("inf")  # log.cleaner.io.max.bytes.per.second
+    max_keys: int | None = None  # offset_map_capacity; None: unbounded
     cancelled: bool = False  # set from the event loop; the pass stops at its next batch
     outputs: list[LogSegment] = field(default_factory=list)
     result: CleanResult | None = None
@@ -178,9 +183,12 @@ class CleanPlan:
 
 
 def build_offset_map(
-    segments: list[SegmentSnapshot], start: int, end: int, pace: _Pace
-) -> dict[bytes, int]:
-    """key -> the offset of its latest record in [start, end)."""
+    segments: list[SegmentSnapshot], start: int, end: int, pace: _Pace | None = None,
+    max_keys: int | None = None,
+) -> tuple[dict[bytes, int], int]:
+    """key -> the offset of its latest record in [start, end), and the end the map really
+    covers: at most max_keys keys fit (Kafka's offset map), and the first record of a
+    key that no longer fits ends the range there; the next pass continues from it."""
     latest: dict[bytes, int] = {}
     for snapshot in segments:
         for header in snapshot.headers():
@@ -192,9 +200,20 @@ def build_offset_map(
             if batch.is_control:
                 continue
             for record in batch.records():
-                if record.key is not None and start <= record.offset < end:
-                    latest[record.key] = record.offset
-    return latest
+                key = record.key
+                if key is None or not start <= record.offset < end:
+                    continue
+                if max_keys is not None and len(latest) >= max_keys and key not in latest:
+                    return latest, record.offset
+                latest[key] = record.offset
+    return latest, end
+
+
+def offset_map_capacity(dedupe_buffer_size: int, threads: int, load_factor: float) -> int:
+    """Keys one pass may map: Kafka gives each cleaner thread dedupe.buffer.size / threads
+    bytes of 24-byte slots (an MD5 hash and an offset), filled to the load factor."""
+    memory = min(dedupe_buffer_size // max(1, threads), 0x7FFFFFFF)
+    return max(1, int(memory // 24 * load_factor))
 
 
 class CleanCancelled(Exception):
@@ -249,10 +268,11 @@ def _group(
     return groups
 
 
-def clean(partition_log: PartitionLog, found: DirtyRange, now: int) -> CleanResult:
+def clean(partition_log: PartitionLog, found: DirtyRange, now: int,
+          max_keys: int | None = None) -> CleanResult:
     """One compaction pass over partition_log, on the caller's thread (see the module
     docstring). Raises the storage error of a failed read or write."""
-    pass_ = plan(partition_log, found, now)
+    pass_ = plan(partition_log, found, now, max_keys=max_keys)
     build(pass_)
     result = install(pass_)
     assert result is not None, "nothing can change the log between build and install here"
@@ -261,7 +281,7 @@ def clean(partition_log: PartitionLog, found: DirtyRange, now: int) -> CleanResu
 
 def plan(
     partition_log: PartitionLog, found: DirtyRange, now: int,
-    max_bytes_per_second: float = float("inf"),
+    max_bytes_per_second: float = float("inf"), max_keys: int | None = None,
 ) -> CleanPlan:
     """The segments a pass rewrites, grouped, each with a private descriptor."""
     config = partition_log.config
@@ -270,7 +290,7 @@ def plan(
     groups = []
     for group in _group(targets, config.segment_bytes, config.segment_index_bytes):
         groups.append([SegmentSnapshot(s, s.size, os.dup(s.fd)) for s in group])
-    return CleanPlan(partition_log, found, now, groups, max_bytes_per_second)
+    return CleanPlan(partition_log, found, now, groups, max_bytes_per_second, max_keys)
 
 
 def build(pass_: CleanPlan) -> None:
@@ -279,10 +299,12 @@ def build(pass_: CleanPlan) -> None:
     descriptors are closed when it returns; on an error the output is removed."""
     found = pass_.found
     pace = _Pace(pass_)
-    result = CleanResult(found.first_dirty, found.first_uncleanable, 0, 0, 0)
     try:
         targets = [snapshot for group in pass_.groups for snapshot in group]
-        latest = build_offset_map(targets, found.first_dirty, found.first_uncleanable, pace)
+        latest, end = build_offset_map(targets, found.first_dirty, found.first_uncleanable,
+                                       pace, pass_.max_keys)
+        result = CleanResult(found.first_dirty, end, 0, 0, 0)
+        _drop_groups_from(pass_, end)
         for group in pass_.groups:
             pass_.outputs.append(_clean_group(pass_, group, latest, result, pace))
     except OSError as exc:
@@ -295,6 +317,16 @@ def build(pass_: CleanPlan) -> None:
     finally:
         pass_.release()
     pass_.result = result
+
+
+def _drop_groups_from(pass_: CleanPlan, end: int) -> None:
+    """A map that filled up ends the pass early: groups from `end` on stay as they are."""
+    keep = [g for g in pass_.groups if g[0].segment.base_offset < end]
+    for group in pass_.groups[len(keep):]:
+        for snapshot in group:
+            os.close(snapshot.fd)
+            snapshot.fd = -1
+    pass_.groups = keep
 
 
 def install(pass_: CleanPlan) -> CleanResult | None:
@@ -445,5 +477,6 @@ __all__ = [
     "discard",
     "install",
     "needs_cleaning",
+    "offset_map_capacity",
     "plan",
 ]

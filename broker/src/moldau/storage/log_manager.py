@@ -57,6 +57,14 @@ class ManagerConfig:
     log_cleaner_backoff_ms: int = 15_000  # how often compacted logs are checked
     log_cleaner_threads: int = 1  # 0: no compaction at all, as in Kafka
     log_cleaner_io_max_bytes_per_second: float = float("inf")
+    log_cleaner_dedupe_buffer_size: int = 128 * 1024 * 1024
+    log_cleaner_io_buffer_load_factor: float = 0.9
+
+    @property
+    def cleaner_max_keys(self) -> int:
+        return cleaner.offset_map_capacity(self.log_cleaner_dedupe_buffer_size,
+                                           self.log_cleaner_threads,
+                                           self.log_cleaner_io_buffer_load_factor)
     sync: bool = True  # fsync checkpoints (tests may turn it off for speed)
 
 
@@ -320,7 +328,7 @@ class LogManager:
         cleaned = []
         for tp, partition_log, found in self._due_for_cleaning(now):
             try:
-                result = cleaner.clean(partition_log, found, now)
+                result = cleaner.clean(partition_log, found, now, self.config.cleaner_max_keys)
             except KafkaStorageError as exc:
                 self.handle_storage_error(partition_log, exc)
                 continue
@@ -339,7 +347,8 @@ class LogManager:
         for tp, partition_log, found in self._due_for_cleaning(now):
             try:
                 pass_ = cleaner.plan(partition_log, found, now,
-                                     self.config.log_cleaner_io_max_bytes_per_second)
+                                     self.config.log_cleaner_io_max_bytes_per_second,
+                                     self.config.cleaner_max_keys)
             except OSError as exc:
                 self.handle_storage_error(partition_log, KafkaStorageError(
                     f"planning the compaction of {partition_log.directory} failed: {exc}"))
