@@ -5,38 +5,20 @@ RequestMetrics (Fetch split into FetchConsumer and FetchFollower, as in Kafka)."
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from broker_process import start_broker
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from moldau.devcluster.brokers import BrokerProcess, free_port
+from moldau.devcluster.brokers import BrokerProcess
+
+from .jmx import beans
 
 RECORDS = 500
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any
-           ) -> Iterator[tuple[BrokerProcess, int]]:
-    port = free_port()
-    process = start_broker(tmp_path_factory, zk_ensemble.connect_string,
-                           {"num.partitions": "1", "offsets.topic.replication.factor": "1"},
-                           env={"MOLDAU_METRICS_PORT": str(port)})
-    yield process, port
-    assert process.stop() == 0
-
-
-def beans(port: int, query: str) -> dict[str, dict[str, Any]]:
-    url = f"http://127.0.0.1:{port}/jmx?qry={query}"
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        return {b["name"]: b for b in json.load(answer)["beans"]}
 
 
 def value(port: int, name: str, attribute: str = "Count") -> Any:

@@ -56,6 +56,7 @@ class FetchState:
     partition: Partition
     truncating: bool = True
     delayed_until: float = 0.0
+    lag: int = 0  # the leader's high watermark minus our log end (FetcherLagMetrics)
 
     @property
     def tp(self) -> TopicPartition:
@@ -285,6 +286,7 @@ class ReplicaFetcher:
         plog.update_high_watermark(min(data.high_watermark, plog.log_end_offset))
         if plog.log_start_offset < data.log_start_offset <= plog.high_watermark:
             plog.delete_records(data.log_start_offset)
+        state.lag = max(data.high_watermark - plog.log_end_offset, 0)
         if records:
             self.on_appended(partition, len(records))
 

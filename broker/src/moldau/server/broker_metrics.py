@@ -8,15 +8,21 @@ count only on the active controller, as in Kafka.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from moldau.metrics.process import process_bean
 from moldau.metrics.registry import Meter, MetricsRegistry, mbean_name
+from moldau.storage.log import PartitionLog
 
 if TYPE_CHECKING:
     from .broker import Broker
+    from .network import SocketServer
 
 SERVER, CONTROLLER, LOG, CLUSTER = "kafka.server", "kafka.controller", "kafka.log", "kafka.cluster"
+NETWORK = "kafka.network"
 TOPIC_METERS = ("MessagesInPerSec", "BytesInPerSec", "BytesOutPerSec", "BytesRejectedPerSec",
                 "TotalProduceRequestsPerSec", "FailedProduceRequestsPerSec",
                 "TotalFetchRequestsPerSec", "FailedFetchRequestsPerSec")
@@ -134,3 +140,109 @@ def _proc_io() -> dict[str, int]:
             return {k: int(v) for k, _, v in (line.partition(": ") for line in fh) if v}
     except (OSError, ValueError):
         return {}
+
+
+class DelayedOperations:
+    """One of Kafka's purgatories (Produce: acks=all waits; Fetch: long polls):
+    NumDelayedOperations counts the waiting requests, PurgatorySize the partitions they
+    watch (Kafka counts an operation once per key it watches)."""
+
+    def __init__(self, registry: MetricsRegistry, kind: str) -> None:
+        self.operations = 0
+        self.watched = 0
+        tags = (("delayedOperation", kind),)
+        registry.gauge(SERVER, "DelayedOperationPurgatory", "NumDelayedOperations",
+                       lambda: self.operations, tags)
+        registry.gauge(SERVER, "DelayedOperationPurgatory", "PurgatorySize",
+                       lambda: self.watched, tags)
+
+    @contextmanager
+    def waiting(self, keys: int) -> Iterator[None]:
+        self.operations += 1
+        self.watched += keys
+        try:
+            yield
+        finally:
+            self.operations -= 1
+            self.watched -= keys
+
+
+def register_network_gauges(registry: MetricsRegistry, broker: Broker) -> None:
+    """RequestChannel queue sizes and socket-server-metrics connection counts. One event
+    loop plays every network processor here, so the processor is 0."""
+
+    def server() -> SocketServer | None:
+        return broker.socket_server
+
+    def responses_queued() -> int:
+        s = server()
+        return 0 if s is None else sum(
+            1 for c in s.connections
+            if c.transport is not None and c.transport.get_write_buffer_size() > 0)
+
+    registry.gauge(NETWORK, "RequestChannel", "RequestQueueSize",
+                   lambda: server().queue_bound.queued if server() else 0)  # type: ignore[union-attr]
+    registry.gauge(NETWORK, "RequestChannel", "ResponseQueueSize", responses_queued)
+    registry.gauge(NETWORK, "RequestChannel", "ResponseQueueSize", responses_queued,
+                   (("processor", "0"),))
+
+    def connection_counts() -> dict[str, dict[str, object]]:
+        s = server()
+        if s is None:
+            return {}
+        counts = {listener.name: 0 for listener in s.listeners}
+        for c in s.connections:
+            counts[c.listener.name] = counts.get(c.listener.name, 0) + 1
+        return {f"{SERVER}:type=socket-server-metrics,listener={name},networkProcessor=0":
+                {"connection-count": n} for name, n in counts.items()}
+
+    registry.add_provider(connection_counts)
+
+
+def register_fetcher_lag(registry: MetricsRegistry, broker: Broker) -> None:
+    """ReplicaFetcherManager MaxLag and FetcherLagMetrics ConsumerLag per followed
+    partition: the leader's high watermark in its last answer minus our log end."""
+
+    def states() -> list:
+        manager = broker.fetchers
+        if manager is None:
+            return []
+        return [(f.name, s) for f in list(manager.fetchers.values())
+                for s in list(f.states.values())]
+
+    registry.gauge(SERVER, "ReplicaFetcherManager", "MaxLag",
+                   lambda: max((s.lag for _, s in states()), default=0),
+                   (("clientId", "Replica"),))
+    registry.add_provider(lambda: {
+        mbean_name(SERVER, "FetcherLagMetrics", "ConsumerLag",
+                   (("clientId", name), ("topic", s.partition.topic),
+                    ("partition", str(s.partition.index)))): {"Value": s.lag}
+        for name, s in states()})
+
+
+METRICS_ENABLED_ENV = "MOLDAU_METRICS_ENABLED"  # "false": the A/B benchmark's off switch
+
+
+def metrics_enabled() -> bool:
+    return os.environ.get(METRICS_ENABLED_ENV, "true").lower() not in ("false", "0", "no")
+
+
+class NoTopicStats(BrokerTopicStats):
+    """BrokerTopicStats that count nothing (metrics switched off)."""
+
+    def mark(self, name: str, topic: str, n: int = 1) -> None:
+        pass
+
+    def mark_broker(self, name: str, n: int) -> None:
+        pass
+
+
+def register_broker_metrics(broker: Broker) -> dict[str, DelayedOperations]:
+    """The gauges over the broker's state, the flush timer, and the purgatories."""
+    registry = broker.metrics
+    register_state_gauges(registry, broker)
+    register_network_gauges(registry, broker)
+    register_fetcher_lag(registry, broker)
+    PartitionLog.flush_listener = registry.timer(
+        LOG, "LogFlushStats", "LogFlushRateAndTimeMs").update if metrics_enabled() else None
+    return {kind: DelayedOperations(registry, kind) for kind in ("Produce", "Fetch")}

@@ -110,6 +110,8 @@ class Connection(asyncio.BufferedProtocol):
         self.id = ""
         self.tls = listener.ssl_context is not None
         self._task: asyncio.Future[None] | None = None  # the request in progress, if it waits
+        self.response_meta: Any = None  # the handler's note for on_sent (RequestMetrics)
+        self._send_started = 0
 
     # --- asyncio callbacks -------------------------------------------------------------
 
@@ -226,8 +228,11 @@ class Connection(asyncio.BufferedProtocol):
                 self.close()
                 return
             if result is None or type(result) is list:
-                if result and not self._send(result):
-                    return  # the rest of the response goes out on a task
+                if result:
+                    self._send_started = time.monotonic_ns()
+                    if not self._send(result):
+                        return  # the rest of the response goes out on a task
+                    self._sent()
                 continue
             self.busy = True
             self._task = asyncio.ensure_future(self._finish(result))
@@ -244,7 +249,9 @@ class Connection(asyncio.BufferedProtocol):
             self.close()
             return
         if result and not self.closed:
+            self._send_started = time.monotonic_ns()
             await self._send_async(result)
+            self._sent()
         self.busy = False
         if not self.closed:
             self._process()
@@ -292,8 +299,16 @@ class Connection(asyncio.BufferedProtocol):
                 return part.size
         return sent
 
+    def _sent(self) -> None:
+        """Report a response sent to the server's on_sent (request metrics)."""
+        meta, on_sent = self.response_meta, self.server.on_sent
+        if meta is not None and on_sent is not None:
+            self.response_meta = None
+            on_sent(meta, self._send_started, time.monotonic_ns())
+
     async def _send_rest(self, parts: Parts) -> None:
         await self._send_async(parts)
+        self._sent()
         self.busy = False
         if not self.closed:
             self._process()
@@ -360,6 +375,8 @@ class SocketServer:
         self.principal_builder = principal_builder
         self.connections: set[Connection] = set()
         self.listeners: list[Listener] = []
+        # called with (a connection's response_meta, send start ns, sent ns)
+        self.on_sent: Callable[[Any, int, int], None] | None = None
         self._last_fd_warning = 0.0
 
     async def start(self, listeners: list[Listener]) -> None:

@@ -1,34 +1,80 @@
 """Kafka's RequestMetrics: per request type, `RequestsPerSec` (a meter tagged with the
-request and its version) and histograms of where the time went, in milliseconds:
+request and its version), `ErrorsPerSec` (a meter per request and error, NONE included)
+and histograms of where the time went, in milliseconds:
 
 - RequestQueueTimeMs: from the frame's arrival to the handler's start (near zero here:
   the event loop dispatches a frame as soon as it is read);
 - LocalTimeMs: the handler's own work;
 - RemoteTimeMs: waiting for others (acks=all replication, a fetch's long poll);
-- TotalTimeMs: arrival to the response being ready (sending is the network's).
+- ResponseQueueTimeMs: from the response being ready to its send starting;
+- ResponseSendTimeMs: writing it to the socket (or the transport's buffer), sendfile
+  ranges included;
+- TotalTimeMs: arrival to the response being sent.
 
-Fetch is split into FetchConsumer and FetchFollower, as in Kafka.
+Fetch is split into FetchConsumer and FetchFollower, as in Kafka. The errors of a
+response are its `error_code` fields, counted wherever they sit in the response (one per
+partition of a Produce or Fetch answer, as Kafka's errorCounts do).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
+from moldau import errors
 from moldau.metrics.registry import Histogram, Meter, MetricsRegistry
+from moldau.protocol._runtime import Struct
 from moldau.protocol.api import APIS
+from moldau.tools.kafka_errors import error_name
 
 NETWORK = "kafka.network"
 FETCH = 1
+# Kafka's Errors names where the exception class names differ from them
+_RENAMED = {0: "NONE", 2: "CORRUPT_MESSAGE", 10: "MESSAGE_TOO_LARGE",
+            18: "RECORD_LIST_TOO_LARGE", 40: "INVALID_CONFIG"}
+
+
+def _snake(class_name: str) -> str:
+    base = class_name.removesuffix("Error")
+    return "".join("_" + c if c.isupper() and i else c for i, c in enumerate(base)).upper()
+
+
+def _error_names() -> dict[int, str]:
+    names = {cls.code: _snake(cls.__name__) for cls in vars(errors).values()
+             if isinstance(cls, type) and issubclass(cls, errors.KafkaError)
+             and cls is not errors.KafkaError}
+    names.update({code: error_name(code) for code in range(-1, 130)
+                  if not error_name(code).startswith("ERROR_")})
+    return {**names, **_RENAMED}
+
+
+ERROR_NAMES = _error_names()
+
+
+def error_counts(response: Any, counts: dict[int, int]) -> None:
+    """Add every error_code of a response (and of its nested structs) to counts."""
+    code = getattr(response, "error_code", None)
+    if type(code) is int:
+        counts[code] = counts.get(code, 0) + 1
+    for slot in type(response).__slots__:
+        value = getattr(response, slot, None)
+        if type(value) is list and value and isinstance(value[0], Struct):
+            for item in value:
+                error_counts(item, counts)
 
 
 @dataclass(slots=True)
 class _Metrics:
+    name: str
     requests: Meter
     queue: Histogram
     local: Histogram
     remote: Histogram
+    response_queue: Histogram
+    send: Histogram
     total: Histogram
+    errors: dict[int, Meter]
 
 
 class RequestMetrics:
@@ -37,7 +83,9 @@ class RequestMetrics:
         self._by_request: dict[tuple[str, int], _Metrics] = {}
 
     def record(self, api_key: int, version: int, body: Any, arrived_ns: int, started_ns: int,
-               local_ns: int, remote_ns: int, done_ns: int) -> None:
+               local_ns: int, remote_ns: int, response: Any) -> tuple[_Metrics, int, int]:
+        """Count a handled request; the (metrics, arrival, done) that `sent` takes once
+        the response went out."""
         name = APIS[api_key].name
         if api_key == FETCH:
             follower = (body.replica_id if version <= 14 else body.replica_state.replica_id) >= 0
@@ -49,13 +97,43 @@ class RequestMetrics:
         metrics.queue.update((started_ns - arrived_ns) / 1e6)
         metrics.local.update(local_ns / 1e6)
         metrics.remote.update(remote_ns / 1e6)
+        if response is not None:
+            counts: dict[int, int] = {}
+            error_counts(response, counts)
+            for code, n in counts.items():
+                meter = metrics.errors.get(code)
+                if meter is None:
+                    meter = metrics.errors[code] = self.registry.meter(
+                        NETWORK, "RequestMetrics", "ErrorsPerSec",
+                        (("request", name), ("error", ERROR_NAMES.get(code, f"ERROR_{code}"))))
+                meter.mark(n)
+        return metrics, arrived_ns, time.monotonic_ns()
+
+    @staticmethod
+    def sent(meta: tuple[_Metrics, int, int], send_started_ns: int, sent_ns: int) -> None:
+        """The response of a recorded request went out (the socket server calls this)."""
+        metrics, arrived_ns, done_ns = meta
+        metrics.response_queue.update(max(send_started_ns - done_ns, 0) / 1e6)
+        metrics.send.update((sent_ns - send_started_ns) / 1e6)
+        metrics.total.update((sent_ns - arrived_ns) / 1e6)
+
+    @staticmethod
+    def unanswered(meta: tuple[_Metrics, int, int]) -> None:
+        """A request that gets no response (acks=0): its total ends when it is handled."""
+        metrics, arrived_ns, done_ns = meta
+        metrics.response_queue.update(0.0)
+        metrics.send.update(0.0)
         metrics.total.update((done_ns - arrived_ns) / 1e6)
 
     def _make(self, name: str, version: int) -> _Metrics:
         r, tag = self.registry, (("request", name),)
+
+        def histogram(metric: str) -> Histogram:
+            return r.histogram(NETWORK, "RequestMetrics", metric, tag)
+
         return _Metrics(
+            name,
             r.meter(NETWORK, "RequestMetrics", "RequestsPerSec", (*tag, ("version", str(version)))),
-            r.histogram(NETWORK, "RequestMetrics", "RequestQueueTimeMs", tag),
-            r.histogram(NETWORK, "RequestMetrics", "LocalTimeMs", tag),
-            r.histogram(NETWORK, "RequestMetrics", "RemoteTimeMs", tag),
-            r.histogram(NETWORK, "RequestMetrics", "TotalTimeMs", tag))
+            histogram("RequestQueueTimeMs"), histogram("LocalTimeMs"),
+            histogram("RemoteTimeMs"), histogram("ResponseQueueTimeMs"),
+            histogram("ResponseSendTimeMs"), histogram("TotalTimeMs"), {})

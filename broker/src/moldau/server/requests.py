@@ -132,7 +132,7 @@ class RequestDispatcher:
         if inspect.isawaitable(result):
             return self._complete(ctx, body, result, started, local)
         parts = self._respond(ctx, body, result)
-        self._measure(ctx, body, started, local, 0)
+        self._measure(ctx, body, started, local, 0, result)
         return parts
 
     async def _complete(self, ctx: RequestContext, request: Any, pending: Awaitable[Any],
@@ -141,14 +141,20 @@ class RequestDispatcher:
         response = await pending
         remote = time.monotonic_ns() - waited
         parts = self._respond(ctx, request, response)
-        self._measure(ctx, request, started, local, remote)
+        self._measure(ctx, request, started, local, remote, response)
         return parts
 
     def _measure(self, ctx: RequestContext, request: Any, started: int, local: int,
-                 remote: int) -> None:
+                 remote: int, response: Any) -> None:
+        """RequestMetrics; the times of sending finish when the socket server reports
+        the response sent (Connection.response_meta)."""
         if self.metrics is not None:
-            self.metrics.record(ctx.header.request_api_key, ctx.api_version, request,
-                                ctx.received_ns, started, local, remote, time.monotonic_ns())
+            meta = self.metrics.record(ctx.header.request_api_key, ctx.api_version, request,
+                                       ctx.received_ns, started, local, remote, response)
+            if response is None:
+                self.metrics.unanswered(meta)
+            else:
+                ctx.conn.response_meta = meta
 
     def _respond(self, ctx: RequestContext, request: Any, response: Any) -> Parts | None:
         if response is None:

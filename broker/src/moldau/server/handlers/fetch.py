@@ -105,7 +105,8 @@ class FetchHandler:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            await rm.wait_for_change(partitions, remaining)
+            with self.broker.purgatory["Fetch"].waiting(len(partitions)):
+                await rm.wait_for_change(partitions, remaining)
             response, total, partitions, errors = self._read(request, wanted, version,
                                                              replica_id, again=True)
             if total >= request.min_bytes or errors or not partitions:

@@ -143,12 +143,13 @@ class ProduceHandler:
                                  timeout_ms: int) -> Any:
         deadline = time.monotonic() + max(timeout_ms, 0) / 1000
         rm = self.broker.replica_manager
-        while True:
-            left = [(p, o) for p, o in waiting if p.log.high_watermark < o]
-            remaining = deadline - time.monotonic()
-            if not left or remaining <= 0:
-                break
-            await rm.wait_for_change([p for p, _ in left], remaining)
+        with self.broker.purgatory["Produce"].waiting(len(waiting)):
+            while True:
+                left = [(p, o) for p, o in waiting if p.log.high_watermark < o]
+                remaining = deadline - time.monotonic()
+                if not left or remaining <= 0:
+                    break
+                await rm.wait_for_change([p for p, _ in left], remaining)
         errors: dict[tuple[str, int], int] = {}
         for p, o in waiting:
             if p.log.high_watermark < o:

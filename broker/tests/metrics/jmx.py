@@ -1,0 +1,13 @@
+"""Reading a broker's metrics endpoint in tests."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+
+def beans(port: int, query: str) -> dict[str, dict[str, Any]]:
+    url = f"http://127.0.0.1:{port}/jmx?qry={query}"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return {b["name"]: b for b in json.load(answer)["beans"]}
