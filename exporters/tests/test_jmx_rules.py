@@ -70,3 +70,10 @@ def test_exposition_is_prometheus_text() -> None:
     assert text == ('# HELP kafka_server_x_a_total events of A\n'
                     '# TYPE kafka_server_x_a_total counter\n'
                     'kafka_server_x_a_total{t="a\\"b"} 3\n')
+
+
+def test_the_certificate_expiry_of_a_listener_is_a_labelled_gauge() -> None:
+    samples = default_rules().apply(
+        "moldau:type=Tls,name=CertificateNotAfterSeconds,listener=SSL", {"Value": 1.8e9})
+    assert [(s.name, s.labels, s.value, s.type) for s in samples] == [
+        ("moldau_tls_certificate_not_after_seconds", (("listener", "SSL"),), 1.8e9, "GAUGE")]

@@ -628,6 +628,12 @@ class TlsContextHolder:
         return self._built.context
 
     @property
+    def certificate(self) -> x509.Certificate | None:
+        """The leaf certificate served now (None without a key store)."""
+        keystore = self._built.keystore
+        return keystore.chain[0] if keystore is not None else None
+
+    @property
     def listener_context(self) -> ssl.SSLContext:
         if not self._server_side:
             raise TypeError("listener_context is for server-side holders")

@@ -237,9 +237,23 @@ class NoTopicStats(BrokerTopicStats):
         pass
 
 
+def certificate_beans(broker: Broker) -> dict[str, dict[str, object]]:
+    """When the certificate each TLS listener serves now expires (seconds since the epoch;
+    a renewal reloaded at run time shows at once)."""
+    beans: dict[str, dict[str, object]] = {}
+    for listener, holder in broker.tls_holders.items():
+        certificate = holder.certificate
+        if certificate is not None:
+            beans[mbean_name("moldau", "Tls", "CertificateNotAfterSeconds",
+                             (("listener", listener),))] = {
+                "Value": certificate.not_valid_after_utc.timestamp()}
+    return beans
+
+
 def register_broker_metrics(broker: Broker) -> dict[str, DelayedOperations]:
     """The gauges over the broker's state, the flush timer, and the purgatories."""
     registry = broker.metrics
+    registry.add_provider(lambda: certificate_beans(broker))
     register_state_gauges(registry, broker)
     register_network_gauges(registry, broker)
     register_fetcher_lag(registry, broker)
