@@ -1,0 +1,239 @@
+"""The systems of the peer benchmarks, on 127.0.0.1 with free ports, and their driver.
+
+- Moldau: one broker (and one ZooKeeper node) from the repository, as the tests start it.
+- NATS JetStream 2.9 (Debian's nats-server): file storage in the run's directory.
+- Redis 7.0 (Debian's redis-server): AOF with appendfsync everysec, no RDB snapshots.
+- bench/drivers/peerbench: the Go load driver for all three, built offline from
+  Debian's Go packages (GOPATH mode) into a cache keyed by the sources' hash.
+
+Everything is installed by the suite itself (scripts/bench-packages.txt), only when
+missing, and every process started here is stopped by `Servers.stop()`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import _support as s
+
+PACKAGES = s.REPO / "scripts" / "bench-packages.txt"
+DRIVER_SRC = s.REPO / "bench" / "drivers" / "peerbench"
+GOCODE = Path("/usr/share/gocode")
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "moldau-bench"
+
+
+def install_packages() -> None:
+    subprocess.run([str(s.REPO / "scripts" / "install-debian-packages"), str(PACKAGES)],
+                   check=True)
+
+
+def build_driver() -> Path:
+    """The peerbench binary, rebuilt only when its Go sources change."""
+    digest = hashlib.sha256()
+    for path in sorted(DRIVER_SRC.glob("*.go")):
+        digest.update(path.name.encode() + path.read_bytes())
+    binary = CACHE / f"peerbench-{digest.hexdigest()[:16]}"
+    if binary.exists():
+        return binary
+    gopath = Path(tempfile.mkdtemp(prefix="moldau-bench-go-"))
+    try:
+        (gopath / "src").mkdir()
+        shutil.copytree(DRIVER_SRC, gopath / "src" / "peerbench")
+        env = dict(os.environ, GO111MODULE="off", GOFLAGS="", GOPROXY="off",
+                   GOPATH=f"{gopath}:{GOCODE}", GOCACHE=str(CACHE / "gocache"))
+        CACHE.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["go", "build", "-o", str(binary), "."], cwd=gopath / "src" / "peerbench",
+                       env=env, check=True)
+    finally:
+        shutil.rmtree(gopath, ignore_errors=True)
+    return binary
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def version(command: list[str]) -> str:
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "not installed"
+
+
+@dataclass
+class System:
+    """One system under test: its name in the tables, address and server process."""
+
+    name: str
+    kind: str  # the driver's -system: kafka, nats, redis
+    port: int
+    pid: int
+    durability: str
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@dataclass
+class Servers:
+    """Moldau, NATS and Redis started for one suite run, in a temporary directory."""
+
+    partitions: int = 1
+    peers: bool = True  # False: only Moldau (the profile and capacity suites)
+    properties: dict[str, str] = field(default_factory=dict)  # extra broker properties
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="moldau-peers-")))
+    systems: dict[str, System] = field(default_factory=dict)
+    _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    _stoppers: list[Any] = field(default_factory=list)
+    broker: Any = None  # the BrokerProcess
+
+    def start(self) -> Servers:
+        try:
+            self._start_moldau()
+            if self.peers:
+                self._start_nats()
+                self._start_redis()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _spawn(self, args: list[str], log: str) -> subprocess.Popen[bytes]:
+        out = open(self.workdir / log, "ab")  # noqa: SIM115
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, cwd=self.workdir)
+        out.close()
+        self._procs.append(proc)
+        return proc
+
+    def _start_moldau(self) -> None:
+        sys.path.insert(0, str(s.REPO / "broker" / "src"))
+        from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
+        from moldau.devcluster.brokers import BrokerProcess
+
+        ensemble = ZooKeeperEnsemble(self.workdir / "zk", size=1, die_with_parent=True).start()
+        self._stoppers.append(ensemble.stop)
+        broker = BrokerProcess(str(self.workdir / "moldau"), 1,
+                               ensemble.connect_string + "/bench",
+                               properties={"num.partitions": str(self.partitions),
+                                           "log.segment.bytes": str(1 << 30),
+                                           **self.properties})
+        broker.start(wait=60.0)
+        self._stoppers.append(broker.stop)
+        self.broker = broker
+        pid = broker.pid()
+        assert pid is not None
+        self.systems["Moldau"] = System(
+            "Moldau", "kafka", broker.port, pid,
+            "acks=1: acknowledged once appended to the leader's log (page cache); no fsync"
+            " (log.flush.interval.messages unset, Kafka's default)")
+
+    def _start_nats(self) -> None:
+        port = free_port()
+        store = self.workdir / "nats"
+        store.mkdir()
+        proc = self._spawn(["nats-server", "-a", "127.0.0.1", "-p", str(port), "-js",
+                            "-sd", str(store)], "nats.log")
+        wait_port(port)
+        self.systems["NATS JetStream"] = System(
+            "NATS JetStream", "nats", port, proc.pid,
+            "file storage, publish acknowledged once stored (page cache); fsync every 2 min"
+            " (the default sync_interval)")
+
+    def _start_redis(self) -> None:
+        port = free_port()
+        proc = self._spawn(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                            "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
+                            "--dir", str(self.workdir), "--protected-mode", "no"], "redis.log")
+        wait_port(port)
+        self.systems["Redis Streams"] = System(
+            "Redis Streams", "redis", port, proc.pid,
+            "XADD acknowledged once in memory and the AOF buffer (written before the reply"
+            " is sent); fsync every second (appendfsync everysec)")
+
+    def create_topic(self, name: str, partitions: int, compression: str = "none") -> None:
+        """Moldau topics are created up front, so produce runs never wait for metadata."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.systems["Moldau"].addr})
+        config = {} if compression == "none" else {"compression.type": "producer"}
+        admin.create_topics([NewTopic(name, partitions, 1, config=config)])[name].result(60)
+        deadline = time.monotonic() + 60
+        while True:
+            meta = admin.list_topics(name, timeout=10).topics[name]
+            if meta.error is None and all(p.leader >= 0 for p in meta.partitions.values()):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {name} has no leaders")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        for proc in reversed(self._procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)
+        for stop in reversed(self._stoppers):
+            try:
+                stop()
+            except Exception as exc:  # keep stopping the others
+                print(f"stopping: {exc}", file=sys.stderr)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def drive(driver: Path, system: System, mode: str, **flags: object) -> dict[str, Any]:
+    """One run of the Go driver; its JSON result plus the server's CPU share."""
+    args = [str(driver), "-system", system.kind, "-mode", mode, "-addr", system.addr]
+    for key, value in flags.items():
+        args += [f"-{key}", str(value)]
+    cpu0, t0 = cpu_seconds(system.pid), time.perf_counter()
+    out = subprocess.run(args, capture_output=True, text=True, timeout=900)
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed: {out.stderr.strip()}")
+    result: dict[str, Any] = json.loads(out.stdout)
+    result["server_cpu"] = (cpu_seconds(system.pid) - cpu0) / wall
+    result["command"] = " ".join(["peerbench", *args[1:]])
+    return result

@@ -1,0 +1,248 @@
+"""The Markdown section and the plots of bench/peers.py."""
+
+from __future__ import annotations
+
+import subprocess
+from statistics import median
+from typing import TYPE_CHECKING, Any
+
+import _support as s
+
+if TYPE_CHECKING:
+    from peers import Results
+
+PLOTS = s.REPO / "docs" / "img"
+SATURATED = 0.9  # a process using 90% of a core or more is CPU-bound
+
+
+def spread(values: list[float], digits: int = 0) -> str:
+    """'median (min-max)' of a list of runs."""
+    fmt = f"{{:,.{digits}f}}"
+    return f"{fmt.format(median(values))} ({fmt.format(min(values))}-{fmt.format(max(values))})"
+
+
+def ratios(a: list[float], b: list[float]) -> list[float]:
+    return [x / y for x, y in zip(a, b, strict=True)]
+
+
+def _cpu(values: list[float]) -> str:
+    m = median(values)
+    return f"{m * 100:.0f}%" + (" (saturated)" if m >= SATURATED else "")
+
+
+def _dpkg(package: str) -> str:
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True,
+                         text=True)
+    return out.stdout.strip() or "not installed"
+
+
+def versions() -> str:
+    from _peer_servers import version
+    from confluent_kafka import libversion
+
+    return "; ".join([
+        version(["nats-server", "--version"]),
+        version(["redis-server", "--version"]).split(" sha=")[0],
+        f"kcat {_dpkg('kcat')} (librdkafka {_dpkg('librdkafka1')})",
+        version(["go", "version"]),
+        f"confluent-kafka-go {_dpkg('golang-github-confluentinc-confluent-kafka-go-dev')}",
+        f"nats.go {_dpkg('golang-github-nats-io-go-nats-dev')}",
+        f"redigo {_dpkg('golang-github-gomodule-redigo-dev')}",
+        f"iperf3 {_dpkg('iperf3')}, fio {_dpkg('fio')}",
+        f"Python clients: confluent-kafka (librdkafka {libversion()[0]})",
+    ])
+
+
+def plot(out: Results, systems: list[str]) -> list[str]:
+    """Two PNGs under docs/img; returns their Markdown image lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    width = 0.38
+    for i, workload in enumerate(("produce", "consume")):
+        values = [median(x.mb_s for x in out.throughput[(name, workload)]) for name in systems]
+        lows = [v - min(x.mb_s for x in out.throughput[(n, workload)])
+                for v, n in zip(values, systems, strict=True)]
+        highs = [max(x.mb_s for x in out.throughput[(n, workload)]) - v
+                 for v, n in zip(values, systems, strict=True)]
+        ax.bar([j + (i - 0.5) * width for j in range(len(systems))], values, width,
+               yerr=[lows, highs], capsize=3, label=workload)
+    ax.set_xticks(range(len(systems)), systems, fontsize=8)
+    ax.set_ylabel("MB/s (1 KiB records)")
+    ax.set_title("Throughput, native drivers, median and range of the rounds", fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(PLOTS / "peers-throughput.png", dpi=100)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    labels = ["p50", "p99", "p99.9"]
+    keys = ["p50", "p99", "p999"]
+    lat_systems = [n for n in systems if n in out.latency]
+    for i, name in enumerate(lat_systems):
+        values = [median(run["e2e_ms"][k] for run in out.latency[name]) for k in keys]
+        ax.bar([j + (i - 1) * 0.27 for j in range(3)], values, 0.27, label=name)
+    ax.set_xticks(range(3), labels)
+    ax.set_yscale("log")
+    ax.set_ylabel("ms, due time to receipt")
+    ax.set_title("End-to-end latency at 50% of each system's maximum", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(PLOTS / "peers-latency.png", dpi=100)
+    plt.close(fig)
+    return ["![throughput](img/peers-throughput.png)", "![latency](img/peers-latency.png)"]
+
+
+def _met(value: float, goal: float) -> str:
+    return "met" if value >= goal else "**missed**"
+
+
+def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
+           rates: dict[str, float], durability: dict[str, str], loads: list[float]) -> str:
+    from peers import GOALS, LATENCY_SECONDS, MOLDAU, MOLDAU6, NATS, REDIS, ROUNDS, SIZE
+
+    systems = [MOLDAU, MOLDAU6, NATS, REDIS]
+    drivers = {MOLDAU: "kcat (librdkafka, C)", MOLDAU6: "kcat (librdkafka, C)",
+               NATS: "peerbench (Go, nats.go)", REDIS: "peerbench (Go, redigo)"}
+
+    def mb(name: str, workload: str) -> list[float]:
+        return [x.mb_s for x in out.throughput[(name, workload)]]
+
+    rows = []
+    for name in systems:
+        p, c = out.throughput[(name, "produce")], out.throughput[(name, "consume")]
+        rows.append([name, drivers[name], spread(mb(name, "produce")),
+                     f"{median(x.mb_s for x in p) * 1e6 / SIZE:,.0f}",
+                     spread(mb(name, "consume")),
+                     f"{_cpu([x.server_cpu for x in p])} / {_cpu([x.server_cpu for x in c])}",
+                     f"{_cpu([x.client_cpu for x in p])} / {_cpu([x.client_cpu for x in c])}"])
+    prod_nats = ratios(mb(MOLDAU, "produce"), mb(NATS, "produce"))
+    cons_nats = ratios(mb(MOLDAU, "consume"), mb(NATS, "consume"))
+    pairs = [(MOLDAU, NATS), (MOLDAU, REDIS), (MOLDAU6, NATS)]
+    ratio_rows = [[f"{mine} / {peer}", workload,
+                   spread(ratios(mb(mine, workload), mb(peer, workload)), 2)]
+                  for mine, peer in pairs for workload in ("produce", "consume")]
+
+    lat_rows = []
+    for name in (MOLDAU, NATS, REDIS):
+        runs = out.latency[name]
+
+        def q(kind: str, key: str, runs: list[dict[str, Any]] = runs) -> str:
+            return spread([run[kind][key] for run in runs], 2)
+
+        lat_rows.append([name, f"{rates[name]:,.0f} ({rates[name] * SIZE / 1e6:.0f} MB/s)",
+                         q("ack_ms", "p50"), q("ack_ms", "p99"), q("ack_ms", "p999"),
+                         q("e2e_ms", "p50"), q("e2e_ms", "p99"), q("e2e_ms", "p999"),
+                         _cpu([run["client_cpu"] for run in runs])])
+
+    py_rows = []
+    for name in (MOLDAU, NATS, REDIS):
+        produce, consume = out.python[(name, "produce")], out.python[(name, "consume")]
+        py_rows.append([name, spread(produce), spread(consume),
+                        "" if name == MOLDAU else
+                        f"{spread(ratios(out.python[(MOLDAU, 'produce')], produce), 2)} / "
+                        f"{spread(ratios(out.python[(MOLDAU, 'consume')], consume), 2)}"])
+
+    iperf, page, direct = (out.limits[k] for k in ("iperf3", "fio page cache", "fio direct"))
+    limit_rows = [
+        ["loopback TCP, iperf3 -t 2 (one stream)", spread(iperf),
+         spread(ratios(mb(MOLDAU, "produce"), iperf), 2),
+         spread(ratios(mb(MOLDAU, "consume"), iperf), 2)],
+        ["sequential write, fio 1 MiB psync, 512 MiB, page cache (what an un-fsynced log"
+         " append hits)", spread(page), spread(ratios(mb(MOLDAU, "produce"), page), 2), ""],
+        ["the same with O_DIRECT (--direct=1: to the disk)", spread(direct),
+         spread(ratios(mb(MOLDAU, "produce"), direct), 2), ""],
+    ]
+    commands = [f"- {name}: `{cmd}`" for name, cmd in sorted(out.commands.items())]
+    images = plot(out, systems)
+    lines = [
+        "## Peers: Moldau, NATS JetStream, Redis Streams (issue 12)",
+        "",
+        f"One server of each on 127.0.0.1, on the machine's 2 cores with their load driver "
+        f"(`make bench ONLY=peers`). {ROUNDS} rounds; in each, every system produces "
+        f"{count:,} records of {SIZE} B into a fresh topic/stream and then consumes them from "
+        "the start; the order of the systems rotates between rounds. Figures: median of the "
+        "rounds (min-max); ratios: median of the per-round ratios (min-max). MB/s = 10^6 B/s. "
+        "CPU: share of one core, median of the rounds (server / driver, produce / consume); "
+        "(saturated) marks 90% or more. Load average (1 min) at the start of each round: "
+        f"{', '.join(f'{x:.1f}' for x in loads)}.",
+        "",
+        "Durability (each acknowledges a write once it is in the server's log, none fsyncs "
+        "before acknowledging):",
+        "",
+        *[f"- {name}: {text}" for name, text in durability.items()],
+        "",
+        "Moldau records go into a topic of 1 partition (NATS: one stream, Redis: one key); "
+        "the 6-partition row is the same run into 6 partitions. Batching: kcat linger.ms 5, "
+        "batch.size 1 MiB; NATS async publishes with 4096 acknowledgements outstanding; Redis "
+        "pipelined XADDs, 4096 replies outstanding; consumers: kcat (fetch.max.bytes 50 MiB), "
+        "NATS ordered push consumer (flow control), Redis XRANGE pages of 1000.",
+        "",
+        "### Throughput, native drivers",
+        "",
+        s.table(["system", "driver", "produce MB/s", "produce records/s", "consume MB/s",
+                 "server CPU", "driver CPU"], rows),
+        "",
+        s.table(["ratio", "workload", "median (min-max)"], ratio_rows),
+        "",
+        f"Goals (issue 12): Moldau produce >= {GOALS['produce_vs_nats']:.0f}x NATS JetStream: "
+        f"{median(prod_nats):.2f}x, {_met(median(prod_nats), GOALS['produce_vs_nats'])}; "
+        f"consume >= {GOALS['consume_vs_nats']:.0f}x NATS: {median(cons_nats):.2f}x, "
+        f"{_met(median(cons_nats), GOALS['consume_vs_nats'])}.",
+        "",
+        *images,
+        "",
+        "### Latency at a fixed rate (peerbench for all three)",
+        "",
+        f"Each system at 50% of its median produce rate above, {LATENCY_SECONDS:.0f} s per "
+        "run, a consumer in the same process; 1 partition/stream/key. Records are sent on a "
+        "fixed schedule and each carries the time it was due: *ack* is due time to the "
+        "producer's acknowledgement, *e2e* due time to receipt by the consumer (coordinated "
+        "omission corrected: a stalled sender does not hide the wait). Moldau's driver here "
+        "is confluent-kafka-go on librdkafka (linger.ms 1, acks=1). Milliseconds, median of "
+        "the runs (min-max).",
+        "",
+        s.table(["system", "offered records/s", "ack p50", "ack p99", "ack p99.9", "e2e p50",
+                 "e2e p99", "e2e p99.9", "driver CPU"], lat_rows),
+        "",
+        "### Python clients",
+        "",
+        f"The same produce and consume, {py_count:,} records of {SIZE} B, with each system's "
+        "Python client: confluent-kafka (librdkafka; produce() loop, consume(10000)), nats-py "
+        "(publish_async, 4000 outstanding; ordered consumer), redis-py (pipelines of 1000 "
+        "XADDs; XRANGE pages of 1000). One process, so the client's own CPU bounds most rows.",
+        "",
+        s.table(["system", "produce MB/s", "consume MB/s", "Moldau / it (produce / consume)"],
+                py_rows),
+        "",
+        "### Physical limits, measured in the same rounds",
+        "",
+        s.table(["limit", "MB/s", "Moldau produce / it", "Moldau consume / it"], limit_rows),
+        "",
+        "Commands (the last round's; ports are chosen free per run):",
+        "",
+        "- Moldau produce: `kcat -P -b <broker> -t <topic> -X acks=1 -X linger.ms=5 -X "
+        "batch.size=1048576 -X queue.buffering.max.kbytes=1048576 -l <file of records, one "
+        "per line>`",
+        "- Moldau consume: `kcat -C -b <broker> -t <topic> -o beginning -e -q -c <records> -X "
+        "fetch.max.bytes=52428800 -X queued.max.messages.kbytes=1048576 -X "
+        "fetch.wait.max.ms=10 > /dev/null`",
+        *commands,
+        f"- fio: `fio --directory=<log dir> {' '.join(_fio_args())} --direct=0|1`",
+        "",
+        f"Versions: {versions()}.",
+        "",
+        s.environment(clock, ["confluent-kafka", "nats-py", "redis", "matplotlib"]),
+    ]
+    return "\n".join(lines)
+
+
+def _fio_args() -> list[str]:
+    from peers import FIO_ARGS
+
+    return FIO_ARGS
+

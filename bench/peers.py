@@ -1,0 +1,265 @@
+"""Moldau next to NATS JetStream and Redis Streams on the same machine, in the same run,
+and the machine's limits (issue 12).
+
+One Moldau broker (RF 1, a topic of 1 partition, and one of 6), one NATS server
+(JetStream, file storage) and one Redis server (AOF everysec) run side by side on
+127.0.0.1, installed from Debian's packages by the suite (scripts/bench-packages.txt).
+The workloads run in rounds; within a round every system gets the same workload one
+after the other (the order rotates), so a busy spell of the shared machine hits a round's
+systems alike, and the per-round ratios are what the page quotes.
+
+- Throughput, native drivers: produce-only of MOLDAU_BENCH_PEERS_RECORDS records of
+  1 KiB into a fresh topic/stream, then consume-only of the same records from the start.
+  Moldau: kcat (librdkafka's C client); NATS and Redis: bench/drivers/peerbench (Go,
+  nats.go and redigo).
+- Latency: produce+consume at a fixed rate of 50% of each system's median produce rate,
+  peerbench for all three (Moldau through confluent-kafka-go on librdkafka), due time to
+  acknowledgement and to receipt, coordinated omission corrected.
+- Python clients: the same produce and consume with confluent-kafka, nats-py, redis-py.
+- Limits: iperf3 on loopback and fio sequential writes in the directory of the logs.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import _peer_pyclients as py
+import _peer_servers as ps
+import _support as s
+
+ORDER = 60
+SIZE = 1024
+RECORDS = int(os.environ.get("MOLDAU_BENCH_PEERS_RECORDS", 300_000))
+PY_RECORDS = int(os.environ.get("MOLDAU_BENCH_PEERS_PY_RECORDS", 100_000))
+ROUNDS = 3
+LATENCY_SECONDS = 5.0
+GOALS = {"produce_vs_nats": 1.0, "consume_vs_nats": 2.0}
+MOLDAU, NATS, REDIS = "Moldau", "NATS JetStream", "Redis Streams"
+MOLDAU6 = "Moldau, 6 partitions"
+
+
+@dataclass
+class Sample:
+    mb_s: float
+    server_cpu: float
+    client_cpu: float
+
+
+@dataclass
+class Results:
+    """Per system and workload, one sample per round (rounds in order)."""
+
+    throughput: dict[tuple[str, str], list[Sample]] = field(default_factory=dict)
+    latency: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    python: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    limits: dict[str, list[float]] = field(default_factory=dict)
+    commands: dict[str, str] = field(default_factory=dict)
+
+    def add(self, system: str, workload: str, sample: Sample) -> None:
+        self.throughput.setdefault((system, workload), []).append(sample)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(args: list[str], pid: int, stdout: Any = None) -> tuple[float, float, float]:
+    """Run a client command; (wall seconds, server CPU share, client CPU share)."""
+    cpu0, child0, t0 = ps.cpu_seconds(pid), _children_cpu(), time.perf_counter()
+    subprocess.run(args, check=True, stdout=stdout or subprocess.DEVNULL, timeout=900)
+    wall = time.perf_counter() - t0
+    return wall, (ps.cpu_seconds(pid) - cpu0) / wall, (_children_cpu() - child0) / wall
+
+
+def records_file(path: Path, count: int, size: int) -> Path:
+    # kcat -P sends one record per line without its newline: lines of size + 1 bytes.
+    line = (b"m" * size) + b"\n"
+    with open(path, "wb") as fh:
+        for _ in range(count // 1000):
+            fh.write(line * 1000)
+        fh.write(line * (count % 1000))
+    return path
+
+
+def _end_offsets(addr: str, topic: str, partitions: int) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": addr, "group.id": "peers-check"})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+                   for p in range(partitions))
+    finally:
+        consumer.close()
+
+
+def kcat_produce(servers: ps.Servers, topic: str, partitions: int, records: Path,
+                  count: int, *, create: bool = True) -> Sample:
+    moldau = servers.systems[MOLDAU]
+    if create:
+        servers.create_topic(topic, partitions)
+    args = ["kcat", "-P", "-b", moldau.addr, "-t", topic, "-X", "acks=1", "-X", "linger.ms=5",
+            "-X", "batch.size=1048576", "-X", "queue.buffering.max.kbytes=1048576",
+            "-l", str(records)]
+    wall, server, client = _timed(args, moldau.pid)
+    produced = _end_offsets(moldau.addr, topic, partitions)
+    if produced != count:
+        raise RuntimeError(f"kcat produced {produced} of {count} records to {topic}")
+    return Sample(count * SIZE / wall / 1e6, server, client)
+
+
+def kcat_consume(servers: ps.Servers, topic: str, count: int) -> Sample:
+    moldau = servers.systems[MOLDAU]
+    # -c: exit on the last record instead of waiting for an empty fetch at the end.
+    args = ["kcat", "-C", "-b", moldau.addr, "-t", topic, "-o", "beginning", "-e", "-q",
+            "-c", str(count), "-X", "fetch.max.bytes=52428800",
+            "-X", "queued.max.messages.kbytes=1048576", "-X", "fetch.wait.max.ms=10"]
+    wall, server, client = _timed(args, moldau.pid)
+    return Sample(count * SIZE / wall / 1e6, server, client)
+
+
+def _driver_sample(result: dict[str, Any]) -> Sample:
+    return Sample(result["bytes"] / result["seconds"] / 1e6, result["server_cpu"],
+                  result["client_cpu"])
+
+
+def throughput_round(servers: ps.Servers, driver: Path, records: Path, count: int, r: int,
+                     out: Results) -> None:
+    jobs = [MOLDAU, NATS, REDIS, MOLDAU6]
+    jobs = jobs[r % len(jobs):] + jobs[: r % len(jobs)]  # rotate who goes first
+    for system in jobs:
+        if system in (MOLDAU, MOLDAU6):
+            partitions = 1 if system == MOLDAU else 6
+            topic = f"peers-{partitions}p-{r}"
+            out.add(system, "produce", kcat_produce(servers, topic, partitions, records, count))
+            out.add(system, "consume", kcat_consume(servers, topic, count))
+            continue
+        target = servers.systems[system]
+        name = f"peers{r}"
+        produced = ps.drive(driver, target, "produce", name=name, count=count, size=SIZE,
+                            window=4096)
+        consumed = ps.drive(driver, target, "consume", name=name, count=count, size=SIZE)
+        out.add(system, "produce", _driver_sample(produced))
+        out.add(system, "consume", _driver_sample(consumed))
+        out.commands[f"{system} produce"] = produced["command"]
+        out.commands[f"{system} consume"] = consumed["command"]
+        if system == REDIS:
+            _redis_del(target.addr, name)
+
+
+def _redis_del(addr: str, key: str) -> None:
+    import redis
+
+    host, port = addr.rsplit(":", 1)
+    redis.Redis(host=host, port=int(port)).delete(key)
+
+
+def latency_round(servers: ps.Servers, driver: Path, rates: dict[str, float], r: int,
+                  out: Results) -> None:
+    for system in (MOLDAU, NATS, REDIS):
+        target = servers.systems[system]
+        name = f"lat{r}"
+        if system == MOLDAU:
+            servers.create_topic(name, 1)
+        result = ps.drive(driver, target, "e2e", name=name, size=SIZE, rate=round(rates[system]),
+                          seconds=LATENCY_SECONDS, window=1 << 20)
+        out.latency.setdefault(system, []).append(result)
+        out.commands[f"{system} e2e"] = result["command"]
+        if system == REDIS:
+            _redis_del(target.addr, name)
+
+
+def python_round(servers: ps.Servers, count: int, r: int, out: Results) -> None:
+    moldau, nats_, redis_ = (servers.systems[n] for n in (MOLDAU, NATS, REDIS))
+    topic = f"peers-py-{r}"
+    servers.create_topic(topic, 1)
+    runs = [
+        (MOLDAU, "produce", lambda: py.kafka_produce(moldau.addr, topic, count, SIZE, 1)),
+        (MOLDAU, "consume", lambda: py.kafka_consume(moldau.addr, topic, count, 1)),
+        (NATS, "produce", lambda: py.nats_produce(nats_.addr, f"py{r}", count, SIZE)),
+        (NATS, "consume", lambda: py.nats_consume(nats_.addr, f"py{r}", count)),
+        (REDIS, "produce", lambda: py.redis_produce(redis_.addr, f"py{r}", count, SIZE)),
+        (REDIS, "consume", lambda: py.redis_consume(redis_.addr, f"py{r}", count)),
+    ]
+    for system, workload, fn in runs:
+        seconds = fn()
+        out.python.setdefault((system, workload), []).append(count * SIZE / seconds / 1e6)
+    _redis_del(redis_.addr, f"py{r}")
+
+
+def iperf3() -> float:
+    port = ps.free_port()
+    server = subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        ps.wait_port(port, 10)
+        out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", "2", "-J"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+    finally:
+        if server.poll() is None:
+            server.terminate()
+        server.wait(10)
+    import json
+
+    return float(json.loads(out)["end"]["sum_received"]["bits_per_second"]) / 8 / 1e6
+
+
+FIO_ARGS = ["--name=seqwrite", "--rw=write", "--bs=1M", "--size=512M", "--ioengine=psync",
+            "--numjobs=1", "--output-format=json"]
+
+
+def fio(directory: Path, direct: bool) -> float:
+    import json
+
+    args = ["fio", f"--directory={directory}", *FIO_ARGS, f"--direct={int(direct)}"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
+    for path in directory.glob("seqwrite*"):
+        path.unlink()
+    job = json.loads(out)["jobs"][0]["write"]
+    return float(job["io_bytes"]) / (job["runtime"] / 1000) / 1e6 if job["runtime"] else 0.0
+
+
+def run() -> str:
+    clock = s.Stopwatch()
+    quick = s.RUNS < 10
+    count = 20_000 if quick else RECORDS
+    py_count = 5_000 if quick else PY_RECORDS
+    ps.install_packages()
+    driver = ps.build_driver()
+    servers = ps.Servers().start()
+    out = Results()
+    try:
+        records = records_file(servers.workdir / "records.txt", count, SIZE)
+        loads = []
+        for r in range(ROUNDS):
+            loads.append(os.getloadavg()[0])
+            throughput_round(servers, driver, records, count, r, out)
+            out.limits.setdefault("iperf3", []).append(iperf3())
+            out.limits.setdefault("fio page cache", []).append(fio(servers.workdir, False))
+            out.limits.setdefault("fio direct", []).append(fio(servers.workdir, True))
+        records.unlink()
+        rates = {system: 0.5 * median(x.mb_s for x in out.throughput[(system, "produce")]) * 1e6
+                 / SIZE for system in (MOLDAU, NATS, REDIS)}
+        for r in range(ROUNDS):
+            loads.append(os.getloadavg()[0])
+            latency_round(servers, driver, rates, r, out)
+        for r in range(ROUNDS):
+            loads.append(os.getloadavg()[0])
+            python_round(servers, py_count, r, out)
+        durability = {name: system.durability for name, system in servers.systems.items()}
+    finally:
+        servers.stop()
+    import _peers_report
+
+    return _peers_report.render(clock, out, count, py_count, rates, durability, loads)
+
+
+if __name__ == "__main__":
+    print(run())
