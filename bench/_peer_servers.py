@@ -162,10 +162,32 @@ class Servers:
         self.broker = broker
         pid = broker.pid()
         assert pid is not None
+        self._warm_group_coordinator(broker.bootstrap)
         self.systems["Moldau"] = System(
             "Moldau", "kafka", broker.port, pid,
             "acks=1: acknowledged once appended to the leader's log (page cache); no fsync"
             " (log.flush.interval.messages unset, Kafka's default)")
+
+    @staticmethod
+    def _warm_group_coordinator(addr: str) -> None:
+        """Create __consumer_offsets now: any client with a group.id (librdkafka looks up
+        its coordinator even when it only assigns) would otherwise create its partitions
+        in the middle of a measurement."""
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": addr, "group.id": "peers-warmup"})
+        deadline = time.monotonic() + 120
+        try:
+            while True:
+                try:
+                    consumer.committed([TopicPartition("peers-warmup", 0)], timeout=10)
+                    return
+                except KafkaException:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
+        finally:
+            consumer.close()
 
     def _start_nats(self) -> None:
         port = free_port()

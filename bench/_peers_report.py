@@ -79,22 +79,39 @@ def plot(out: Results, systems: list[str]) -> list[str]:
     fig.savefig(PLOTS / "peers-throughput.png", dpi=100)
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
     labels = ["p50", "p99", "p99.9"]
     keys = ["p50", "p99", "p999"]
-    lat_systems = [n for n in systems if n in out.latency]
-    for i, name in enumerate(lat_systems):
-        values = [median(run["e2e_ms"][k] for run in out.latency[name]) for k in keys]
-        ax.bar([j + (i - 1) * 0.27 for j in range(3)], values, 0.27, label=name)
-    ax.set_xticks(range(3), labels)
-    ax.set_yscale("log")
-    ax.set_ylabel("ms, due time to receipt")
-    ax.set_title("End-to-end latency at 50% of each system's maximum", fontsize=9)
-    ax.legend(fontsize=8)
+    lat_systems = [n for n in systems if (n, "half") in out.latency]
+    titles = {"half": "at 50% of each system's maximum", "fixed": "at the same fixed rate"}
+    for ax, (label, title) in zip(axes, titles.items(), strict=True):
+        for i, name in enumerate(lat_systems):
+            values = [median(run["e2e_ms"][k] for run in out.latency[(name, label)])
+                      for k in keys]
+            ax.bar([j + (i - 1) * 0.27 for j in range(3)], values, 0.27, label=name)
+        ax.set_xticks(range(3), labels)
+        ax.set_yscale("log")
+        ax.set_title(f"End-to-end latency {title}", fontsize=9)
+    axes[0].set_ylabel("ms, due time to receipt")
+    axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(PLOTS / "peers-latency.png", dpi=100)
     plt.close(fig)
     return ["![throughput](img/peers-throughput.png)", "![latency](img/peers-latency.png)"]
+
+
+def size_rows(out: Results, sizes: tuple[int, ...]) -> list[list[str]]:
+    from peers import MOLDAU, NATS, REDIS, SIZE
+
+    rows = []
+    for size in sorted(sizes):
+        for workload in ("produce", "consume"):
+            key = workload if size == SIZE else f"{workload} {size}"
+            mb = {n: [x.mb_s for x in out.throughput[(n, key)]] for n in (MOLDAU, NATS, REDIS)}
+            rows.append([f"{size:,} B", workload, *(spread(mb[n]) for n in mb),
+                         spread(ratios(mb[MOLDAU], mb[NATS]), 2),
+                         spread(ratios(mb[MOLDAU], mb[REDIS]), 2)])
+    return rows
 
 
 def _met(value: float, goal: float) -> str:
@@ -103,7 +120,18 @@ def _met(value: float, goal: float) -> str:
 
 def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
            rates: dict[str, float], durability: dict[str, str], loads: list[float]) -> str:
-    from peers import GOALS, LATENCY_SECONDS, MOLDAU, MOLDAU6, NATS, REDIS, ROUNDS, SIZE
+    from peers import (
+        FIXED_RATE,
+        GOALS,
+        LATENCY_SECONDS,
+        MOLDAU,
+        MOLDAU6,
+        NATS,
+        OTHER_SIZES,
+        REDIS,
+        ROUNDS,
+        SIZE,
+    )
 
     systems = [MOLDAU, MOLDAU6, NATS, REDIS]
     drivers = {MOLDAU: "kcat (librdkafka, C)", MOLDAU6: "kcat (librdkafka, C)",
@@ -128,13 +156,14 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
                   for mine, peer in pairs for workload in ("produce", "consume")]
 
     lat_rows = []
-    for name in (MOLDAU, NATS, REDIS):
-        runs = out.latency[name]
+    for name, label in ((n, lab) for lab in ("half", "fixed") for n in (MOLDAU, NATS, REDIS)):
+        runs = out.latency[(name, label)]
+        rate = runs[0]["offered_records_s"]
 
         def q(kind: str, key: str, runs: list[dict[str, Any]] = runs) -> str:
             return spread([run[kind][key] for run in runs], 2)
 
-        lat_rows.append([name, f"{rates[name]:,.0f} ({rates[name] * SIZE / 1e6:.0f} MB/s)",
+        lat_rows.append([name, f"{rate:,.0f} ({rate * SIZE / 1e6:.0f} MB/s)",
                          q("ack_ms", "p50"), q("ack_ms", "p99"), q("ack_ms", "p999"),
                          q("e2e_ms", "p50"), q("e2e_ms", "p99"), q("e2e_ms", "p999"),
                          _cpu([run["client_cpu"] for run in runs])])
@@ -196,10 +225,20 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
         "",
         *images,
         "",
+        "### Record sizes",
+        "",
+        f"The same rounds with {' and '.join(f'{x:,} B' for x in OTHER_SIZES)} records (the "
+        f"headline's bytes per run, at most {count:,} records), 1 partition/stream/key; "
+        f"{SIZE:,} B from the table above. MB/s, median of {ROUNDS} rounds (min-max).",
+        "",
+        s.table(["record size", "workload", MOLDAU, NATS, REDIS, "Moldau / NATS",
+                 "Moldau / Redis"], size_rows(out, (SIZE, *OTHER_SIZES))),
+        "",
         "### Latency at a fixed rate (peerbench for all three)",
         "",
-        f"Each system at 50% of its median produce rate above, {LATENCY_SECONDS:.0f} s per "
-        "run, a consumer in the same process; 1 partition/stream/key. Records are sent on a "
+        f"Each system first at 50% of its median produce rate above, then all at {FIXED_RATE:,} "
+        f"records/s; {LATENCY_SECONDS:.0f} s per run, a consumer in the same process; "
+        "1 partition/stream/key. Records are sent on a "
         "fixed schedule and each carries the time it was due: *ack* is due time to the "
         "producer's acknowledgement, *e2e* due time to receipt by the consumer (coordinated "
         "omission corrected: a stalled sender does not hide the wait). Moldau's driver here "

@@ -34,12 +34,14 @@ import _peer_pyclients as py
 import _peer_servers as ps
 import _support as s
 
-ORDER = 60
+ORDER = 110  # after the single-broker and replication sections
 SIZE = 1024
 RECORDS = int(os.environ.get("MOLDAU_BENCH_PEERS_RECORDS", 300_000))
 PY_RECORDS = int(os.environ.get("MOLDAU_BENCH_PEERS_PY_RECORDS", 100_000))
 ROUNDS = 3
-LATENCY_SECONDS = 5.0
+LATENCY_SECONDS = 4.0
+FIXED_RATE = 10_000  # records/s: one offered load for all, below every system's maximum
+OTHER_SIZES = (100, 10240)
 GOALS = {"produce_vs_nats": 1.0, "consume_vs_nats": 2.0}
 MOLDAU, NATS, REDIS = "Moldau", "NATS JetStream", "Redis Streams"
 MOLDAU6 = "Moldau, 6 partitions"
@@ -57,7 +59,7 @@ class Results:
     """Per system and workload, one sample per round (rounds in order)."""
 
     throughput: dict[tuple[str, str], list[Sample]] = field(default_factory=dict)
-    latency: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    latency: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     python: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     limits: dict[str, list[float]] = field(default_factory=dict)
     commands: dict[str, str] = field(default_factory=dict)
@@ -101,7 +103,7 @@ def _end_offsets(addr: str, topic: str, partitions: int) -> int:
 
 
 def kcat_produce(servers: ps.Servers, topic: str, partitions: int, records: Path,
-                  count: int, *, create: bool = True) -> Sample:
+                  count: int, *, create: bool = True, size: int = SIZE) -> Sample:
     moldau = servers.systems[MOLDAU]
     if create:
         servers.create_topic(topic, partitions)
@@ -112,17 +114,17 @@ def kcat_produce(servers: ps.Servers, topic: str, partitions: int, records: Path
     produced = _end_offsets(moldau.addr, topic, partitions)
     if produced != count:
         raise RuntimeError(f"kcat produced {produced} of {count} records to {topic}")
-    return Sample(count * SIZE / wall / 1e6, server, client)
+    return Sample(count * size / wall / 1e6, server, client)
 
 
-def kcat_consume(servers: ps.Servers, topic: str, count: int) -> Sample:
+def kcat_consume(servers: ps.Servers, topic: str, count: int, size: int = SIZE) -> Sample:
     moldau = servers.systems[MOLDAU]
     # -c: exit on the last record instead of waiting for an empty fetch at the end.
     args = ["kcat", "-C", "-b", moldau.addr, "-t", topic, "-o", "beginning", "-e", "-q",
             "-c", str(count), "-X", "fetch.max.bytes=52428800",
             "-X", "queued.max.messages.kbytes=1048576", "-X", "fetch.wait.max.ms=10"]
     wall, server, client = _timed(args, moldau.pid)
-    return Sample(count * SIZE / wall / 1e6, server, client)
+    return Sample(count * size / wall / 1e6, server, client)
 
 
 def _driver_sample(result: dict[str, Any]) -> Sample:
@@ -131,23 +133,29 @@ def _driver_sample(result: dict[str, Any]) -> Sample:
 
 
 def throughput_round(servers: ps.Servers, driver: Path, records: Path, count: int, r: int,
-                     out: Results) -> None:
-    jobs = [MOLDAU, NATS, REDIS, MOLDAU6]
+                     out: Results, size: int = SIZE) -> None:
+    """Every system produces `count` records of `size` B, then reads them back.
+
+    Results of the headline size are keyed (system, "produce"); other sizes
+    (system, "produce <size>")."""
+    jobs = [MOLDAU, NATS, REDIS, MOLDAU6] if size == SIZE else [MOLDAU, NATS, REDIS]
     jobs = jobs[r % len(jobs):] + jobs[: r % len(jobs)]  # rotate who goes first
+    suffix = "" if size == SIZE else f" {size}"
     for system in jobs:
         if system in (MOLDAU, MOLDAU6):
             partitions = 1 if system == MOLDAU else 6
-            topic = f"peers-{partitions}p-{r}"
-            out.add(system, "produce", kcat_produce(servers, topic, partitions, records, count))
-            out.add(system, "consume", kcat_consume(servers, topic, count))
+            topic = f"peers-{partitions}p-{size}-{r}"
+            out.add(system, "produce" + suffix,
+                    kcat_produce(servers, topic, partitions, records, count, size=size))
+            out.add(system, "consume" + suffix, kcat_consume(servers, topic, count, size))
             continue
         target = servers.systems[system]
-        name = f"peers{r}"
-        produced = ps.drive(driver, target, "produce", name=name, count=count, size=SIZE,
+        name = f"peers{size}-{r}"
+        produced = ps.drive(driver, target, "produce", name=name, count=count, size=size,
                             window=4096)
-        consumed = ps.drive(driver, target, "consume", name=name, count=count, size=SIZE)
-        out.add(system, "produce", _driver_sample(produced))
-        out.add(system, "consume", _driver_sample(consumed))
+        consumed = ps.drive(driver, target, "consume", name=name, count=count, size=size)
+        out.add(system, "produce" + suffix, _driver_sample(produced))
+        out.add(system, "consume" + suffix, _driver_sample(consumed))
         out.commands[f"{system} produce"] = produced["command"]
         out.commands[f"{system} consume"] = consumed["command"]
         if system == REDIS:
@@ -162,15 +170,15 @@ def _redis_del(addr: str, key: str) -> None:
 
 
 def latency_round(servers: ps.Servers, driver: Path, rates: dict[str, float], r: int,
-                  out: Results) -> None:
+                  out: Results, label: str) -> None:
     for system in (MOLDAU, NATS, REDIS):
         target = servers.systems[system]
-        name = f"lat{r}"
+        name = f"lat-{label}-{r}"
         if system == MOLDAU:
             servers.create_topic(name, 1)
         result = ps.drive(driver, target, "e2e", name=name, size=SIZE, rate=round(rates[system]),
                           seconds=LATENCY_SECONDS, window=1 << 20)
-        out.latency.setdefault(system, []).append(result)
+        out.latency.setdefault((system, label), []).append(result)
         out.commands[f"{system} e2e"] = result["command"]
         if system == REDIS:
             _redis_del(target.addr, name)
@@ -245,11 +253,21 @@ def run() -> str:
             out.limits.setdefault("fio page cache", []).append(fio(servers.workdir, False))
             out.limits.setdefault("fio direct", []).append(fio(servers.workdir, True))
         records.unlink()
+        for size in OTHER_SIZES:
+            # the same bytes per run as the headline (at most `count` records)
+            n = min(count, count * SIZE // size)
+            records = records_file(servers.workdir / "records.txt", n, size)
+            for r in range(ROUNDS):
+                loads.append(os.getloadavg()[0])
+                throughput_round(servers, driver, records, n, r, out, size)
+            records.unlink()
         rates = {system: 0.5 * median(x.mb_s for x in out.throughput[(system, "produce")]) * 1e6
                  / SIZE for system in (MOLDAU, NATS, REDIS)}
         for r in range(ROUNDS):
             loads.append(os.getloadavg()[0])
-            latency_round(servers, driver, rates, r, out)
+            latency_round(servers, driver, rates, r, out, "half")
+            fixed = dict.fromkeys(rates, FIXED_RATE)
+            latency_round(servers, driver, fixed, r, out, "fixed")
         for r in range(ROUNDS):
             loads.append(os.getloadavg()[0])
             python_round(servers, py_count, r, out)
