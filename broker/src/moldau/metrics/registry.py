@@ -86,8 +86,10 @@ class Histogram:
         self.count += 1
         self._sum += value
         self._sum_sq += value * value
-        self._min = min(self._min, value)
-        self._max = max(self._max, value)
+        if value < self._min:  # comparisons: cheaper than calls to min() and max()
+            self._min = value
+        if value > self._max:
+            self._max = value
         self._values.append(value)
 
     def attributes(self, _now: float) -> dict[str, Any]:

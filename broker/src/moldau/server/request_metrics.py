@@ -24,7 +24,6 @@ from typing import Any
 
 from moldau import errors
 from moldau.metrics.registry import Histogram, Meter, MetricsRegistry
-from moldau.protocol._runtime import Struct
 from moldau.protocol.api import APIS
 from moldau.tools.kafka_errors import error_name
 
@@ -52,16 +51,45 @@ def _error_names() -> dict[int, str]:
 ERROR_NAMES = _error_names()
 
 
+# per generated class: (has an error_code field, the struct fields under which an
+# error_code can be found, each with whether it is an array)
+_Plan = tuple[bool, tuple[tuple[str, bool], ...]]
+_PLANS: dict[type, _Plan] = {}
+
+
+def _plan(cls: type) -> _Plan:
+    plan = _PLANS.get(cls)
+    if plan is None:
+        _PLANS[cls] = (False, ())  # while it is computed (a struct that nests itself)
+        fields = getattr(cls, "FIELDS", ())
+        has_code = any(f.name == "error_code" for f in fields)
+        children = tuple((f.name, f.type == "array") for f in fields
+                         if f.struct is not None and _reaches_code(f.struct))
+        plan = _PLANS[cls] = (has_code, children)
+    return plan
+
+
+def _reaches_code(cls: type) -> bool:
+    has_code, children = _plan(cls)
+    return has_code or bool(children)
+
+
 def error_counts(response: Any, counts: dict[int, int]) -> None:
-    """Add every error_code of a response (and of its nested structs) to counts."""
-    code = getattr(response, "error_code", None)
-    if type(code) is int:
+    """Add every error_code of a response (and of its nested structs) to counts; the
+    walk visits only the fields the generated FIELDS say can lead to one."""
+    has_code, children = _plan(type(response))
+    if has_code:
+        code = response.error_code
         counts[code] = counts.get(code, 0) + 1
-    for slot in type(response).__slots__:
-        value = getattr(response, slot, None)
-        if type(value) is list and value and isinstance(value[0], Struct):
+    for name, is_array in children:
+        value = getattr(response, name, None)
+        if value is None:
+            continue
+        if is_array:
             for item in value:
                 error_counts(item, counts)
+        else:
+            error_counts(value, counts)
 
 
 @dataclass(slots=True)
