@@ -340,8 +340,8 @@ def _open_fds() -> int:
 
 
 def _fds_per_segment(workdir: Path) -> int:
-    """Descriptors one more segment holds, counted (not assumed): its `.log`, plus one per
-    index mapping where Python's mmap keeps a duplicate of the index file's descriptor."""
+    """Descriptors one more rolled segment holds, counted (not assumed): its `.log`, plus
+    one per index still mapped (Python's mmap keeps a duplicate of the file's descriptor)."""
     directory = workdir / "fdcount-0"
     log = _build_segments(directory, 2)
     before = _open_fds()
@@ -374,8 +374,12 @@ def _lookups(workdir: Path) -> LookupResult:
     plain `os.pread` of a whole segment from a random one of each log (the cost of
     touching a larger working set, without Moldau's code)."""
     wanted = LOOKUP_SEGMENTS[-1]
+    from moldau.storage.segment import MAPPED_INDEXES
+
     per_segment = _fds_per_segment(workdir)
-    fits, note = _segment_budget(wanted, per_segment, per_segment * LOOKUP_SEGMENTS[0])
+    # Reads map indexes again: up to MAPPED_INDEXES.limit segments hold two more each.
+    fits, note = _segment_budget(
+        wanted, per_segment, per_segment * LOOKUP_SEGMENTS[0] + 2 * MAPPED_INDEXES.limit)
     few, many = LOOKUP_SEGMENTS[0], max(fits, LOOKUP_SEGMENTS[0])
     logs: dict[int, Any] = {}
     build: dict[int, float] = {}
@@ -753,9 +757,10 @@ def _report(
         "",
         s.table(["case", "median", "vs 10 segments", "runs x loop"], lookup_rows),
         "",
-        f"Segment limits of this process: {lookups.limit_note} (its `.log`, and one for "
-        "each index: the storage engine closes an index file once mapped, but CPython "
-        "3.11's `mmap.mmap` keeps a duplicate of the descriptor), and two mappings."
+        f"Segment limits of this process: {lookups.limit_note} (counted after a roll: its "
+        "`.log`; a roll unmaps the indexes, and a read maps them again, two more "
+        "descriptors since CPython's `mmap.mmap` keeps a duplicate of each, for at most "
+        "an eighth of the open-files limit in segments at once), and two mappings."
         + (
             f" **{lookups.wanted:,} segments did not fit: the large log has {many:,}.**"
             if limited

@@ -351,3 +351,33 @@ def test_a_full_offset_map_ends_the_pass_early_and_the_next_continues(tmp_path):
     assert manager.cleaner_offsets[("offsets", 0)] == 6
     assert [(o, k) for o, k, _ in contents(log)] == [(4, b"k0"), (5, b"k1"), (6, b"x")]
     manager.shutdown()
+
+
+def test_segments_that_compact_to_nothing_become_one(tmp_path):
+    # 30 rounds over 8 keys in 2 KiB segments: only the last round survives, so the
+    # leading segments keep nothing. Consumers must not meet a run of empty segments
+    # (librdkafka gives up after ten fetches in a row that return no record).
+    log = PartitionLog(str(tmp_path / "t-0"), compacted_config(segment_bytes=2048),
+                       sync=False)
+    for round_ in range(30):
+        for key in range(8):
+            log.append_as_leader(build_batch([(b"key-%d" % key, b"r%d" % round_ + b"." * 50,
+                                               (), NOW)]), leader_epoch=0, now=NOW)
+    log.update_high_watermark(log.log_end_offset)
+    segments_before = len(log.segments)
+    result = cleaner.clean(log, cleaner.needs_cleaning(log, 0, NOW), NOW)
+    assert result.bytes_written < result.bytes_read
+    empty = [s.base_offset for s in log.segments if not any(
+        b.records_count for b in iter_batches(s.read_bytes(0, s.size)))]
+    assert len(empty) <= 1 and len(log.segments) < segments_before / 2
+    latest = {k: (o, v) for o, k, v in contents(log)}
+    assert {k: v for k, (_, v) in latest.items()} == {
+        b"key-%d" % k: b"r29" + b"." * 50 for k in range(8)}
+    offset, reads = 0, 0
+    while offset < log.high_watermark:  # a consumer's walk: every read makes progress
+        data = log.read_bytes(log.read(offset, 1 << 20, max_offset=log.high_watermark))
+        batches = list(iter_batches(data, allow_partial=True))
+        assert batches and batches[-1].last_offset >= offset
+        offset = batches[-1].last_offset + 1
+        reads += 1
+    assert reads <= len(log.segments)

@@ -51,3 +51,43 @@ def test_a_corrupt_lazy_index_is_rebuilt_when_first_used(tmp_path):
     assert os.path.getsize(path) % 8 == 0  # rebuilt from the log when first mapped
     target.offset_index.sanity_check(full=True)
     log.close()
+
+
+def test_a_roll_unmaps_the_old_segments_indexes(tmp_path):
+    before = open_fds()
+    log = PartitionLog(str(tmp_path / "t-0"), CONFIG, sync=False)
+    for i in range(40):
+        log.append_as_leader(build_batch([(b"k", b"v%d" % i * 20, (), None)]), leader_epoch=0)
+    segments = len(log.segments)
+    assert segments > 10
+    assert open_fds() - before <= segments + 2  # only the active segment keeps mappings
+    assert all(s._offset_index is None for s in log.segments[:-1])
+    data = log.read_bytes(log.read(3, 1 << 20))
+    assert next(iter(iter_batches(data, allow_partial=True))).base_offset <= 3
+    log.flush()  # fsyncs the unmapped index files too
+    log.close()
+    reopened = PartitionLog(str(tmp_path / "t-0"), CONFIG, sync=False)
+    for offset in (0, 7, 21, 39):  # every index still finds its offsets
+        data = reopened.read_bytes(reopened.read(offset, 1 << 20))
+        batch = next(iter(iter_batches(data, allow_partial=True)))
+        assert batch.base_offset <= offset <= batch.last_offset
+    reopened.close()
+
+
+def test_mapped_indexes_of_old_segments_stay_bounded(tmp_path, monkeypatch):
+    from moldau.storage import segment as segment_module
+
+    monkeypatch.setattr(segment_module.MAPPED_INDEXES, "limit", 4)
+    build_log(tmp_path)
+    reopened = PartitionLog(str(tmp_path / "t-0"), CONFIG, sync=False, clean_shutdown=False,
+                            recovery_point=0)  # a crash: every segment checked, then unmapped
+    assert all(s._offset_index is None for s in reopened.segments[:-1])
+    before = open_fds()
+    for offset in range(40):  # a consumer reading everything from the start
+        data = reopened.read_bytes(reopened.read(offset, 1 << 20))
+        assert next(iter(iter_batches(data, allow_partial=True))).base_offset <= offset
+    mapped = [s for s in reopened.segments[:-1] if s._offset_index is not None]
+    assert len(mapped) <= 4 and mapped == reopened.segments[-1 - len(mapped):-1]
+    assert open_fds() - before <= 2 * 4
+    reopened.close()
+    assert len(segment_module.MAPPED_INDEXES) == 0

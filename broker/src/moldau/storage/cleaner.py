@@ -250,7 +250,7 @@ def _group(
     current: list[LogSegment] = []
     size = index_size = 0
     for segment in segments:
-        next_index = segment.offset_index.size_in_bytes
+        next_index = segment.offset_index_bytes
         fits = (
             current
             and size + segment.size <= max_bytes
@@ -305,8 +305,7 @@ def build(pass_: CleanPlan) -> None:
                                        pace, pass_.max_keys)
         result = CleanResult(found.first_dirty, end, 0, 0, 0)
         _drop_groups_from(pass_, end)
-        for group in pass_.groups:
-            pass_.outputs.append(_clean_group(pass_, group, latest, result, pace))
+        _clean_groups(pass_, latest, result, pace)
     except OSError as exc:
         discard(pass_)
         raise KafkaStorageError(
@@ -358,41 +357,79 @@ def discard(pass_: CleanPlan) -> None:
     pass_.release()
 
 
-def _clean_group(pass_: CleanPlan, group: list[SegmentSnapshot], latest: dict[bytes, int],
-                 result: CleanResult, pace: _Pace) -> LogSegment:
-    partition_log, now = pass_.partition_log, pass_.now
+def _clean_groups(pass_: CleanPlan, latest: dict[bytes, int], result: CleanResult,
+                  pace: _Pace) -> None:
+    """Clean the groups into output segments, one per group, except that a group whose
+    records all went keeps its output open for the next group: runs of segments that
+    compact to nothing become one segment, not one empty segment each. (Consumers get no
+    record from an empty segment; librdkafka takes each such fetch for a too-small limit
+    and fails the partition after ten in a row.) `pass_.groups` ends up as the merged
+    groups, one per output."""
+    merged: list[list[SegmentSnapshot]] = []
+    out: LogSegment | None = None
+    dropped: RecordBatch | None = None  # the last batch seen, when nothing of it was kept
+    try:
+        for group in pass_.groups:
+            base = group[0].segment.base_offset
+            if out is not None and (out.size > 0 or base - out.base_offset > _INT32_MAX):
+                _finish_output(out, dropped)
+                pass_.outputs.append(out)
+                out = None
+            if out is None:
+                out = _open_output(pass_, base)
+                merged.append([])
+            merged[-1] += group
+            dropped = _clean_into(pass_, out, group, latest, result, pace, dropped)
+        if out is not None:
+            _finish_output(out, dropped)
+            pass_.outputs.append(out)
+            out = None
+    except BaseException:
+        if out is not None:
+            with contextlib.suppress(Exception):  # the original error is the one to report
+                out.delete()
+        raise
+    pass_.groups = merged
+
+
+def _open_output(pass_: CleanPlan, base: int) -> LogSegment:
+    partition_log = pass_.partition_log
     config = partition_log.config
-    base = group[0].segment.base_offset
     _remove_stale(partition_log.directory, base)
-    out = LogSegment(
+    return LogSegment(
         partition_log.directory,
         base,
         index_interval_bytes=config.index_interval_bytes,
         max_index_size=config.segment_index_bytes,
         suffix=CLEANED_SUFFIX,
     )
-    try:
-        dropped = None  # the last batch seen, when nothing of it was kept
-        for snapshot in group:
-            for header in snapshot.headers():
-                batch = snapshot.batch(header)
-                result.bytes_read += header.size
-                kept = _filter_batch(batch, latest, now, config.delete_retention_ms, result)
-                dropped = batch if kept is None else None
-                if kept is not None:
-                    _write(out, kept)
-                pace.took(header.size + (len(kept) if kept is not None else 0))
-        if dropped is not None:
-            # Keep the group's last offset in the output (an empty batch spanning the
-            # dropped one), so the offsets a .swap file covers are known after a crash.
-            _write(out, _empty_like(dropped))
-        out.on_become_inactive()
-        out.flush()
-    except BaseException:
-        with contextlib.suppress(Exception):  # the original error is the one to report
-            out.delete()
-        raise
-    return out
+
+
+def _clean_into(pass_: CleanPlan, out: LogSegment, group: list[SegmentSnapshot],
+                latest: dict[bytes, int], result: CleanResult, pace: _Pace,
+                dropped: RecordBatch | None) -> RecordBatch | None:
+    """Append what the group keeps to out; returns the new `dropped`."""
+    retention = pass_.partition_log.config.delete_retention_ms
+    for snapshot in group:
+        for header in snapshot.headers():
+            batch = snapshot.batch(header)
+            result.bytes_read += header.size
+            kept = _filter_batch(batch, latest, pass_.now, retention, result)
+            dropped = batch if kept is None else None
+            if kept is not None:
+                _write(out, kept)
+                result.bytes_written += len(kept)
+            pace.took(header.size + (len(kept) if kept is not None else 0))
+    return dropped
+
+
+def _finish_output(out: LogSegment, dropped: RecordBatch | None) -> None:
+    if dropped is not None:
+        # Keep the output's last offset (an empty batch spanning the dropped one), so the
+        # offsets a .swap file covers are known after a crash.
+        _write(out, _empty_like(dropped))
+    out.on_become_inactive()
+    out.flush()
 
 
 def _write(out: LogSegment, data: bytes) -> None:

@@ -172,6 +172,9 @@ class PartitionLog:
         if not self.segments:
             # A new (or emptied) log begins at its log start offset, not at 0.
             self._add(self._open_segment(log_start_offset))
+        for segment in self.segments[:-1]:
+            if not segment.inactive:  # checked or rebuilt above: trim and unmap like a roll
+                segment.on_become_inactive()
         active = self.active_segment
         # Reopened indexes were trimmed on close; the active segment needs room again.
         active.offset_index.resize(self.config.segment_index_bytes)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import struct
 import time
 from collections.abc import Callable, Iterator
@@ -130,6 +131,51 @@ def scan_batch_headers(
         yield BatchHeader(position, fields[0], fields[0] + fields[6], size, fields[8], fields[2])
         position += size
 
+
+def _fsync_path(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return  # an index that was never written
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _MappedIndexes:
+    """Inactive segments whose indexes are mapped, oldest mapping first. Past the limit
+    the oldest are unmapped again (the next read maps them anew): a consumer reading
+    through old data would otherwise leave two descriptors mapped per segment it touched
+    (CPython's mmap keeps a duplicate of each file's descriptor)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._segments: dict[LogSegment, None] = {}
+
+    def add(self, segment: LogSegment) -> None:
+        self._segments.pop(segment, None)
+        self._segments[segment] = None
+        while len(self._segments) > self.limit:
+            oldest = next(iter(self._segments))
+            oldest.release_indexes()
+
+    def discard(self, segment: LogSegment) -> None:
+        self._segments.pop(segment, None)
+
+    def __len__(self) -> int:
+        return len(self._segments)
+
+
+def _default_mapped_limit() -> int:
+    # Each mapped segment holds two descriptors beyond its .log: an eighth of the
+    # process's file limit, in segments, leaves the rest for logs and connections.
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(16, soft // 8) if soft != resource.RLIM_INFINITY else 100_000
+
+
+MAPPED_INDEXES = _MappedIndexes(_default_mapped_limit())
+
 class LogSegment:
     """One segment of a partition log; see the module docstring."""
 
@@ -168,6 +214,8 @@ class LogSegment:
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
         self._check_when_mapped = lazy_indexes
+        self._inactive = lazy_indexes  # inactive segments map their indexes on demand
+        self._indexes_unsynced = False
         self.created_ms = now_ms if now_ms is not None else int(time.time() * 1000)
         self.bytes_since_last_index_entry = 0
         last = self._last_time_entry() if lazy_indexes else self.time_index.last_entry
@@ -190,6 +238,8 @@ class LogSegment:
     def _open_indexes(self) -> None:
         self._offset_index = self._open_index(OffsetIndex, OFFSET_INDEX_SUFFIX)
         self._time_index = self._open_index(TimeIndex, TIME_INDEX_SUFFIX)
+        if self._inactive:
+            MAPPED_INDEXES.add(self)
         if self._check_when_mapped:
             # A lazily mapped index is checked when first mapped, and rebuilt from the log
             # if it fails: corrupt indexes are never trusted, only checked later.
@@ -365,12 +415,41 @@ class LogSegment:
         return now_ms - self.created_ms
 
     def on_become_inactive(self) -> None:
-        """The segment stops being the active one: record the final max timestamp, trim."""
+        """The segment stops being the active one: record the final max timestamp, trim,
+        and unmap the indexes until a read needs them again. CPython's mmap keeps a
+        duplicate descriptor per mapping, so a mapped inactive segment would cost three
+        descriptors instead of one (Kafka's JVM mappings cost none)."""
         self.time_index.maybe_append(
             self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
         )
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
+        self._inactive = True
+        self.release_indexes()
+        self._indexes_unsynced = True  # their entries sit in the page cache until flush
+
+    def release_indexes(self) -> None:
+        """Unmap the indexes (trimmed already); a later use maps them again."""
+        MAPPED_INDEXES.discard(self)
+        for index in (self._offset_index, self._time_index):
+            if index is not None:
+                index.close()
+        self._offset_index = self._time_index = None
+
+    @property
+    def inactive(self) -> bool:
+        """Rolled (or loaded as a rolled one): its indexes are mapped only while used."""
+        return self._inactive
+
+    @property
+    def offset_index_bytes(self) -> int:
+        """The offset index's size, without mapping it."""
+        if self._offset_index is not None:
+            return self._offset_index.size_in_bytes
+        try:
+            return os.path.getsize(self._path(OFFSET_INDEX_SUFFIX))
+        except FileNotFoundError:
+            return 0
 
     # --- reading ----------------------------------------------------------------------
 
@@ -587,14 +666,19 @@ class LogSegment:
         try:
             os.fsync(self.fd)
             for index in (self._offset_index, self._time_index):
-                if index is not None:  # an unmapped index has nothing unwritten
+                if index is not None:
                     index.flush()
+            if self._indexes_unsynced:  # unmapped at the roll, written before it
+                for suffix in (OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                    _fsync_path(self._path(suffix))
+                self._indexes_unsynced = False
         except OSError as exc:
             raise KafkaStorageError(f"flushing {self.log_path} failed: {exc}") from exc
 
     def close(self) -> None:
         if self.fd < 0:
             return
+        MAPPED_INDEXES.discard(self)
         if self._time_index is not None:  # an index never mapped has nothing to add
             self._time_index.maybe_append(
                 self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
