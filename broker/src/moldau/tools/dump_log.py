@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import os
 import struct
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.records import iter_batches
-from moldau.tools.options import Opt, Options, UsageError, require
+from moldau.storage.index import CorruptIndexError
+from moldau.tools import offsets_decoder
+from moldau.tools.options import Opt, Options, require
 from moldau.tools.runner import ArgumentError, Tool
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
@@ -25,13 +31,14 @@ OPTIONS = [
     Opt("deep-iteration", "If set, uses deep instead of shallow iteration. Automatically "
         "set if print-data-log is enabled."),
     Opt("verify-index-only", "If set, just verify the index log without printing its "
-        "content (not supported yet)."),
+        "content."),
     Opt("index-sanity-check", "If set, just checks the index sanity without printing its "
-        "content (not supported yet)."),
+        "content. This is the same check that is executed on broker startup to determine "
+        "if an index needs rebuilding or not."),
     Opt("max-bytes", "Limit the amount of total batches read in bytes avoiding reading the "
         "whole .log file(s).", "Integer: size", int, 2**31 - 1),
     Opt("offsets-decoder", "If set, log data will be parsed as offset data from the "
-        "__consumer_offsets topic (not supported yet)."),
+        "__consumer_offsets topic."),
 ]
 
 
@@ -39,7 +46,13 @@ def _text(data: bytes | None) -> str:
     return data.decode("utf-8", "replace") if data is not None else ""
 
 
-def dump_segment(path: str, deep: bool, contents: bool, max_bytes: int) -> list[str]:
+def _plain(offset: int, key: bytes | None, value: bytes | None) -> tuple[str | None, str]:
+    return (None if key is None else _text(key)), _text(value)
+
+
+def dump_segment(path: str, deep: bool, contents: bool, max_bytes: int,
+                 parse: Callable[[int, bytes | None, bytes | None],
+                                 tuple[str | None, str | None]] = _plain) -> list[str]:
     with open(path, "rb") as fh:
         data = fh.read(max_bytes)
     base = int(os.path.basename(path).split(".")[0])
@@ -72,59 +85,184 @@ def dump_segment(path: str, deep: bool, contents: bool, max_bytes: int) -> list[
                         f"{-1 if record.value is None else len(record.value)} sequence: "
                         f"{sequence} headerKeys: [{','.join(k for k, _ in record.headers)}]")
                 if contents:
-                    if record.key is not None:
-                        line += f" key: {_text(record.key)}"
-                    line += f" payload: {_text(record.value)}"
+                    key, payload = parse(record.offset, record.key, record.value)
+                    if key is not None:
+                        line += f" key: {key}"
+                    if payload is not None:
+                        line += f" payload: {payload}"
                 lines.append(line)
     except ProtocolError as exc:
         lines.append(f"Found invalid data at position {position}: {exc}")
     return lines
 
 
-def dump_index(path: str, time_index: bool) -> list[str]:
+def _entries(path: str, time_index: bool) -> list[tuple[int, int]]:
+    """(offset, position) or (timestamp, offset) entries with absolute offsets, up to the
+    first all-zero entry after the first (a preallocated file's unused tail)."""
     with open(path, "rb") as fh:
         data = fh.read()
     base = int(os.path.basename(path).split(".")[0])
     entry = _TIME_ENTRY if time_index else _INDEX_ENTRY
-    lines = []
+    out = []
     for at in range(0, len(data) - entry.size + 1, entry.size):
         first, second = entry.unpack_from(data, at)
+        if first == 0 and second == 0 and at:
+            break
+        out.append((first, base + second) if time_index else (base + first, second))
+    return out
+
+
+def _segment_of(index_path: str) -> str:
+    directory, name = os.path.split(index_path)
+    return os.path.join(directory, name.split(".")[0] + ".log")
+
+
+def _batches_from(log_path: str, position: int) -> list[Any]:
+    with open(log_path, "rb") as fh:
+        fh.seek(position)
+        return list(iter_batches(fh.read(), allow_partial=True))
+
+
+@dataclass
+class IndexProblems:
+    """What the index dumps found, printed after every file as Kafka does."""
+
+    offset_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    def report(self) -> None:
+        for name, pairs in self.offset_mismatches.items():
+            print(f"Mismatches in :{name}", file=sys.stderr)
+            for indexed, logged in pairs:
+                print(f"  Index offset: {indexed}, log offset: {logged}", file=sys.stderr)
+        for name, pairs in self.time_mismatches.items():
+            print(f"Found timestamp mismatch in :{name}", file=sys.stderr)
+            for indexed, logged in pairs:
+                print(f"  Index timestamp: {indexed}, log timestamp: {logged}",
+                      file=sys.stderr)
+        for name, pairs in self.out_of_order.items():
+            print(f"Found out of order timestamp in :{name}", file=sys.stderr)
+            for indexed, previous in pairs:
+                print(f"  Index timestamp: {indexed}, Previously indexed timestamp: "
+                      f"{previous}", file=sys.stderr)
+        for pairs in self.not_found.values():
+            print("The following indexed offsets are not found in the log.")
+            for indexed, logged in pairs:
+                print(f"Indexed offset: {indexed}, found log offset: {logged}")
+
+
+def sanity_check(path: str) -> str:
+    """Kafka's index sanityCheck, the one a broker runs before trusting an index: a whole
+    number of entries, and a last slot (a preallocated file's zeros included) not below
+    the base offset, nor, in a time index, below the first timestamp."""
+    time_index = path.endswith(".timeindex")
+    entry = _TIME_ENTRY if time_index else _INDEX_ENTRY
+    with open(path, "rb") as fh:
+        data = fh.read()
+    base = int(os.path.basename(path).split(".")[0])
+    full = os.path.abspath(path)
+    if len(data) % entry.size:
+        kind = "Time index" if time_index else "Index"
+        raise CorruptIndexError(f"{kind} file {full} is corrupt, found {len(data)} bytes "
+                                f"which is neither positive nor a multiple of {entry.size}.")
+    if data:
+        first, second = entry.unpack_from(data, len(data) - entry.size)
         if time_index:
-            if first == 0 and second == 0 and at:
-                break  # preallocated, unused entries
-            lines.append(f"timestamp: {first} offset: {base + second}")
+            first_timestamp = entry.unpack_from(data, 0)[0]
+            if first < first_timestamp:
+                raise CorruptIndexError(
+                    f"Corrupt time index found, time index file ({full}) has non-zero size "
+                    f"but the last timestamp is {first} which is less than the first "
+                    f"timestamp {first_timestamp}")
+            if base + second < base:
+                raise CorruptIndexError(
+                    f"Corrupt time index found, time index file ({full}) has non-zero size "
+                    f"but the last offset is {base + second} which is less than the first "
+                    f"offset {base}")
+        elif base + first < base:
+            raise CorruptIndexError(
+                f"Corrupt index found, index file ({full}) has non-zero size but the last "
+                f"offset is {base + first} which is less than the base offset {base}.")
+    return f"{path} passed sanity check."
+
+
+def dump_index(path: str, verify_only: bool, problems: IndexProblems) -> list[str]:
+    """Each entry of an offset index, checked against the batch at its position: the
+    batch there must end at the indexed offset."""
+    log_path, lines = _segment_of(path), []
+    for offset, position in _entries(path, False):
+        batches = _batches_from(log_path, position)
+        found = batches[0].last_offset if batches else -1
+        if found != offset:
+            problems.offset_mismatches.setdefault(os.path.abspath(path), []).append(
+                (offset, found))
+        if not verify_only:
+            lines.append(f"offset: {offset} position: {position}")
+    return lines
+
+
+def dump_time_index(path: str, verify_only: bool, problems: IndexProblems) -> list[str]:
+    """Each entry of a time index, checked against the log: the batch ending at the
+    indexed offset must hold that largest timestamp, and timestamps must grow."""
+    log_path, lines = _segment_of(path), []
+    offsets = _entries(path.removesuffix(".timeindex") + ".index", False) \
+        if os.path.exists(path.removesuffix(".timeindex") + ".index") else []
+    previous = -1
+    name = os.path.abspath(path)
+    for timestamp, offset in _entries(path, True):
+        position = max((p for o, p in offsets if o <= offset), default=0)
+        batch = next((b for b in _batches_from(log_path, position)
+                      if b.last_offset >= offset), None)
+        if batch is None or batch.last_offset != offset:
+            problems.not_found.setdefault(name, []).append(
+                (offset, -1 if batch is None else batch.last_offset))
         else:
-            if first == 0 and second == 0 and at:
-                break
-            lines.append(f"offset: {base + first} position: {second}")
+            largest = max((r.timestamp for r in batch.records()), default=-1)
+            if largest != timestamp:
+                problems.time_mismatches.setdefault(name, []).append((timestamp, largest))
+            if previous >= timestamp:
+                problems.out_of_order.setdefault(name, []).append((timestamp, previous))
+        if not verify_only:
+            lines.append(f"timestamp: {timestamp} offset: {offset}")
+        previous = timestamp
     return lines
 
 
 def run(options: Options) -> int:
     require(options, "files")
-    if options.has("offsets-decoder"):
-        raise UsageError("--offsets-decoder is not supported by Moldau's dump-log yet")
-    contents = options.has("print-data-log")
+    decode = options.has("offsets-decoder")
+    contents = options.has("print-data-log") or decode  # a decoder implies the contents
     deep = options.has("deep-iteration") or contents
+    verify_only, sanity_only = options.has("verify-index-only"), options.has(
+        "index-sanity-check")
+    problems = IndexProblems()
     for path in options.get("files").split(","):
         path = path.strip()
         print(f"Dumping {path}")
         try:
             if path.endswith(".log"):
-                lines = dump_segment(path, deep, contents, options.get("max-bytes"))
+                lines = dump_segment(path, deep, contents, options.get("max-bytes"),
+                                     offsets_decoder.parse if decode else _plain)
+            elif path.endswith((".index", ".timeindex")) and sanity_only:
+                lines = [sanity_check(path)]
             elif path.endswith(".timeindex"):
-                lines = dump_index(path, True)
+                lines = dump_time_index(path, verify_only, problems)
             elif path.endswith(".index"):
-                lines = dump_index(path, False)
+                lines = dump_index(path, verify_only, problems)
             else:
                 raise ArgumentError(f"Ignoring unknown file {path}")
         except OSError as exc:
             raise ArgumentError(f"{path} ({exc.strerror})") from None
+        except CorruptIndexError as exc:
+            raise ArgumentError(str(exc)) from None
         except ValueError:
             raise ArgumentError(f"{path} is not named <base offset>.<log|index|timeindex>") \
                 from None
         for line in lines:
             print(line)
+    problems.report()
     return 0
 
 
