@@ -30,3 +30,50 @@ def broker(tmp_path_factory: pytest.TempPathFactory,
     process.start(wait=60)
     yield process, port
     assert process.stop() == 0
+
+
+@pytest.fixture(scope="session")
+def served(broker: tuple[BrokerProcess, int], zk_ensemble) -> set[str]:  # noqa: F811
+    """Every name one real scrape of the three exporters serves: the broker exporter over
+    the real broker (after a produce and a committed consumer group, so the per-topic and
+    per-group names exist), the lag exporter over it, the ZooKeeper exporter over a member
+    of the real ensemble."""
+    import time
+
+    from confluent_kafka import Consumer, Producer
+    from moldau_exporters.broker_exporter import default_rules, scrape
+    from moldau_exporters.lag_exporter import collect
+    from moldau_exporters.zookeeper_exporter import (
+        four_letter_word,
+        parse_conf,
+        parse_mntr,
+        samples_from,
+    )
+
+    process, metrics_port = broker
+    config = {"bootstrap.servers": process.bootstrap}
+    topic, group = f"served-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    producer = Producer({**config, "acks": "all"})
+    producer.produce(topic, b"one")
+    assert producer.flush(20) == 0
+    consumer = Consumer({**config, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 30
+    message = None
+    while message is None and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+    assert message is not None and not message.error()
+    consumer.commit(message=message, asynchronous=False)
+    try:
+        text = scrape(f"http://127.0.0.1:{metrics_port}", default_rules())
+        names = {line.split("{")[0].split(" ")[0] for line in text.splitlines()
+                 if line and not line.startswith("#")}
+        names |= {s.name for s in collect(config)}
+    finally:
+        consumer.close()
+    port = zk_ensemble.client_ports[0]
+    server_id = parse_conf(four_letter_word("127.0.0.1", port, "conf"))["serverId"]
+    names |= {s.name for s in samples_from(
+        parse_mntr(four_letter_word("127.0.0.1", port, "mntr")), server_id, native=False)}
+    return names
