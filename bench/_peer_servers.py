@@ -29,6 +29,7 @@ import _support as s
 
 PACKAGES = s.REPO / "scripts" / "bench-packages.txt"
 DRIVER_SRC = s.REPO / "bench" / "drivers" / "peerbench"
+RDKPERF_SRC = s.REPO / "bench" / "drivers" / "rdkperf" / "rdkperf.c"
 GOCODE = Path("/usr/share/gocode")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "moldau-bench"
 
@@ -57,6 +58,19 @@ def build_driver() -> Path:
                        env=env, check=True)
     finally:
         shutil.rmtree(gopath, ignore_errors=True)
+    return binary
+
+
+def build_rdkperf() -> Path:
+    """The C librdkafka producer, rebuilt only when its source changes."""
+    source = RDKPERF_SRC.read_bytes()
+    binary = CACHE / f"rdkperf-{hashlib.sha256(source).hexdigest()[:16]}"
+    if not binary.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "rdkafka"], check=True,
+                               capture_output=True, text=True).stdout.split()
+        subprocess.run(["gcc", "-O2", "-Wall", "-o", str(binary), str(RDKPERF_SRC), *flags],
+                       check=True)
     return binary
 
 

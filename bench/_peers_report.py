@@ -128,13 +128,15 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
         MOLDAU6,
         NATS,
         OTHER_SIZES,
+        RDKPERF_CONF,
         REDIS,
         ROUNDS,
         SIZE,
     )
 
     systems = [MOLDAU, MOLDAU6, NATS, REDIS]
-    drivers = {MOLDAU: "kcat (librdkafka, C)", MOLDAU6: "kcat (librdkafka, C)",
+    native = "rdkperf / kcat (librdkafka, C)"
+    drivers = {MOLDAU: native, MOLDAU6: native,
                NATS: "peerbench (Go, nats.go)", REDIS: "peerbench (Go, redigo)"}
 
     def mb(name: str, workload: str) -> list[float]:
@@ -206,8 +208,11 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
         *[f"- {name}: {text}" for name, text in durability.items()],
         "",
         "Moldau records go into a topic of 1 partition (NATS: one stream, Redis: one key); "
-        "the 6-partition row is the same run into 6 partitions. Batching: kcat linger.ms 5, "
-        "batch.size 1 MiB; NATS async publishes with 4096 acknowledgements outstanding; Redis "
+        "the 6-partition row is the same run into 6 partitions. Moldau's producer is "
+        "bench/drivers/rdkperf, a C loop over librdkafka's rd_kafka_produce (one static "
+        "payload, no copy, round-robin partitions; linger.ms 5, batch.size 1 MiB), its "
+        "consumer kcat; the driver CPU column shows when a driver is the bottleneck. NATS "
+        "async publishes with 4096 acknowledgements outstanding; Redis "
         "pipelined XADDs, 4096 replies outstanding; consumers: kcat (fetch.max.bytes 50 MiB), "
         "NATS ordered push consumer (flow control), Redis XRANGE pages of 1000.",
         "",
@@ -264,9 +269,9 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
         "",
         "Commands (the last round's; ports are chosen free per run):",
         "",
-        "- Moldau produce: `kcat -P -b <broker> -t <topic> -X acks=1 -X linger.ms=5 -X "
-        "batch.size=1048576 -X queue.buffering.max.kbytes=1048576 -l <file of records, one "
-        "per line>`",
+        "- Moldau produce: `rdkperf <broker> <topic> <records> <size> <partitions> "
+        f"{' '.join(RDKPERF_CONF)}` (bench/drivers/rdkperf, built with gcc against "
+        "librdkafka-dev)",
         "- Moldau consume: `kcat -C -b <broker> -t <topic> -o beginning -e -q -c <records> -X "
         "fetch.max.bytes=52428800 -X queued.max.messages.kbytes=1048576 -X "
         "fetch.wait.max.ms=10 > /dev/null`",

@@ -10,8 +10,8 @@ systems alike, and the per-round ratios are what the page quotes.
 
 - Throughput, native drivers: produce-only of MOLDAU_BENCH_PEERS_RECORDS records of
   1 KiB into a fresh topic/stream, then consume-only of the same records from the start.
-  Moldau: kcat (librdkafka's C client); NATS and Redis: bench/drivers/peerbench (Go,
-  nats.go and redigo).
+  Moldau: bench/drivers/rdkperf (a C producer loop over librdkafka) and kcat (librdkafka's
+  C client) to consume; NATS and Redis: bench/drivers/peerbench (Go, nats.go and redigo).
 - Latency: produce+consume at a fixed rate of 50% of each system's median produce rate,
   peerbench for all three (Moldau through confluent-kafka-go on librdkafka), due time to
   acknowledgement and to receipt, coordinated omission corrected.
@@ -81,16 +81,6 @@ def _timed(args: list[str], pid: int, stdout: Any = None) -> tuple[float, float,
     return wall, (ps.cpu_seconds(pid) - cpu0) / wall, (_children_cpu() - child0) / wall
 
 
-def records_file(path: Path, count: int, size: int) -> Path:
-    # kcat -P sends one record per line without its newline: lines of size + 1 bytes.
-    line = (b"m" * size) + b"\n"
-    with open(path, "wb") as fh:
-        for _ in range(count // 1000):
-            fh.write(line * 1000)
-        fh.write(line * (count % 1000))
-    return path
-
-
 def _end_offsets(addr: str, topic: str, partitions: int) -> int:
     from confluent_kafka import Consumer, TopicPartition
 
@@ -103,17 +93,38 @@ def _end_offsets(addr: str, topic: str, partitions: int) -> int:
 
 
 def kcat_produce(servers: ps.Servers, topic: str, partitions: int, records: Path,
-                  count: int, *, create: bool = True, size: int = SIZE) -> Sample:
+                  count: int, *, create: bool = True, size: int = SIZE,
+                  extra: tuple[str, ...] = ()) -> Sample:
+    """kcat -P of every line of `records` (extra: more -X settings, e.g. acks=all)."""
     moldau = servers.systems[MOLDAU]
     if create:
         servers.create_topic(topic, partitions)
     args = ["kcat", "-P", "-b", moldau.addr, "-t", topic, "-X", "acks=1", "-X", "linger.ms=5",
             "-X", "batch.size=1048576", "-X", "queue.buffering.max.kbytes=1048576",
-            "-l", str(records)]
+            *extra, "-l", str(records)]
     wall, server, client = _timed(args, moldau.pid)
     produced = _end_offsets(moldau.addr, topic, partitions)
     if produced != count:
         raise RuntimeError(f"kcat produced {produced} of {count} records to {topic}")
+    return Sample(count * size / wall / 1e6, server, client)
+
+
+RDKPERF_CONF = ("acks=1", "linger.ms=5", "batch.size=1048576",
+                "queue.buffering.max.kbytes=1048576", "queue.buffering.max.messages=1000000")
+
+
+def rdkperf_produce(servers: ps.Servers, rdkperf: Path, topic: str, partitions: int,
+                    count: int, size: int = SIZE, *, create: bool = True) -> Sample:
+    """The C librdkafka producer (bench/drivers/rdkperf): one static payload, no copy."""
+    moldau = servers.systems[MOLDAU]
+    if create:
+        servers.create_topic(topic, partitions)
+    args = [str(rdkperf), moldau.addr, topic, str(count), str(size), str(partitions),
+            *RDKPERF_CONF]
+    wall, server, client = _timed(args, moldau.pid)
+    produced = _end_offsets(moldau.addr, topic, partitions)
+    if produced != count:
+        raise RuntimeError(f"rdkperf produced {produced} of {count} records to {topic}")
     return Sample(count * size / wall / 1e6, server, client)
 
 
@@ -132,7 +143,7 @@ def _driver_sample(result: dict[str, Any]) -> Sample:
                   result["client_cpu"])
 
 
-def throughput_round(servers: ps.Servers, driver: Path, records: Path, count: int, r: int,
+def throughput_round(servers: ps.Servers, driver: Path, rdkperf: Path, count: int, r: int,
                      out: Results, size: int = SIZE) -> None:
     """Every system produces `count` records of `size` B, then reads them back.
 
@@ -146,7 +157,7 @@ def throughput_round(servers: ps.Servers, driver: Path, records: Path, count: in
             partitions = 1 if system == MOLDAU else 6
             topic = f"peers-{partitions}p-{size}-{r}"
             out.add(system, "produce" + suffix,
-                    kcat_produce(servers, topic, partitions, records, count, size=size))
+                    rdkperf_produce(servers, rdkperf, topic, partitions, count, size))
             out.add(system, "consume" + suffix, kcat_consume(servers, topic, count, size))
             continue
         target = servers.systems[system]
@@ -241,26 +252,23 @@ def run() -> str:
     py_count = 5_000 if quick else PY_RECORDS
     ps.install_packages()
     driver = ps.build_driver()
+    rdkperf = ps.build_rdkperf()
     servers = ps.Servers().start()
     out = Results()
     try:
-        records = records_file(servers.workdir / "records.txt", count, SIZE)
         loads = []
         for r in range(ROUNDS):
             loads.append(os.getloadavg()[0])
-            throughput_round(servers, driver, records, count, r, out)
+            throughput_round(servers, driver, rdkperf, count, r, out)
             out.limits.setdefault("iperf3", []).append(iperf3())
             out.limits.setdefault("fio page cache", []).append(fio(servers.workdir, False))
             out.limits.setdefault("fio direct", []).append(fio(servers.workdir, True))
-        records.unlink()
         for size in OTHER_SIZES:
             # the same bytes per run as the headline (at most `count` records)
             n = min(count, count * SIZE // size)
-            records = records_file(servers.workdir / "records.txt", n, size)
             for r in range(ROUNDS):
                 loads.append(os.getloadavg()[0])
-                throughput_round(servers, driver, records, n, r, out, size)
-            records.unlink()
+                throughput_round(servers, driver, rdkperf, n, r, out, size)
         rates = {system: 0.5 * median(x.mb_s for x in out.throughput[(system, "produce")]) * 1e6
                  / SIZE for system in (MOLDAU, NATS, REDIS)}
         for r in range(ROUNDS):

@@ -114,15 +114,15 @@ def run() -> str:
     sections = []
     try:
         moldau = servers.systems[peers.MOLDAU]
-        records = peers.records_file(servers.workdir / "records.txt", count, peers.SIZE)
+        rdkperf = ps.build_rdkperf()
         topic = "profile"
         produced: list[peers.Sample] = []
         consumed: list[peers.Sample] = []
 
         def produce() -> None:
             for i in range(REPEAT):
-                produced.append(peers.kcat_produce(servers, f"{topic}{i}", 1, records, count,
-                                                   create=False))
+                produced.append(peers.rdkperf_produce(servers, rdkperf, f"{topic}{i}", 1,
+                                                      count, create=False))
 
         def fetch() -> None:
             for i in range(REPEAT):
@@ -142,9 +142,10 @@ def run() -> str:
         "",
         f"py-spy {_version()} sampling the broker at {RATE_HZ} Hz without pausing it "
         f"(`py-spy record --pid <broker> --rate {RATE_HZ} --nonblocking --format raw`), "
-        f"while kcat produces {count:,} records of {peers.SIZE} B into a topic of 1 partition, "
+        f"while rdkperf produces {count:,} records of {peers.SIZE} B into a topic of 1 "
+        "partition, "
         f"{REPEAT} times (a topic each) "
-        "(acks=1, linger.ms 5, 1 MiB batches), then reads them back from the start (the "
+        "(acks=1, linger.ms 5, 1 MiB batches), then kcat reads them back from the start (the "
         "commands of the peers section). Shares are of the samples in which a broker thread "
         "was running (idle waits are not sampled; samples in the event loop's select, waits "
         "for the network, are left out too); the sampler takes some CPU of the 2 cores "
