@@ -13,6 +13,7 @@ from uuid import UUID
 from moldau.client.blocking import BlockingConnection
 from moldau.protocol.api import APIS
 from moldau.protocol.errors import ProtocolError
+from moldau.security.tls import TlsConfigError, build_client_context
 from moldau.tools.kafka_errors import KafkaToolError, check
 from moldau.tools.options import ToolError
 
@@ -38,20 +39,53 @@ def parse_servers(text: str) -> list[tuple[str, int]]:
     return servers
 
 
+_LIBRDKAFKA_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
+
+
 def _ssl_context(config: dict[str, str]) -> ssl.SSLContext | None:
+    """The TLS context of a --command-config: Kafka's `ssl.truststore.*` / `ssl.keystore.*`
+    (PKCS12 or PEM, passwords, a JKS store refused with a clear error) as the broker reads
+    them, or librdkafka's `ssl.ca.location` / `ssl.certificate.location` /
+    `ssl.key.location` PEM files. A store file given without its type is taken as PEM
+    when it is one (Kafka's default type, JKS, could not hold it anyway)."""
     protocol = config.get("security.protocol", "PLAINTEXT").upper()
     if protocol == "PLAINTEXT":
         return None
     if protocol != "SSL":
         raise ToolError(f"security.protocol {protocol} is not supported by Moldau's tools yet")
-    context = ssl.create_default_context(
-        cafile=config.get("ssl.truststore.location") or config.get("ssl.ca.location"))
-    if config.get("ssl.endpoint.identification.algorithm", "https") == "":
-        context.check_hostname = False
-    cert = config.get("ssl.keystore.location") or config.get("ssl.certificate.location")
-    if cert:
-        context.load_cert_chain(cert, config.get("ssl.key.location") or None,
-                                config.get("ssl.key.password") or None)
+    if any(key in config for key in _LIBRDKAFKA_KEYS):
+        return _librdkafka_context(config)
+    settings: dict[str, str] = dict(config)
+    for store in ("truststore", "keystore"):
+        location = config.get(f"ssl.{store}.location")
+        if location and f"ssl.{store}.type" not in config and _is_pem(location):
+            settings[f"ssl.{store}.type"] = "PEM"
+    try:
+        return build_client_context(settings)
+    except (TlsConfigError, OSError) as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _is_pem(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return b"-----BEGIN " in fh.read(4096)
+    except OSError:
+        return False  # build_client_context names the unreadable file
+
+
+def _librdkafka_context(config: dict[str, str]) -> ssl.SSLContext:
+    try:
+        context = ssl.create_default_context(
+            cafile=config.get("ssl.ca.location") or config.get("ssl.truststore.location"))
+        if config.get("ssl.endpoint.identification.algorithm", "https") == "":
+            context.check_hostname = False
+        cert = config.get("ssl.certificate.location") or config.get("ssl.keystore.location")
+        if cert:
+            context.load_cert_chain(cert, config.get("ssl.key.location") or None,
+                                    config.get("ssl.key.password") or None)
+    except (OSError, ssl.SSLError) as exc:
+        raise ToolError(f"the TLS settings of the client config do not load: {exc}") from None
     return context
 
 

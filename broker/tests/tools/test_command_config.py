@@ -1,0 +1,86 @@
+"""--command-config with TLS: the tools reach a broker's SSL listener (client certificate
+required) with a Kafka client properties file: PKCS12 stores with passwords, PEM stores,
+librdkafka's PEM names; a JKS store, a wrong password and an untrusted broker each fail
+with a one-line error, and nothing is created."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tls_material import TlsMaterial, make_tls_material
+
+from moldau.devcluster.brokers import BrokerProcess, free_port
+
+from .toolrun import run
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
+    return make_tls_material(tmp_path_factory.mktemp("tools-tls"))
+
+
+@pytest.fixture(scope="module")
+def ssl_bootstrap(tmp_path_factory, zk_ensemble: Any, tls: TlsMaterial) -> Iterator[str]:
+    plain, secure = free_port(), free_port()
+    props = {"listeners": f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{secure}",
+             **tls.server_settings("PKCS12", client_auth="required"),
+             "num.partitions": "1", "offsets.topic.replication.factor": "1"}
+    broker = BrokerProcess(str(tmp_path_factory.mktemp("tools-ssl")), 1,
+                           zk_ensemble.connect_string + f"/tools-ssl-{uuid.uuid4().hex[:8]}",
+                           port=plain, properties=props)
+    broker.start()
+    yield f"127.0.0.1:{secure}"
+    assert broker.stop() == 0
+
+
+def properties(path: Path, values: dict[str, str]) -> str:
+    path.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    return str(path)
+
+
+def topics(bootstrap: str, config: str, *args: str) -> Any:
+    return run("kafka-topics.sh", "--bootstrap-server", bootstrap, "--command-config", config,
+               *args)
+
+
+def test_kafka_and_librdkafka_style_client_configs(ssl_bootstrap: str, tls: TlsMaterial,
+                                                   tmp_path: Path) -> None:
+    pkcs12 = properties(tmp_path / "pkcs12.properties", {
+        "security.protocol": "SSL",
+        "ssl.truststore.type": "PKCS12", "ssl.truststore.location": str(tls.truststore_p12),
+        "ssl.truststore.password": tls.store_password,
+        "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(tls.client_p12),
+        "ssl.keystore.password": tls.store_password})
+    created = topics(ssl_bootstrap, pkcs12, "--create", "--topic", "over-tls")
+    assert (created.code, created.out) == (0, "Created topic over-tls.\n"), created.err
+    pem = properties(tmp_path / "pem.properties", {
+        "security.protocol": "SSL", "ssl.truststore.location": str(tls.ca_cert),
+        **{k: v for k, v in tls.client_settings().items() if k.startswith("ssl.keystore")}})
+    assert "over-tls" in topics(ssl_bootstrap, pem, "--list").out.splitlines()
+    librdkafka = properties(tmp_path / "librdkafka.properties", tls.confluent_config())
+    assert "over-tls" in topics(ssl_bootstrap, librdkafka, "--list").out.splitlines()
+
+
+def test_bad_tls_configs_fail_with_one_line_and_create_nothing(
+        ssl_bootstrap: str, tls: TlsMaterial, tmp_path: Path) -> None:
+    good = {"security.protocol": "SSL", "ssl.truststore.location": str(tls.ca_cert),
+            "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(tls.client_p12),
+            "ssl.keystore.password": tls.store_password}
+    cases = {
+        "jks": ({**good, "ssl.truststore.type": "JKS", "ssl.truststore.location": str(tls.jks)},
+                "PKCS12"),
+        "password": ({**good, "ssl.keystore.password": "wrong"}, "ssl.keystore.password"),
+        "untrusted": ({**good, "ssl.truststore.location": str(tls.client_cert)}, ""),
+        "sasl": ({**good, "security.protocol": "SASL_SSL"}, "SASL_SSL"),
+    }
+    for name, (values, needle) in cases.items():
+        config = properties(tmp_path / f"{name}.properties", values)
+        out = topics(ssl_bootstrap, config, "--create", "--topic", f"bad-{name}")
+        assert out.code == 1 and out.out == "", (name, out.out, out.err)
+        assert len(out.err.strip().splitlines()) == 1 and needle in out.err, (name, out.err)
+    listed = topics(ssl_bootstrap, properties(tmp_path / "good.properties", good), "--list")
+    assert not [t for t in listed.out.splitlines() if t.startswith("bad-")]
