@@ -55,6 +55,7 @@ class PartitionDecision:
     replicas: list[int]
     zk_version: int
     controller_epoch: int
+    adding: list[int] = field(default_factory=list)  # replicas a reassignment adds
 
 
 @dataclass
@@ -449,9 +450,10 @@ class Controller:
 
     def _decision(self, name: str, topic: TopicState, index: int,
                   state: zk_data.PartitionState, version: int) -> PartitionDecision:
+        move = topic.reassigning.get(index)
         return PartitionDecision(name, topic.topic_id, index, state.leader, state.leader_epoch,
                                  list(state.isr), list(topic.assignment[index]), version,
-                                 self.epoch)
+                                 self.epoch, move.adding if move is not None else [])
 
     async def _on_delete_topics(self, names: Any) -> None:
         names = sorted(set(names or []))

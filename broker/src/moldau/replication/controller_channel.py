@@ -229,7 +229,7 @@ def _states(decisions: list[PartitionDecision], with_topic: bool) -> list[Any]:
         topic_name=d.topic if with_topic else "", partition_index=d.partition,
         controller_epoch=d.controller_epoch, leader=d.leader, leader_epoch=d.leader_epoch,
         isr=list(d.isr), partition_epoch=d.zk_version, replicas=list(d.replicas),
-        adding_replicas=[], removing_replicas=[], is_new=False) for d in decisions]
+        adding_replicas=list(d.adding), removing_replicas=[], is_new=False) for d in decisions]
 
 
 def offline_partitions(response: Any, version: int, names: dict[Any, str]
@@ -253,7 +253,8 @@ def decisions_from_leader_and_isr(request: Any, version: int,
                  for p in request.ungrouped_partition_states]
     return [PartitionDecision(name, topic_id, p.partition_index, p.leader, p.leader_epoch,
                               list(p.isr), list(p.replicas), p.partition_epoch,
-                              p.controller_epoch) for name, topic_id, p in pairs]
+                              p.controller_epoch, list(p.adding_replicas))
+            for name, topic_id, p in pairs]
 
 
 def update_metadata_request(decisions: list[PartitionDecision], deleted: list[str],

@@ -253,6 +253,8 @@ class Broker:
 
     def _follower_appended(self, partition: Partition, size: int) -> None:
         self.topic_stats.mark_broker("ReplicationBytesInPerSec", size)
+        if self.broker_id in partition.state.adding:  # a replica a reassignment adds
+            self.topic_stats.mark_broker("ReassignmentBytesInPerSec", size)
         partition.wake()
 
     def _throttle(self, side: str) -> ReplicationThrottle:
@@ -447,7 +449,7 @@ class Broker:
                 errors[(d.topic, d.partition)] = KafkaStorageError.code
                 continue
             state = LeaderAndIsr(d.leader, d.leader_epoch, d.isr, d.replicas,
-                                 d.controller_epoch, d.zk_version)
+                                 d.controller_epoch, d.zk_version, d.adding)
             try:
                 partition = self.replica_manager.become_leader_or_follower(
                     d.topic, d.partition, d.topic_id, state,

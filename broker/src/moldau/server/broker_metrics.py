@@ -26,7 +26,8 @@ NETWORK = "kafka.network"
 TOPIC_METERS = ("MessagesInPerSec", "BytesInPerSec", "BytesOutPerSec", "BytesRejectedPerSec",
                 "TotalProduceRequestsPerSec", "FailedProduceRequestsPerSec",
                 "TotalFetchRequestsPerSec", "FailedFetchRequestsPerSec")
-BROKER_ONLY_METERS = ("ReplicationBytesInPerSec", "ReplicationBytesOutPerSec")
+BROKER_ONLY_METERS = ("ReplicationBytesInPerSec", "ReplicationBytesOutPerSec",
+                      "ReassignmentBytesInPerSec", "ReassignmentBytesOutPerSec")
 
 
 class BrokerTopicStats:

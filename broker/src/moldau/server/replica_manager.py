@@ -44,6 +44,7 @@ class LeaderAndIsr:
     replicas: list[int]
     controller_epoch: int = 0
     zk_version: int = 0
+    adding: list[int] = field(default_factory=list)  # replicas a reassignment adds
 
 
 @dataclass

@@ -89,6 +89,8 @@ class FetchHandler:
                 if replica_id >= 0:
                     if size:
                         stats.mark_broker("ReplicationBytesOutPerSec", size)
+                        if self._reassignment_fetch(name, data.partition_index, replica_id):
+                            stats.mark_broker("ReassignmentBytesOutPerSec", size)
                     continue
                 stats.mark("TotalFetchRequestsPerSec", name)
                 if data.error_code:
@@ -96,6 +98,11 @@ class FetchHandler:
                 elif size:
                     stats.mark("BytesOutPerSec", name, size)
         return response
+
+    def _reassignment_fetch(self, topic: str, index: int, replica_id: int) -> bool:
+        """A fetch by a replica that a reassignment adds (ReassignmentBytesOutPerSec)."""
+        partition = self.broker.replica_manager.partitions.get((topic, index))
+        return partition is not None and replica_id in partition.state.adding
 
     async def _long_poll(self, request: Any, wanted: list[Any],
                          partitions: list[Partition], version: int, replica_id: int) -> Any:
