@@ -150,6 +150,15 @@ def test_describe_configs_sources_synonyms_and_types(broker) -> None:
         assert segment["config_type"] == "INT"
         isr = got["topic"][name]["min.insync.replicas"]
         assert isr["config_source"] == "STATIC_BROKER_CONFIG"  # from server.properties
+        # retention.ms maps to log.retention.ms, unset: its synonyms are the broker's
+        # other retention keys, as Kafka shows them (log.retention.hours=100 is static)
+        retention = kp.describe_configs(
+            [KResource(ConfigResourceType.TOPIC, name, ["retention.ms"])],
+            include_synonyms=True, config_filter="all")["topic"][name]["retention.ms"]
+        assert retention["config_source"] == "STATIC_BROKER_CONFIG"
+        assert [(s["name"], s["value"], s["source"]) for s in retention["synonyms"]] == [
+            ("log.retention.hours", "100", "STATIC_BROKER_CONFIG"),
+            ("log.retention.hours", "168", "DEFAULT_CONFIG")]
         got = kp.describe_configs([KResource(ConfigResourceType.BROKER, "1",
                                              ["log.cleaner.threads", "log.dirs"])],
                                   include_synonyms=True, config_filter="all")

@@ -668,8 +668,8 @@ class DynamicBrokerConfig:
         names = broker_config_synonyms(name, match_listener_override=True)
         return self._synonyms(name, names, per_broker)
 
-    def _synonyms(self, name: str, names: list[str],
-                  per_broker: bool) -> list[tuple[str, str, int]]:
+    def _synonyms(self, name: str, names: list[str], per_broker: bool,
+                  from_name: bool = True) -> list[tuple[str, str, int]]:
         found: list[tuple[str, str, int]] = []
         for level, source in ((self.broker_props, DYNAMIC_BROKER_CONFIG),
                               (self.default_props, DYNAMIC_DEFAULT_BROKER_CONFIG),
@@ -678,8 +678,9 @@ class DynamicBrokerConfig:
             for n in names:
                 if n in level:
                     found.append((n, level[n], source))
-        start = next((i for i, s in enumerate(found) if s[0] == name), len(found))
-        found = found[start:]
+        if from_name:  # a broker key: listener overrides etc. before it are not its own
+            start = next((i for i, s in enumerate(found) if s[0] == name), len(found))
+            found = found[start:]
         if not per_broker:
             found = [s for s in found if s[2] == DYNAMIC_DEFAULT_BROKER_CONFIG]
         return found
@@ -689,7 +690,11 @@ class DynamicBrokerConfig:
         broker_key = TOPIC_TO_BROKER.get(topic_key)
         if broker_key is None:
             return []
-        return self._synonyms(broker_key, broker_config_synonyms(broker_key, True), True)
+        # Every broker synonym counts, as Kafka shows it: a topic's retention.ms with
+        # nothing set reports {DEFAULT_CONFIG:log.retention.hours=168}, although the
+        # broker key it maps to, log.retention.ms, has no default of its own.
+        return self._synonyms(broker_key, broker_config_synonyms(broker_key, True), True,
+                              from_name=False)
 
     def source(self, name: str) -> int:
         found = self.synonyms(name)
