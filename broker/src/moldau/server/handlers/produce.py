@@ -20,6 +20,7 @@ from moldau.errors import (
     KafkaStorageError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
     RequestTimedOutError,
@@ -143,16 +144,28 @@ class ProduceHandler:
                                  timeout_ms: int) -> Any:
         deadline = time.monotonic() + max(timeout_ms, 0) / 1000
         rm = self.broker.replica_manager
+        epochs = {id(p): p.leader_epoch for p, _ in waiting}
+
+        def moved(p: Partition) -> bool:
+            """Leadership moved since the append (Kafka's DelayedProduce answers
+            NOT_LEADER_OR_FOLLOWER at once): this broker's high watermark no longer says
+            whether the records are committed, and the new leader may truncate them."""
+            return (not p.is_leader or p.leader_epoch != epochs[id(p)]
+                    or rm.get_partition(p.topic, p.index) is not p)
+
         with self.broker.purgatory["Produce"].waiting(len(waiting)):
             while True:
-                left = [(p, o) for p, o in waiting if p.log.high_watermark < o]
+                left = [(p, o) for p, o in waiting
+                        if p.log.high_watermark < o and not moved(p)]
                 remaining = deadline - time.monotonic()
                 if not left or remaining <= 0:
                     break
                 await rm.wait_for_change([p for p, _ in left], remaining)
         errors: dict[tuple[str, int], int] = {}
         for p, o in waiting:
-            if p.log.high_watermark < o:
+            if p.log.high_watermark < o and moved(p):
+                errors[(p.topic, p.index)] = NotLeaderOrFollowerError.code
+            elif p.log.high_watermark < o:
                 errors[(p.topic, p.index)] = RequestTimedOutError.code
             elif len(p.state.isr) < p.log.config.min_insync_replicas:
                 # replicated, but the ISR shrank below the minimum meanwhile (Kafka's
