@@ -4,7 +4,9 @@ replica set? It reads ZooKeeper, where the controller records ISRs, with the
 zookeeper.connect (chroot included) of the broker's server.properties.
 
 Exit codes: 0 healthy, 1 not (the reasons on stdout), 2 ZooKeeper unreachable or the
-file unreadable. `--controller` prints the controller's broker id (or -1) instead."""
+file unreadable, 4 the service exited since the gate began (systemd's NRestarts grew past
+--restarts): waiting longer is pointless, a crash loop does not heal.
+`--controller` prints the controller's broker id (or -1) instead."""
 
 from __future__ import annotations
 
@@ -73,6 +75,15 @@ def registration_problem(zk: KazooClient, broker_id: int, unit: str) -> str | No
     return None
 
 
+def unit_restarts(unit: str) -> int:
+    shown = subprocess.run(["systemctl", "show", "-p", "NRestarts", "--value", unit],
+                           capture_output=True, text=True, check=False)
+    try:
+        return int(shown.stdout.strip() or 0)
+    except ValueError:
+        return 0
+
+
 def controller_id(zk: KazooClient) -> int:
     try:
         return int(json.loads(zk.get(zk_data.CONTROLLER_PATH)[0])["brokerid"])
@@ -80,22 +91,39 @@ def controller_id(zk: KazooClient) -> int:
         return -1
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("properties", help="the broker's server.properties")
-    parser.add_argument("--controller", action="store_true", help="print the controller id")
-    parser.add_argument("--unit", default="moldau-broker", help="the broker's systemd unit")
-    args = parser.parse_args(argv)
+def connect(properties: str) -> tuple[KazooClient | None, dict[str, str]]:
+    """A started ZooKeeper client for the broker's zookeeper.connect (chroot included) and
+    the properties; (None, {}) after printing why when the file or ZooKeeper fails."""
     try:
-        props = load_properties(args.properties)
+        props = load_properties(properties)
     except ToolError as exc:
         print(f"cannot read {exc}")
-        return 2
+        return None, {}
     zk = KazooClient(hosts=props["zookeeper.connect"], read_only=False)
     try:
         zk.start(timeout=15)
     except Exception as exc:  # kazoo raises its own timeout type
         print(f"ZooKeeper {props['zookeeper.connect']} unreachable: {exc}")
+        return None, {}
+    return zk, props
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("properties", help="the broker's server.properties")
+    parser.add_argument("--controller", action="store_true", help="print the controller id")
+    parser.add_argument("--unit", default="moldau-broker", help="the broker's systemd unit")
+    parser.add_argument("--restarts", type=int, default=None,
+                        help="systemd's NRestarts of the unit when the gate began")
+    args = parser.parse_args(argv)
+    if args.restarts is not None and not args.controller:
+        now = unit_restarts(args.unit)
+        if now > args.restarts:
+            print(f"{args.unit} exited and systemd restarted it {now - args.restarts} time(s) "
+                  "since the gate began (a crash loop): see its log lines")
+            return 4
+    zk, props = connect(args.properties)
+    if zk is None:
         return 2
     try:
         if args.controller:

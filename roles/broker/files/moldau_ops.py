@@ -1,0 +1,236 @@
+"""The operations playbooks' view of the cluster, run on a broker host with the broker's
+own venv (beside moldau_health.py): it reads ZooKeeper (zookeeper.connect of the given
+server.properties) and prints what a playbook needs to decide or to plan.
+
+  moldau_ops.py PROPS restart-risks     partitions a restart makes unavailable: RF 1 or
+                                        an ISR at (or below) min.insync.replicas; exit 3
+                                        when there are any
+  moldau_ops.py PROPS plan-decommission N  a reassignment JSON moving every replica off
+                                        broker N (internal topics included); exit 1 when
+                                        the other brokers cannot hold them
+  moldau_ops.py PROPS plan-rebalance [--exclude N]  a reassignment JSON that brings every
+                                        live broker's replica and preferred-leader counts
+                                        within one of each other
+  moldau_ops.py PROPS counts            replica and preferred-leader counts per live broker
+                                        (JSON); exit 1 when they differ by more than one
+  moldau_ops.py PROPS leads N           the partitions whose leader (in ZooKeeper) is N;
+                                        exit 1 when there are any
+  moldau_ops.py PROPS holds N           the partitions that still have a replica on N;
+                                        exit 1 when there are any or N is registered
+
+Plans are printed as Kafka's reassignment JSON with only the partitions that change
+(an empty list when nothing has to move), for kafka-reassign-partitions --execute."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from moldau_health import connect
+
+from moldau.cluster import zk_data
+
+TP = tuple[str, int]
+
+
+@dataclass
+class Cluster:
+    brokers: dict[int, str]  # live broker id -> rack ("" when none)
+    replicas: dict[TP, list[int]]
+    isr: dict[TP, list[int]]
+    leader: dict[TP, int]
+    min_isr: dict[TP, int]
+
+
+def read_cluster(zk: KazooClient, default_min_isr: int) -> Cluster:
+    brokers = {}
+    for child in zk.get_children(zk_data.BROKER_IDS_PATH):
+        try:
+            info = json.loads(zk.get(zk_data.broker_path(int(child)))[0])
+        except NoNodeError:
+            continue  # went away while we read
+        brokers[int(child)] = info.get("rack") or ""
+    replicas: dict[TP, list[int]] = {}
+    isr: dict[TP, list[int]] = {}
+    leader: dict[TP, int] = {}
+    min_isr: dict[TP, int] = {}
+    for topic in zk.get_children(zk_data.TOPICS_PATH):
+        try:
+            assignment = json.loads(zk.get(zk_data.topic_path(topic))[0])["partitions"]
+        except (NoNodeError, KeyError, ValueError):
+            continue  # being created or deleted
+        try:
+            config = json.loads(zk.get(zk_data.config_entity_path("topics", topic))[0])
+            topic_min = int(config.get("config", {}).get("min.insync.replicas", default_min_isr))
+        except (NoNodeError, ValueError):
+            topic_min = default_min_isr
+        for partition, assigned in assignment.items():
+            tp = (topic, int(partition))
+            replicas[tp] = list(assigned)
+            min_isr[tp] = topic_min
+            try:
+                state = json.loads(zk.get(zk_data.partition_state_path(*tp))[0])
+                isr[tp] = list(state["isr"])
+                leader[tp] = int(state["leader"])
+            except (NoNodeError, KeyError, ValueError):
+                isr[tp] = []
+                leader[tp] = -1
+    return Cluster(brokers, replicas, isr, leader, min_isr)
+
+
+def restart_risks(cluster: Cluster) -> list[str]:
+    """Partitions whose availability (for acks=all writers) one broker restart interrupts."""
+    risks = []
+    for tp in sorted(cluster.replicas):
+        replicas, isr = cluster.replicas[tp], cluster.isr[tp]
+        if len(replicas) == 1:
+            risks.append(f"{tp[0]}-{tp[1]} replication factor 1 (replicas={replicas})")
+        elif len(isr) <= cluster.min_isr[tp]:
+            risks.append(f"{tp[0]}-{tp[1]} at min ISR: isr={isr} "
+                         f"min.insync.replicas={cluster.min_isr[tp]} replicas={replicas}")
+    return risks
+
+
+def _racks(cluster: Cluster, brokers: list[int]) -> set[str]:
+    return {cluster.brokers.get(b, "") for b in brokers} - {""}
+
+
+def plan_decommission(cluster: Cluster, leaving: int) -> dict[TP, list[int]]:
+    """Every replica on `leaving` replaced, in the same position, by the remaining broker
+    with the fewest replicas that is not in the set yet, preferring a rack the partition
+    does not use. Raises ValueError when a partition cannot keep its replication factor."""
+    remaining = sorted(set(cluster.brokers) - {leaving})
+    load = Counter({b: 0 for b in remaining})
+    for replicas in cluster.replicas.values():
+        load.update(b for b in replicas if b in load)
+    plan: dict[TP, list[int]] = {}
+    for tp in sorted(cluster.replicas):
+        replicas = cluster.replicas[tp]
+        if leaving not in replicas:
+            continue
+        others = [b for b in replicas if b != leaving]
+        candidates = [b for b in remaining if b not in replicas]
+        if not candidates:
+            raise ValueError(f"{tp[0]}-{tp[1]} (replicas {replicas}) cannot keep replication "
+                             f"factor {len(replicas)} on the brokers left: {remaining}")
+        used = _racks(cluster, others)
+        best = min(candidates, key=lambda b: (cluster.brokers[b] in used and bool(used),
+                                              load[b], b))
+        load[best] += 1
+        plan[tp] = [best if b == leaving else b for b in replicas]
+    return plan
+
+
+def plan_rebalance(cluster: Cluster, exclude: set[int]) -> dict[TP, list[int]]:
+    """Moves replicas from the most to the least loaded broker until the counts are within
+    one (never losing a rack the partition used), then reorders replica lists so the
+    preferred leaders are within one too. Only changed partitions are returned."""
+    brokers = sorted(set(cluster.brokers) - exclude)
+    target = {tp: list(r) for tp, r in cluster.replicas.items()}
+
+    def counts(position: int | None) -> Counter[int]:
+        c = Counter({b: 0 for b in brokers})
+        for r in target.values():
+            c.update(b for b in (r if position is None else r[:1]) if b in c)
+        return c
+
+    for position in (None, 0):  # replicas first, then preferred leaders
+        while True:
+            c = counts(position)
+            high = max(brokers, key=lambda b: (c[b], -b))
+            low = min(brokers, key=lambda b: (c[b], b))
+            if c[high] - c[low] <= 1 or not move_one(target, cluster, high, low, position):
+                break
+    return {tp: r for tp, r in target.items() if r != cluster.replicas[tp]}
+
+
+def move_one(target: dict[TP, list[int]], cluster: Cluster, high: int, low: int,
+                 position: int | None) -> bool:
+    """Apply one move from `high` to `low`; False when there is none."""
+    for tp in sorted(target):
+        r = target[tp]
+        if position is None:
+            if high in r and low not in r:
+                moved = [low if b == high else b for b in r]
+                if len(_racks(cluster, moved)) >= len(_racks(cluster, r)):
+                    target[tp] = moved
+                    return True
+        elif r[0] == high and low in r:
+            i = r.index(low)
+            target[tp] = [low, *r[1:i], high, *r[i + 1:]]
+            return True
+    return False
+
+
+def counts(cluster: Cluster) -> dict[str, dict[int, int]]:
+    replicas = Counter({b: 0 for b in cluster.brokers})
+    leaders = Counter({b: 0 for b in cluster.brokers})
+    for r in cluster.replicas.values():
+        replicas.update(b for b in r if b in replicas)
+        if r and r[0] in leaders:
+            leaders[r[0]] += 1
+    return {"replicas": dict(sorted(replicas.items())),
+            "preferred_leaders": dict(sorted(leaders.items()))}
+
+
+def reassignment_json(plan: dict[TP, list[int]]) -> str:
+    return json.dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(plan.items())]})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("properties", help="the broker's server.properties")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("restart-risks")
+    sub.add_parser("plan-decommission").add_argument("broker", type=int)
+    sub.add_parser("plan-rebalance").add_argument("--exclude", type=int, action="append",
+                                                  default=[])
+    sub.add_parser("counts")
+    sub.add_parser("holds").add_argument("broker", type=int)
+    sub.add_parser("leads").add_argument("broker", type=int)
+    args = parser.parse_args(argv)
+    zk, props = connect(args.properties)
+    if zk is None:
+        return 2
+    try:
+        cluster = read_cluster(zk, int(props.get("min.insync.replicas", "1")))
+    finally:
+        zk.stop()
+        zk.close()
+    if args.command == "restart-risks":
+        risks = restart_risks(cluster)
+        print("\n".join(risks) if risks else "no partition at risk")
+        return 3 if risks else 0
+    if args.command == "plan-decommission":
+        try:
+            print(reassignment_json(plan_decommission(cluster, args.broker)))
+        except ValueError as exc:
+            print(exc)
+            return 1
+        return 0
+    if args.command == "plan-rebalance":
+        print(reassignment_json(plan_rebalance(cluster, set(args.exclude))))
+        return 0
+    if args.command == "counts":
+        c = counts(cluster)
+        print(json.dumps(c))
+        spread = [max(v.values()) - min(v.values()) for v in c.values() if v]
+        return 0 if all(s <= 1 for s in spread) else 1
+    if args.command == "leads":
+        led = sorted(f"{t}-{p}" for (t, p), b in cluster.leader.items() if b == args.broker)
+        print(", ".join(led) if led else f"broker {args.broker} leads no partition")
+        return 1 if led else 0
+    held = sorted(f"{t}-{p}" for (t, p), r in cluster.replicas.items() if args.broker in r)
+    registered = args.broker in cluster.brokers
+    print(json.dumps({"registered": registered, "partitions": held}))
+    return 1 if held or registered else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
