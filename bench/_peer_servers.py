@@ -29,7 +29,7 @@ import _support as s
 
 PACKAGES = s.REPO / "scripts" / "bench-packages.txt"
 DRIVER_SRC = s.REPO / "bench" / "drivers" / "peerbench"
-RDKPERF_SRC = s.REPO / "bench" / "drivers" / "rdkperf" / "rdkperf.c"
+RDKPERF_SRC = s.REPO / "bench" / "drivers" / "rdkperf"
 GOCODE = Path("/usr/share/gocode")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "moldau-bench"
 
@@ -62,15 +62,16 @@ def build_driver() -> Path:
 
 
 def build_rdkperf() -> Path:
-    """The C librdkafka producer, rebuilt only when its source changes."""
-    source = RDKPERF_SRC.read_bytes()
-    binary = CACHE / f"rdkperf-{hashlib.sha256(source).hexdigest()[:16]}"
+    """The C librdkafka drivers, rebuilt only when their sources change."""
+    sources = sorted(RDKPERF_SRC.glob("*.c"))
+    digest = hashlib.sha256(b"".join(path.read_bytes() for path in sources))
+    binary = CACHE / f"rdkperf-{digest.hexdigest()[:16]}"
     if not binary.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
         flags = subprocess.run(["pkg-config", "--cflags", "--libs", "rdkafka"], check=True,
                                capture_output=True, text=True).stdout.split()
-        subprocess.run(["gcc", "-O2", "-Wall", "-o", str(binary), str(RDKPERF_SRC), *flags],
-                       check=True)
+        subprocess.run(["gcc", "-O2", "-Wall", "-o", str(binary), *map(str, sources), *flags,
+                        "-lpthread"], check=True)
     return binary
 
 
@@ -264,6 +265,12 @@ def drive(driver: Path, system: System, mode: str, **flags: object) -> dict[str,
     args = [str(driver), "-system", system.kind, "-mode", mode, "-addr", system.addr]
     for key, value in flags.items():
         args += [f"-{key}", str(value)]
+    return run_json(args, system)
+
+
+def run_json(args: list[str], system: System) -> dict[str, Any]:
+    """Run a driver that prints one JSON object; add the server's CPU share and the
+    command (with the binary's name, not its cache path)."""
     cpu0, t0 = cpu_seconds(system.pid), time.perf_counter()
     out = subprocess.run(args, capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - t0
@@ -271,5 +278,5 @@ def drive(driver: Path, system: System, mode: str, **flags: object) -> dict[str,
         raise RuntimeError(f"{' '.join(args)} failed: {out.stderr.strip()}")
     result: dict[str, Any] = json.loads(out.stdout)
     result["server_cpu"] = (cpu_seconds(system.pid) - cpu0) / wall
-    result["command"] = " ".join(["peerbench", *args[1:]])
+    result["command"] = " ".join([Path(args[0]).name.split("-")[0], *args[1:]])
     return result

@@ -168,6 +168,7 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
         lat_rows.append([name, f"{rate:,.0f} ({rate * SIZE / 1e6:.0f} MB/s)",
                          q("ack_ms", "p50"), q("ack_ms", "p99"), q("ack_ms", "p999"),
                          q("e2e_ms", "p50"), q("e2e_ms", "p99"), q("e2e_ms", "p999"),
+                         _cpu([run["server_cpu"] for run in runs]),
                          _cpu([run["client_cpu"] for run in runs])])
 
     py_rows = []
@@ -239,7 +240,7 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
         s.table(["record size", "workload", MOLDAU, NATS, REDIS, "Moldau / NATS",
                  "Moldau / Redis"], size_rows(out, (SIZE, *OTHER_SIZES))),
         "",
-        "### Latency at a fixed rate (peerbench for all three)",
+        "### Latency at a fixed rate (rdkperf for Moldau, peerbench for NATS and Redis)",
         "",
         f"Each system first at 50% of its median produce rate above, then all at {FIXED_RATE:,} "
         f"records/s; {LATENCY_SECONDS:.0f} s per run, a consumer in the same process; "
@@ -247,11 +248,12 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
         "fixed schedule and each carries the time it was due: *ack* is due time to the "
         "producer's acknowledgement, *e2e* due time to receipt by the consumer (coordinated "
         "omission corrected: a stalled sender does not hide the wait). Moldau's driver here "
-        "is confluent-kafka-go on librdkafka (linger.ms 1, acks=1). Milliseconds, median of "
-        "the runs (min-max).",
+        "is `rdkperf -e2e` (C, librdkafka; producer linger.ms 1, acks=1; consumer "
+        "fetch.wait.max.ms 10, in a second thread). Milliseconds, median of the runs "
+        "(min-max).",
         "",
         s.table(["system", "offered records/s", "ack p50", "ack p99", "ack p99.9", "e2e p50",
-                 "e2e p99", "e2e p99.9", "driver CPU"], lat_rows),
+                 "e2e p99", "e2e p99.9", "server CPU", "driver CPU"], lat_rows),
         "",
         "### Python clients",
         "",

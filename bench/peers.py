@@ -13,8 +13,8 @@ systems alike, and the per-round ratios are what the page quotes.
   Moldau: bench/drivers/rdkperf (a C producer loop over librdkafka) and kcat (librdkafka's
   C client) to consume; NATS and Redis: bench/drivers/peerbench (Go, nats.go and redigo).
 - Latency: produce+consume at a fixed rate of 50% of each system's median produce rate,
-  peerbench for all three (Moldau through confluent-kafka-go on librdkafka), due time to
-  acknowledgement and to receipt, coordinated omission corrected.
+  then at one rate for all; `rdkperf -e2e` (C, librdkafka) for Moldau, peerbench for the
+  peers; due time to acknowledgement and to receipt, coordinated omission corrected.
 - Python clients: the same produce and consume with confluent-kafka, nats-py, redis-py.
 - Limits: iperf3 on loopback and fio sequential writes in the directory of the logs.
 """
@@ -180,15 +180,20 @@ def _redis_del(addr: str, key: str) -> None:
     redis.Redis(host=host, port=int(port)).delete(key)
 
 
-def latency_round(servers: ps.Servers, driver: Path, rates: dict[str, float], r: int,
-                  out: Results, label: str) -> None:
+def latency_round(servers: ps.Servers, driver: Path, rdkperf: Path, rates: dict[str, float],
+                  r: int, out: Results, label: str) -> None:
     for system in (MOLDAU, NATS, REDIS):
         target = servers.systems[system]
         name = f"lat-{label}-{r}"
         if system == MOLDAU:
             servers.create_topic(name, 1)
-        result = ps.drive(driver, target, "e2e", name=name, size=SIZE, rate=round(rates[system]),
-                          seconds=LATENCY_SECONDS, window=1 << 20)
+            result = ps.run_json([str(rdkperf), "-e2e", target.addr, name,
+                                  str(round(rates[system])), str(LATENCY_SECONDS), str(SIZE),
+                                  "acks=1"], target)
+        else:
+            result = ps.drive(driver, target, "e2e", name=name, size=SIZE,
+                              rate=round(rates[system]), seconds=LATENCY_SECONDS,
+                              window=1 << 20)
         out.latency.setdefault((system, label), []).append(result)
         out.commands[f"{system} e2e"] = result["command"]
         if system == REDIS:
@@ -273,9 +278,9 @@ def run() -> str:
                  / SIZE for system in (MOLDAU, NATS, REDIS)}
         for r in range(ROUNDS):
             loads.append(os.getloadavg()[0])
-            latency_round(servers, driver, rates, r, out, "half")
+            latency_round(servers, driver, rdkperf, rates, r, out, "half")
             fixed = dict.fromkeys(rates, FIXED_RATE)
-            latency_round(servers, driver, fixed, r, out, "fixed")
+            latency_round(servers, driver, rdkperf, fixed, r, out, "fixed")
         for r in range(ROUNDS):
             loads.append(os.getloadavg()[0])
             python_round(servers, py_count, r, out)

@@ -1,11 +1,16 @@
-/* rdkperf: a tight librdkafka producer for the peer benchmarks (bench/peers.py).
- *
- * Produces COUNT records of SIZE bytes, round-robin over PARTITIONS, from one static
- * buffer (librdkafka does not copy it), and waits for every delivery report. Prints
- * {"records":..,"bytes":..,"seconds":..,"failed":..} on stdout; exit status 1 if any
- * delivery failed. Built by bench/_peer_servers.py with gcc and Debian's librdkafka-dev.
+/* rdkperf: tight librdkafka drivers for the peer benchmarks (bench/peers.py), built by
+ * bench/_peer_servers.py with gcc and Debian's librdkafka-dev.
  *
  *   rdkperf BROKERS TOPIC COUNT SIZE PARTITIONS [key=value ...]
+ *   rdkperf -e2e BROKERS TOPIC RATE SECONDS SIZE [key=value ...]
+ *
+ * The first produces COUNT records of SIZE bytes, round-robin over PARTITIONS, from one
+ * static buffer (librdkafka does not copy it), and waits for every delivery report;
+ * it prints {"records":..,"bytes":..,"seconds":..,"failed":..}. Exit status 1 if any
+ * delivery failed.
+ *
+ * -e2e (e2e.c) sends RATE records/s for SECONDS to partition 0 of a fresh topic while a
+ * consumer thread reads it, and prints the latencies as bench/drivers/peerbench does.
  */
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
@@ -32,8 +37,12 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+int e2e_main(int argc, char **argv);
+
 int main(int argc, char **argv) {
     char err[512];
+    if (argc > 1 && strcmp(argv[1], "-e2e") == 0)
+        return e2e_main(argc - 1, argv + 1);
     if (argc < 6) {
         fprintf(stderr, "usage: rdkperf BROKERS TOPIC COUNT SIZE PARTITIONS [key=value ...]\n");
         return 2;
