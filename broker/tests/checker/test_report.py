@@ -225,3 +225,20 @@ def test_command_config_translation():
                       "ssl.endpoint.identification.algorithm": "none"}
     with pytest.raises(ValueError, match="PEM"):
         client_config({"ssl.truststore.location": "/etc/ts.jks"})
+
+
+def test_an_acknowledgement_without_an_offset_counts_as_acknowledged() -> None:
+    # librdkafka reports a retried batch answered DUPLICATE_SEQUENCE_NUMBER as delivered,
+    # without an offset: the record is acknowledged (so checked for loss), offset unknown.
+    from moldau.checker.producer import ProducerRun
+
+    class Delivered:
+        def offset(self) -> None:
+            return None
+
+    run = ProducerRun("127.0.0.1:9", "t", partitions=[0], rate=None)
+    run._on_delivery(0, 0, None, Delivered())
+    acked = run.writes()[0].acknowledged
+    assert acked == {0: -1}
+    report = report_of(PartitionWrites(0, 1, acked, {}), read([0]))
+    assert report.ok and report.partitions[0].lost == []

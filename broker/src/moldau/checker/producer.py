@@ -110,7 +110,10 @@ class ProducerRun:
         with self._lock:
             writes = self._writes[partition]
             if err is None:
-                writes.acknowledged[seq] = msg.offset()
+                # No offset (None) when librdkafka took a retried batch's
+                # DUPLICATE_SEQUENCE_NUMBER as success: -1, checked for loss only.
+                offset = msg.offset()
+                writes.acknowledged[seq] = -1 if offset is None else offset
                 writes.failed.pop(seq, None)
             elif not self._flushed:  # after the flush timeout (a purge): stays in doubt
                 writes.failed[seq] = err.str()
