@@ -70,5 +70,9 @@ def test_start_as_daemon_then_stop_by_node_id(tmp_path, zk_ensemble: Any) -> Non
 def test_a_bad_config_fails_the_foreground_start(tmp_path) -> None:
     config = tmp_path / "server.properties"
     config.write_text("broker.id=not-a-number\n")
-    out = run("kafka-server-start.sh", str(config))
+    os.environ["LOG_DIR"] = str(tmp_path / "logs")  # not ./logs of the checkout
+    try:
+        out = run("kafka-server-start.sh", str(config))
+    finally:
+        del os.environ["LOG_DIR"]
     assert out.code == 1 and "broker.id" in out.err, (out.out, out.err)
