@@ -4,6 +4,8 @@
   fetching at most one batch at a time: ReplicaFetcherManager MaxLag and FetcherLagMetrics
   ConsumerLag show the distance to the leader's high watermark, then fall to 0. That is
   replication, not a reassignment: the Reassignment meters stay at 0.
+- An acks=all produce waits in the leader's Produce purgatory while the follower is
+  frozen (SIGSTOP), and leaves it when the follower runs again.
 - A partition reassigned from broker 1 to brokers 1 and 2: the bytes the new replica
   copies count as ReassignmentBytesInPerSec on broker 2 and ReassignmentBytesOutPerSec on
   broker 1.
@@ -11,15 +13,26 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from broker.raw import connect, produce, records, wait_leaders, wait_until
+from broker.raw import (
+    PRODUCE,
+    connect,
+    produce,
+    produce_request,
+    records,
+    wait_leaders,
+    wait_until,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from moldau.devcluster.brokers import BrokerProcess, free_port
+from moldau.protocol.headers import decode_response
 
 from .jmx import beans
 
@@ -107,3 +120,32 @@ def test_a_reassignment_counts_the_bytes_it_moves(pair: tuple) -> None:
     moved = BATCHES * 900
     assert count(follower_port, REASSIGNMENT.format("BytesIn")) - in_before >= moved
     assert count(leader_port, REASSIGNMENT.format("BytesOut")) - out_before >= moved
+
+
+def test_an_acks_all_produce_waits_in_the_purgatory(pair: tuple) -> None:
+    leader, port, follower, _ = pair
+    topic = f"waiting-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": leader.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, replica_assignment=[[1, 2]])])[topic].result(30)
+    purgatory = "kafka.server:type=DelayedOperationPurgatory,name={},delayedOperation=Produce"
+
+    def value(name: str) -> int:
+        bean = purgatory.format(name)
+        return beans(port, bean)[bean]["Value"]
+
+    with connect(leader) as conn:
+        wait_leaders(conn, topic)
+        assert value("NumDelayedOperations") == 0
+        pid = follower.pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)  # the follower cannot fetch: the record waits for it
+        try:
+            correlation = conn.send(PRODUCE, 9, produce_request(topic, records(1)))
+            assert wait_until(lambda: value("NumDelayedOperations") == 1)
+            assert value("PurgatorySize") == 1
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        got, answer = decode_response(conn.read_frame(), PRODUCE, 9)
+    assert got == correlation
+    assert answer.responses[0].partition_responses[0].error_code == 0
+    assert value("NumDelayedOperations") == 0
