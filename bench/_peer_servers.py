@@ -3,8 +3,9 @@
 - Moldau: one broker (and one ZooKeeper node) from the repository, as the tests start it.
 - NATS JetStream 2.9 (Debian's nats-server): file storage in the run's directory.
 - Redis 7.0 (Debian's redis-server): AOF with appendfsync everysec, no RDB snapshots.
-- bench/drivers/peerbench: the Go load driver for all three, built offline from
-  Debian's Go packages (GOPATH mode) into a cache keyed by the sources' hash.
+- bench/drivers/peerbench: the Go load driver of NATS and Redis, built offline from
+  Debian's Go packages (GOPATH mode), and bench/drivers/rdkperf, Moldau's C driver on
+  librdkafka; both into a cache keyed by their sources' hash.
 
 Everything is installed by the suite itself (scripts/bench-packages.txt), only when
 missing, and every process started here is stopped by `Servers.stop()`.

@@ -45,7 +45,7 @@ def versions() -> str:
         version(["redis-server", "--version"]).split(" sha=")[0],
         f"kcat {_dpkg('kcat')} (librdkafka {_dpkg('librdkafka1')})",
         version(["go", "version"]),
-        f"confluent-kafka-go {_dpkg('golang-github-confluentinc-confluent-kafka-go-dev')}",
+        f"rdkperf built with gcc {_dpkg('gcc')} against librdkafka-dev {_dpkg('librdkafka-dev')}",
         f"nats.go {_dpkg('golang-github-nats-io-go-nats-dev')}",
         f"redigo {_dpkg('golang-github-gomodule-redigo-dev')}",
         f"iperf3 {_dpkg('iperf3')}, fio {_dpkg('fio')}",

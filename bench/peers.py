@@ -218,21 +218,28 @@ def python_round(servers: ps.Servers, count: int, r: int, out: Results) -> None:
     _redis_del(redis_.addr, f"py{r}")
 
 
-def iperf3() -> float:
+def iperf3(attempts: int = 5) -> float:
+    """Loopback TCP MB/s of one iperf3 stream for 2 s (a fresh server per call)."""
+    import json
+
     port = ps.free_port()
     server = subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        ps.wait_port(port, 10)
-        out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", "2", "-J"],
-                             capture_output=True, text=True, timeout=60, check=True).stdout
+        for _ in range(attempts):
+            # no connection probe: iperf3 takes any connection for a test's control channel
+            time.sleep(1.0)
+            out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", "2",
+                                  "-J"], capture_output=True, text=True, timeout=60).stdout
+            try:
+                result = json.loads(out)["end"]["sum_received"]["bits_per_second"]
+            except (ValueError, KeyError):
+                continue  # not listening yet, or busy: try again
+            return float(result) / 8 / 1e6
+        raise RuntimeError(f"iperf3 failed {attempts} times: {out[-500:]}")
     finally:
-        if server.poll() is None:
-            server.terminate()
+        server.terminate()
         server.wait(10)
-    import json
-
-    return float(json.loads(out)["end"]["sum_received"]["bits_per_second"]) / 8 / 1e6
 
 
 FIO_ARGS = ["--name=seqwrite", "--rw=write", "--bs=1M", "--size=512M", "--ioengine=psync",

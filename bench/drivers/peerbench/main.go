@@ -1,11 +1,11 @@
-// peerbench: one native load driver for Moldau (Kafka protocol, through librdkafka via
-// confluent-kafka-go), NATS JetStream (nats.go) and Redis Streams (redigo), so the peer
-// comparison in bench/peers.py measures the servers with drivers of the same class.
+// peerbench: the native load driver for NATS JetStream (nats.go) and Redis Streams
+// (redigo) in the peer comparison of bench/peers.py; Moldau's is bench/drivers/rdkperf
+// (C, librdkafka), a driver of the same class.
 //
 // Built offline by bench/_drivers.py from Debian's golang-go and golang-github-* packages
 // (GOPATH mode, GO111MODULE=off). Prints one JSON object on stdout.
 //
-//	peerbench -system kafka|nats|redis -mode produce|consume|e2e -addr HOST:PORT -name T ...
+//	peerbench -system nats|redis -mode produce|consume|e2e -addr HOST:PORT -name T ...
 //
 // produce: send -count records of -size bytes as fast as acknowledgements allow.
 // consume: read -count records from the beginning of a full topic/stream.
@@ -29,10 +29,9 @@ import (
 )
 
 type options struct {
-	system, mode, addr, name, acks, compression string
-	size, count, partitions, window             int
-	rate, seconds                               float64
-	linger                                      int
+	system, mode, addr, name string
+	size, count, window      int
+	rate, seconds            float64
 }
 
 type result struct {
@@ -132,24 +131,19 @@ func fail(format string, args ...any) {
 
 func main() {
 	var o options
-	flag.StringVar(&o.system, "system", "kafka", "kafka, nats or redis")
+	flag.StringVar(&o.system, "system", "nats", "nats or redis")
 	flag.StringVar(&o.mode, "mode", "produce", "produce, consume or e2e")
-	flag.StringVar(&o.addr, "addr", "127.0.0.1:9092", "server address")
-	flag.StringVar(&o.name, "name", "bench", "topic, stream or key")
-	flag.StringVar(&o.acks, "acks", "1", "kafka: acks (1 or all)")
-	flag.StringVar(&o.compression, "compression", "none", "kafka: compression.type")
+	flag.StringVar(&o.addr, "addr", "127.0.0.1:4222", "server address")
+	flag.StringVar(&o.name, "name", "bench", "stream or key")
 	flag.IntVar(&o.size, "size", 1024, "record size in bytes")
 	flag.IntVar(&o.count, "count", 100000, "records to produce or consume")
-	flag.IntVar(&o.partitions, "partitions", 1, "kafka: partitions of the topic")
-	flag.IntVar(&o.window, "window", 4096, "nats, redis: unacknowledged records in flight")
-	flag.IntVar(&o.linger, "linger", 5, "kafka: linger.ms for produce (e2e uses 1)")
+	flag.IntVar(&o.window, "window", 4096, "unacknowledged records in flight")
 	flag.Float64Var(&o.rate, "rate", 10000, "e2e: offered records/s")
 	flag.Float64Var(&o.seconds, "seconds", 10, "e2e: duration")
 	flag.Parse()
 
 	cpu0, t0 := cpuSeconds(), time.Now()
 	modes := map[string]func(options) result{
-		"kafka/produce": kafkaProduce, "kafka/consume": kafkaConsume, "kafka/e2e": kafkaE2E,
 		"nats/produce": natsProduce, "nats/consume": natsConsume, "nats/e2e": natsE2E,
 		"redis/produce": redisProduce, "redis/consume": redisConsume, "redis/e2e": redisE2E,
 	}
