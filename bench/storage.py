@@ -377,9 +377,9 @@ def _lookups(workdir: Path) -> LookupResult:
     from moldau.storage.segment import MAPPED_INDEXES
 
     per_segment = _fds_per_segment(workdir)
-    # Reads map indexes again: up to MAPPED_INDEXES.limit segments hold two more each.
+    # Reads map indexes again, in the descriptors left beyond MAPPED_INDEXES.RESERVED.
     fits, note = _segment_budget(
-        wanted, per_segment, per_segment * LOOKUP_SEGMENTS[0] + 2 * MAPPED_INDEXES.limit)
+        wanted, per_segment, per_segment * LOOKUP_SEGMENTS[0] + MAPPED_INDEXES.RESERVED)
     few, many = LOOKUP_SEGMENTS[0], max(fits, LOOKUP_SEGMENTS[0])
     logs: dict[int, Any] = {}
     build: dict[int, float] = {}
@@ -759,8 +759,8 @@ def _report(
         "",
         f"Segment limits of this process: {lookups.limit_note} (counted after a roll: its "
         "`.log`; a roll unmaps the indexes, and a read maps them again, two more "
-        "descriptors since CPython's `mmap.mmap` keeps a duplicate of each, for at most "
-        "an eighth of the open-files limit in segments at once), and two mappings."
+        "descriptors since CPython's `mmap.mmap` keeps a duplicate of each, for as many "
+        "segments at once as the descriptors left allow), and two mappings."
         + (
             f" **{lookups.wanted:,} segments did not fit: the large log has {many:,}.**"
             if limited

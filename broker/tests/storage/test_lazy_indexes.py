@@ -77,7 +77,7 @@ def test_a_roll_unmaps_the_old_segments_indexes(tmp_path):
 def test_mapped_indexes_of_old_segments_stay_bounded(tmp_path, monkeypatch):
     from moldau.storage import segment as segment_module
 
-    monkeypatch.setattr(segment_module.MAPPED_INDEXES, "limit", 4)
+    monkeypatch.setattr(segment_module.MAPPED_INDEXES, "cap", 4)
     build_log(tmp_path)
     reopened = PartitionLog(str(tmp_path / "t-0"), CONFIG, sync=False, clean_shutdown=False,
                             recovery_point=0)  # a crash: every segment checked, then unmapped

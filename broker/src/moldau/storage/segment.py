@@ -147,16 +147,34 @@ class _MappedIndexes:
     """Inactive segments whose indexes are mapped, oldest mapping first. Past the limit
     the oldest are unmapped again (the next read maps them anew): a consumer reading
     through old data would otherwise leave two descriptors mapped per segment it touched
-    (CPython's mmap keeps a duplicate of each file's descriptor)."""
+    (CPython's mmap keeps a duplicate of each file's descriptor).
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
+    The limit follows the descriptors left over: the open-files limit, less one per open
+    segment (its `.log`) and a reserve for connections and other files, two per mapped
+    segment. Kafka's mappings cost no descriptor; here a log with more segments than that
+    remaps indexes when reads jump around (docs/storage.md)."""
+
+    RESERVED = 1024  # descriptors kept for sockets, checkpoints, ZooKeeper, ...
+
+    def __init__(self) -> None:
+        self.open_segments = 0  # LogSegments with an open .log (kept by LogSegment)
+        self.cap: int | None = None  # a fixed limit instead (tests)
         self._segments: dict[LogSegment, None] = {}
+
+    @property
+    def limit(self) -> int:
+        if self.cap is not None:
+            return self.cap
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY:
+            return 1 << 30
+        return max(16, (soft - self.open_segments - self.RESERVED) // 2)
 
     def add(self, segment: LogSegment) -> None:
         self._segments.pop(segment, None)
         self._segments[segment] = None
-        while len(self._segments) > self.limit:
+        limit = self.limit
+        while len(self._segments) > limit:
             oldest = next(iter(self._segments))
             oldest.release_indexes()
 
@@ -167,14 +185,8 @@ class _MappedIndexes:
         return len(self._segments)
 
 
-def _default_mapped_limit() -> int:
-    # Each mapped segment holds two descriptors beyond its .log: an eighth of the
-    # process's file limit, in segments, leaves the rest for logs and connections.
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return max(16, soft // 8) if soft != resource.RLIM_INFINITY else 100_000
+MAPPED_INDEXES = _MappedIndexes()
 
-
-MAPPED_INDEXES = _MappedIndexes(_default_mapped_limit())
 
 class LogSegment:
     """One segment of a partition log; see the module docstring."""
@@ -207,6 +219,7 @@ class LogSegment:
         )
         try:
             self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+            MAPPED_INDEXES.open_segments += 1
             self.size = os.fstat(self.fd).st_size
         except OSError as exc:
             raise KafkaStorageError(f"cannot open segment {self.log_path}: {exc}") from exc
@@ -687,6 +700,7 @@ class LogSegment:
         if self._offset_index is not None:
             self._offset_index.close()
         os.close(self.fd)
+        MAPPED_INDEXES.open_segments -= 1
         self.fd = -1
 
     def change_suffix(self, new_suffix: str) -> None:
