@@ -8,6 +8,10 @@ server.properties) and prints what a playbook needs to decide or to plan.
   moldau_ops.py PROPS plan-decommission N  a reassignment JSON moving every replica off
                                         broker N (internal topics included); exit 1 when
                                         the other brokers cannot hold them
+  moldau_ops.py PROPS plan-demote N     a reassignment JSON that only reorders replica lists:
+                                        broker N last wherever it is the preferred leader
+                                        (a preferred election then moves leadership off N
+                                        before any data moves)
   moldau_ops.py PROPS plan-rebalance [--exclude N]  a reassignment JSON that brings every
                                         live broker's replica and preferred-leader counts
                                         within one of each other
@@ -126,6 +130,12 @@ def plan_decommission(cluster: Cluster, leaving: int) -> dict[TP, list[int]]:
     return plan
 
 
+def plan_demote(cluster: Cluster, leaving: int) -> dict[TP, list[int]]:
+    """Broker `leaving` moved to the end of every replica list it heads (same replicas)."""
+    return {tp: [b for b in r if b != leaving] + [leaving]
+            for tp, r in sorted(cluster.replicas.items()) if len(r) > 1 and r[0] == leaving}
+
+
 def plan_rebalance(cluster: Cluster, exclude: set[int]) -> dict[TP, list[int]]:
     """Moves replicas from the most to the least loaded broker until the counts are within
     one (never losing a rack the partition used), then reorders replica lists so the
@@ -189,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("restart-risks")
     sub.add_parser("plan-decommission").add_argument("broker", type=int)
+    sub.add_parser("plan-demote").add_argument("broker", type=int)
     sub.add_parser("plan-rebalance").add_argument("--exclude", type=int, action="append",
                                                   default=[])
     sub.add_parser("counts")
@@ -213,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             print(exc)
             return 1
+        return 0
+    if args.command == "plan-demote":
+        print(reassignment_json(plan_demote(cluster, args.broker)))
         return 0
     if args.command == "plan-rebalance":
         print(reassignment_json(plan_rebalance(cluster, set(args.exclude))))
