@@ -38,9 +38,17 @@ def die(where: str) -> None:
     """SIGKILL the driver's process group (the driver and Spark's JVM), then our own: the
     Python workers run in a process group of their own."""
     # Python workers' stdout does not reach the driver's log: the test reads this file.
-    with open(os.environ["MOLDAU_TRIAL_KILLS"], "a") as log:
-        log.write(f"KILL {where}\n")
-    os.killpg(int(os.environ["MOLDAU_TRIAL_PGID"]), signal.SIGKILL)
+    # Two writer tasks can reach the kill point together: only the first one logs it.
+    pgid = os.environ["MOLDAU_TRIAL_PGID"]
+    try:
+        os.close(os.open(f"{os.environ['MOLDAU_TRIAL_KILLS']}.{pgid}",
+                         os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        pass
+    else:
+        with open(os.environ["MOLDAU_TRIAL_KILLS"], "a") as log:
+            log.write(f"KILL {where}\n")
+    os.killpg(int(pgid), signal.SIGKILL)
     os.killpg(os.getpgid(0), signal.SIGKILL)
 
 
