@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import _support as s
+
 PAGE = 1000
 
 
@@ -23,20 +25,8 @@ def kafka_produce(addr: str, topic: str, count: int, size: int, partitions: int)
     producer = Producer({"bootstrap.servers": addr, "acks": 1, "linger.ms": 5,
                          "batch.size": 1 << 20, "queue.buffering.max.kbytes": 1 << 20,
                          "queue.buffering.max.messages": 2_000_000})
-    value = bytes(size)
-    produce = producer.produce
     t0 = time.perf_counter()
-    for i in range(count):
-        while True:
-            try:
-                produce(topic, value, partition=i % partitions)
-                break
-            except BufferError:
-                producer.poll(0.005)
-        if i % 10_000 == 0:
-            producer.poll(0)
-    if producer.flush(300) != 0:
-        raise RuntimeError("confluent-kafka: records left unacknowledged")
+    s.produce_all(producer, topic, bytes(size), count, partitions)
     return time.perf_counter() - t0
 
 

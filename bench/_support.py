@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -94,6 +95,24 @@ def measure(
     return {
         name: Timing(median(samples[name]), loops[name], runs, tuple(samples[name])) for name in fns
     }
+
+
+def produce_all(producer: Any, topic: str, value: bytes, count: int, partitions: int) -> None:
+    """Produce `count` copies of value round-robin over the partitions as fast as the
+    confluent-kafka producer's queue takes them, then flush; raises if any record stays
+    unacknowledged."""
+    produce = producer.produce
+    for i in range(count):
+        while True:
+            try:
+                produce(topic, value, partition=i % partitions)
+                break
+            except BufferError:  # the client's queue is full: let it send
+                producer.poll(0.005)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(300) != 0:
+        raise RuntimeError("confluent-kafka: records left unacknowledged")
 
 
 def _three_digits(value: float) -> str:

@@ -78,17 +78,7 @@ def produce(bootstrap: str, topic: str, size: int, total: int, pid: int) -> Thro
     value = os.urandom(size)
     count = total // size
     cpu0, t0 = _cpu_seconds(pid), time.perf_counter()
-    produce_ = producer.produce
-    for i in range(count):
-        while True:
-            try:
-                produce_(topic, value, partition=i % PARTITIONS)
-                break
-            except BufferError:
-                producer.poll(0.005)
-        if i % 10_000 == 0:
-            producer.poll(0)
-    assert producer.flush(300) == 0
+    s.produce_all(producer, topic, value, count, PARTITIONS)
     seconds = time.perf_counter() - t0
     cpu = (_cpu_seconds(pid) - cpu0) / seconds
     return Throughput(f"produce {size} B", count, count * size, seconds, cpu)
