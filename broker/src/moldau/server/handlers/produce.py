@@ -163,10 +163,9 @@ class ProduceHandler:
                 await rm.wait_for_change([p for p, _ in left], remaining)
         errors: dict[tuple[str, int], int] = {}
         for p, o in waiting:
-            if p.log.high_watermark < o and moved(p):
-                errors[(p.topic, p.index)] = NotLeaderOrFollowerError.code
-            elif p.log.high_watermark < o:
-                errors[(p.topic, p.index)] = RequestTimedOutError.code
+            if p.log.high_watermark < o:
+                unconfirmed = NotLeaderOrFollowerError if moved(p) else RequestTimedOutError
+                errors[(p.topic, p.index)] = unconfirmed.code
             elif len(p.state.isr) < p.log.config.min_insync_replicas:
                 # replicated, but the ISR shrank below the minimum meanwhile (Kafka's
                 # checkEnoughReplicasReachOffset)
