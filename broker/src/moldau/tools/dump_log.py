@@ -4,16 +4,18 @@ works on a stopped broker's log directory."""
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from moldau.errors import CorruptRecordError
 from moldau.protocol.errors import ProtocolError
-from moldau.protocol.records import iter_batches
+from moldau.protocol.records import RecordBatch, iter_batches
 from moldau.storage.index import CorruptIndexError
+from moldau.storage.segment import scan_batch_headers
 from moldau.tools import offsets_decoder
 from moldau.tools.options import Opt, Options, require
 from moldau.tools.runner import ArgumentError, Tool
@@ -117,10 +119,19 @@ def _segment_of(index_path: str) -> str:
     return os.path.join(directory, name.split(".")[0] + ".log")
 
 
-def _batches_from(log_path: str, position: int) -> list[Any]:
+def _first_batch(log_path: str, position: int, offset: int = -1) -> RecordBatch | None:
+    """The first whole batch from `position` on whose last offset is >= offset, reading
+    only the headers of the batches before it; None if there is none."""
     with open(log_path, "rb") as fh:
-        fh.seek(position)
-        return list(iter_batches(fh.read(), allow_partial=True))
+        fd = fh.fileno()
+        try:
+            for header in scan_batch_headers(fd, log_path, position, os.fstat(fd).st_size):
+                if header.last_offset >= offset:
+                    data = os.pread(fd, header.size, header.position)
+                    return RecordBatch(data) if len(data) == header.size else None
+        except CorruptRecordError:
+            pass
+    return None
 
 
 @dataclass
@@ -193,8 +204,8 @@ def dump_index(path: str, verify_only: bool, problems: IndexProblems) -> list[st
     batch there must end at the indexed offset."""
     log_path, lines = _segment_of(path), []
     for offset, position in _entries(path, False):
-        batches = _batches_from(log_path, position)
-        found = batches[0].last_offset if batches else -1
+        batch = _first_batch(log_path, position)
+        found = batch.last_offset if batch is not None else -1
         if found != offset:
             problems.offset_mismatches.setdefault(os.path.abspath(path), []).append(
                 (offset, found))
@@ -207,14 +218,14 @@ def dump_time_index(path: str, verify_only: bool, problems: IndexProblems) -> li
     """Each entry of a time index, checked against the log: the batch ending at the
     indexed offset must hold that largest timestamp, and timestamps must grow."""
     log_path, lines = _segment_of(path), []
-    offsets = _entries(path.removesuffix(".timeindex") + ".index", False) \
-        if os.path.exists(path.removesuffix(".timeindex") + ".index") else []
+    index_path = path.removesuffix(".timeindex") + ".index"
+    entries = _entries(index_path, False) if os.path.exists(index_path) else []
+    indexed = [o for o, _ in entries]
     previous = -1
     name = os.path.abspath(path)
     for timestamp, offset in _entries(path, True):
-        position = max((p for o, p in offsets if o <= offset), default=0)
-        batch = next((b for b in _batches_from(log_path, position)
-                      if b.last_offset >= offset), None)
+        at = bisect.bisect_right(indexed, offset) - 1  # the offset index's floor entry
+        batch = _first_batch(log_path, entries[at][1] if at >= 0 else 0, offset)
         if batch is None or batch.last_offset != offset:
             problems.not_found.setdefault(name, []).append(
                 (offset, -1 if batch is None else batch.last_offset))
