@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import ssl
 import threading
 import time
 import uuid
@@ -37,8 +38,10 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from kazoo.retry import KazooRetry, RetryFailedError
+from kazoo.security import ACL
 
 from moldau.cluster import zk_data as zd
+from moldau.cluster import zk_tls
 from moldau.cluster.zk_data import (
     BrokerRegistration,
     ConfigChangeNotification,
@@ -125,8 +128,16 @@ class KafkaZkClient:
         chroot: str | None = None,
         session_timeout_ms: int = 18000,
         connection_timeout_ms: int | None = None,
+        tls_context: ssl.SSLContext | None = None,
+        secure_acls: bool = False,
     ) -> None:
+        """`tls_context`: connect to ZooKeeper's secure port with it (zk_tls.tls_context).
+        `secure_acls`: zookeeper.set.acl, the znodes this client creates get Kafka's
+        secure ACLs (zk_tls.acls_for); it needs a client certificate in `tls_context`."""
         self.hosts, self.chroot = _split_connect(hosts, chroot)
+        self.tls_context = tls_context
+        self.secure_acls = secure_acls
+        self._tls_handler: zk_tls.TlsHandler | None = None
         self.session_timeout_ms = session_timeout_ms
         # Kafka: zookeeper.connection.timeout.ms defaults to the session timeout.
         self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
@@ -153,16 +164,28 @@ class KafkaZkClient:
         conn_retry = KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=1.0)
         cmd_retry = dict(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0,
                          deadline=self.session_timeout_ms / 1000)
+        options: dict[str, Any] = {}
+        if self.tls_context is not None:
+            self._tls_handler = zk_tls.TlsHandler(self.tls_context)
+            options["handler"] = self._tls_handler
+        if self.secure_acls:
+            options["default_acl"] = zk_tls.acls_for("/")
         return KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000,
-                           connection_retry=conn_retry, command_retry=cmd_retry)
+                           connection_retry=conn_retry, command_retry=cmd_retry, **options)
+
+    def _acl(self, path: str) -> list[ACL] | None:
+        """The ACLs for a znode created at `path`; None = kazoo's default."""
+        return zk_tls.acls_for(path) if self.secure_acls else None
 
     def _start_kazoo(self, zk: KazooClient, deadline: float) -> None:
         try:
             zk.start(timeout=max(deadline - time.monotonic(), 0.001))
         except KazooTimeoutError:
+            tls_error = self._tls_handler.last_error if self._tls_handler else None
             raise ZooKeeperUnavailableError(
                 f"Timed out waiting for connection to ZooKeeper at {self.hosts} while in state:"
                 f" CONNECTING (zookeeper.connection.timeout.ms={self.connection_timeout_ms})"
+                + (f"; {tls_error}" if tls_error else "")
             ) from None
 
     def start(self) -> None:
@@ -323,7 +346,7 @@ class KafkaZkClient:
             return []
 
     def ensure_path(self, path: str) -> None:
-        self._call(self._client().ensure_path, path)
+        self._call(self._client().ensure_path, path, self._acl(path))
 
     def delete_recursive(self, path: str) -> None:
         """Delete a znode and its subtree; a missing znode is fine."""
@@ -359,7 +382,7 @@ class KafkaZkClient:
                 return self._call(zk.set, path, data).version
             except NoNodeError:
                 try:
-                    self._call(zk.create, path, data, makepath=True)
+                    self._call(zk.create, path, data, self._acl(path), makepath=True)
                     return 0
                 except NodeExistsError:
                     continue
@@ -395,7 +418,9 @@ class KafkaZkClient:
     def ensure_persistent_paths(self) -> None:
         """createTopLevelPaths: the persistent znodes every broker expects."""
         zk = self._client()
-        pending = [(p, zk.ensure_path_async(p)) for p in zd.PERSISTENT_PATHS]
+        if self.secure_acls:  # /config first, or a sensitive child's ACL would be its parent's
+            self.ensure_path(zd.CONFIG_PATH)
+        pending = [(p, zk.ensure_path_async(p, self._acl(p))) for p in zd.PERSISTENT_PATHS]
         for path, result in pending:
             try:
                 result.get(timeout=self.session_timeout_ms / 1000)

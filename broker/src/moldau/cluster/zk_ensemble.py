@@ -8,6 +8,10 @@ For tests and the development cluster. Each node has its own directory under `ba
     base_dir/node<i>/log4j.properties, log/zookeeper.log, log/stdout.log
     base_dir/node<i>/zk.pid
 
+With `tls=ZkServerTls(...)` every node also serves a secure client port (Netty, TLS, client
+certificates authenticated by ZooKeeper's x509 provider, so ACLs can name them):
+`secure_connect_string` reaches those ports.
+
 Debian's zkServer.sh forces /etc/zookeeper and /var/log/zookeeper and a classpath without a
 logging binding, so the nodes are started with java directly (see the reference notes,
 zookeeper-clients-pyspark.md §1.4). Processes run in their own session: they outlive the
@@ -26,10 +30,16 @@ import socket
 import subprocess
 import threading
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 JAVA_DIR = Path("/usr/share/java")
 CLASSPATH_JARS = ("zookeeper.jar", "slf4j-log4j12.jar", "log4j-1.2.jar", "servlet-api.jar")
+# The secure client port needs ZooKeeper's Netty connection factory (Debian's libnetty-java,
+# a dependency of the zookeeper package; its netty-all.jar holds no classes).
+NETTY_JARS = tuple(f"netty-{part}.jar" for part in (
+    "buffer", "codec", "common", "handler", "resolver", "transport",
+    "transport-native-epoll", "transport-native-unix-common"))
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 JVM_OPTS = ("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC")
 STATE_FILE = "ensemble.json"
@@ -47,6 +57,38 @@ log4j.appender.ROLLINGFILE.MaxBackupIndex=3
 log4j.appender.ROLLINGFILE.layout=org.apache.log4j.PatternLayout
 log4j.appender.ROLLINGFILE.layout.ConversionPattern=%d{ISO8601} [myid:%X{myid}] - %-5p [%t] - %m%n
 """
+
+
+@dataclass(frozen=True)
+class ZkServerTls:
+    """The key and trust stores of the secure client port (ZooKeeper's ssl.* settings;
+    types PKCS12, PEM or JKS) and whether clients must show a certificate."""
+
+    keystore: str
+    truststore: str
+    keystore_password: str | None = None
+    truststore_password: str | None = None
+    keystore_type: str = "PKCS12"
+    truststore_type: str = "PKCS12"
+    client_auth: str = "need"  # need, want or none
+
+    def zoo_cfg_lines(self) -> list[str]:
+        lines = [
+            # ZooKeeper turns zoo.cfg keys it does not know into zookeeper.* system
+            # properties, which is where it reads these from.
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+            "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+            f"ssl.keyStore.location={self.keystore}",
+            f"ssl.keyStore.type={self.keystore_type}",
+            f"ssl.trustStore.location={self.truststore}",
+            f"ssl.trustStore.type={self.truststore_type}",
+            f"ssl.clientAuth={self.client_auth}",
+        ]
+        if self.keystore_password is not None:
+            lines.append(f"ssl.keyStore.password={self.keystore_password}")
+        if self.truststore_password is not None:
+            lines.append(f"ssl.trustStore.password={self.truststore_password}")
+        return lines
 
 
 class ZooKeeperEnsembleError(RuntimeError):
@@ -120,12 +162,13 @@ def _find_java() -> str:
     return java
 
 
-def _classpath(node_dir: Path) -> str:
-    missing = [j for j in CLASSPATH_JARS if not (JAVA_DIR / j).exists()]
+def _classpath(node_dir: Path, tls: bool = False) -> str:
+    jars = CLASSPATH_JARS + (NETTY_JARS if tls else ())
+    missing = [j for j in jars if not (JAVA_DIR / j).exists()]
     if missing:
         raise ZooKeeperEnsembleError(
             f"{', '.join(str(JAVA_DIR / j) for j in missing)} missing: {INSTALL_HINT}")
-    return ":".join([str(node_dir)] + [str(JAVA_DIR / j) for j in CLASSPATH_JARS])
+    return ":".join([str(node_dir)] + [str(JAVA_DIR / j) for j in jars])
 
 
 class ZooKeeperEnsemble:
@@ -141,17 +184,25 @@ class ZooKeeperEnsemble:
         quorum_ports: list[int] | None = None,
         election_ports: list[int] | None = None,
         die_with_parent: bool = False,
+        tls: ZkServerTls | None = None,
+        secure_client_ports: list[int] | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("an ensemble needs at least one node")
         self.base_dir = Path(base_dir).absolute()
         self.size = size
         self.tick_time = tick_time
-        wanted = sum(p is None for p in (client_ports, quorum_ports, election_ports))
+        self.tls = tls
+        if tls is None:
+            secure_client_ports = []
+        wanted = sum(p is None for p in (client_ports, quorum_ports, election_ports,
+                                         secure_client_ports))
         spare = iter(free_ports(wanted * size)) if wanted else iter(())
         self.client_ports = list(client_ports or [next(spare) for _ in range(size)])
         self.quorum_ports = list(quorum_ports or [next(spare) for _ in range(size)])
         self.election_ports = list(election_ports or [next(spare) for _ in range(size)])
+        self.secure_client_ports = (list(secure_client_ports) if secure_client_ports is not None
+                                    else [next(spare) for _ in range(size)])
         for name, ports in (("client", self.client_ports), ("quorum", self.quorum_ports),
                             ("election", self.election_ports)):
             if len(ports) != size:
@@ -172,10 +223,18 @@ class ZooKeeperEnsemble:
     def connect_string(self) -> str:
         return ",".join(f"127.0.0.1:{p}" for p in self.client_ports)
 
+    @property
+    def secure_connect_string(self) -> str:
+        """The secure client ports (TLS); empty without `tls`."""
+        return ",".join(f"127.0.0.1:{p}" for p in self.secure_client_ports)
+
     def _state(self) -> dict[str, object]:
-        return {"size": self.size, "tick_time": self.tick_time,
-                "client_ports": self.client_ports, "quorum_ports": self.quorum_ports,
-                "election_ports": self.election_ports}
+        state: dict[str, object] = {
+            "size": self.size, "tick_time": self.tick_time, "client_ports": self.client_ports,
+            "quorum_ports": self.quorum_ports, "election_ports": self.election_ports}
+        if self.tls is not None:
+            state |= {"tls": asdict(self.tls), "secure_client_ports": self.secure_client_ports}
+        return state
 
     @classmethod
     def load(cls, base_dir: str | os.PathLike[str]) -> ZooKeeperEnsemble:
@@ -186,9 +245,12 @@ class ZooKeeperEnsemble:
         except FileNotFoundError:
             raise ZooKeeperEnsembleError(f"no ZooKeeper ensemble in {base_dir} ({path} is"
                                          " missing)") from None
+        tls = state.get("tls")
         return cls(base_dir, size=state["size"], client_ports=state["client_ports"],
                    tick_time=state["tick_time"], quorum_ports=state["quorum_ports"],
-                   election_ports=state["election_ports"])
+                   election_ports=state["election_ports"],
+                   tls=ZkServerTls(**tls) if tls else None,
+                   secure_client_ports=state.get("secure_client_ports"))
 
     def write_configs(self) -> None:
         """Write ensemble.json and every node's zoo.cfg, myid and log4j.properties (data
@@ -219,6 +281,9 @@ class ZooKeeperEnsemble:
                 "autopurge.purgeInterval=1",
                 *servers,
             ]
+            if self.tls is not None:
+                lines += [f"secureClientPort={self.secure_client_ports[i]}",
+                          "secureClientPortAddress=127.0.0.1", *self.tls.zoo_cfg_lines()]
             (node_dir / "zoo.cfg").write_text("\n".join(lines) + "\n")
 
     # -- processes -----------------------------------------------------------------------------
@@ -258,7 +323,8 @@ class ZooKeeperEnsemble:
             f"-Dzookeeper.log.dir={node_dir / 'log'}",
             f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}",
             "-Dzookeeper.jmx.log4j.disable=true",
-            "-cp", _classpath(node_dir), MAIN_CLASS, str(node_dir / "zoo.cfg"),
+            "-cp", _classpath(node_dir, self.tls is not None), MAIN_CLASS,
+            str(node_dir / "zoo.cfg"),
         ]
         setpriv = shutil.which("setpriv")  # util-linux: sets PR_SET_PDEATHSIG, then execs
         # The kernel signals on the death of the *thread* that forked: only the main thread's
@@ -365,7 +431,7 @@ class ZooKeeperEnsemble:
     def start(self, timeout: float = 30.0) -> ZooKeeperEnsemble:
         """Write the configs, start every node that is not running, wait for the quorum."""
         _find_java()
-        _classpath(self.base_dir)
+        _classpath(self.base_dir, self.tls is not None)
         state_file = self.base_dir / STATE_FILE
         if (state_file.exists() and json.loads(state_file.read_text()) != self._state()
                 and any(self.running(i) for i in range(self.size))):

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from moldau.cluster import zk_data
+from moldau.cluster import zk_data, zk_tls
 from moldau.cluster.config_changes import ConfigChangeListener
 from moldau.cluster.controller import Controller, PartitionDecision
 from moldau.cluster.zk_async import AsyncZk
@@ -277,10 +277,16 @@ class Broker:
     async def _connect_zookeeper(self) -> None:
         zk_config = self.config.zookeeper
         assert zk_config is not None
+        try:
+            zk_tls.check_secure_acls(self.config.values)
+            tls_context = zk_tls.tls_context(self.config.values)
+        except TlsConfigError as exc:
+            raise StartupError(f"ZooKeeper client: {exc}") from exc
         client = KafkaZkClient(
             zk_config.connect_string, zk_config.chroot,
             session_timeout_ms=self.config["zookeeper.session.timeout.ms"],
             connection_timeout_ms=self.config["zookeeper.connection.timeout.ms"],
+            tls_context=tls_context, secure_acls=self.config["zookeeper.set.acl"],
         )
         self.zk = AsyncZk(client, asyncio.get_running_loop())
         self._count_session_events(client)

@@ -1,0 +1,120 @@
+"""TLS to ZooKeeper: Kafka's `zookeeper.ssl.*` client settings, and the ACLs of
+`zookeeper.set.acl`, for the broker's kazoo session.
+
+The settings are read like the listeners' `ssl.*` ones (moldau.security.tls builds the
+context: PKCS12 and PEM stores, protocols, cipher suites, host name checking), with
+ZooKeeper's defaults: protocol TLSv1.2, and a store type taken from the file name when
+`*.type` is unset (.pem = PEM, .p12/.pfx = PKCS12), as ZooKeeper's X509Util does.
+
+kazoo builds its own SSL context from file names only, so the broker hands it a connection
+handler that wraps each socket with the context built here instead.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import ssl
+from collections.abc import Mapping
+from typing import Any
+
+from kazoo.handlers.threading import SequentialThreadingHandler
+from kazoo.security import ACL, make_acl
+
+from moldau.security.tls import TlsConfigError, build_client_context
+
+PREFIX = "zookeeper."
+ENABLE = "zookeeper.ssl.client.enable"
+SET_ACL = "zookeeper.set.acl"
+# zookeeper.ssl.<name> -> the listener-style ssl.<name> key that tls.py reads
+_KEYS = ("keystore.location", "keystore.password", "keystore.type", "truststore.location",
+         "truststore.password", "truststore.type", "protocol", "enabled.protocols",
+         "cipher.suites", "endpoint.identification.algorithm")
+_TYPE_BY_SUFFIX = {".pem": "PEM", ".p12": "PKCS12", ".pfx": "PKCS12", ".jks": "JKS"}
+_SSL_KEY = re.compile(r"(?<![\w.])ssl\.")
+
+# Kafka's ZkData.defaultAcls for a secure client: the creator (here the certificate's
+# subject, authenticated by ZooKeeper's x509 provider) may do anything, everyone may read;
+# the sensitive subtrees (user and broker configs, delegation tokens) are creator-only.
+CREATOR_ALL = make_acl("auth", "", all=True)
+WORLD_READ = make_acl("world", "anyone", read=True)
+SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token")
+
+
+def tls_settings(values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The `ssl.*` client settings for ZooKeeper, or None when
+    `zookeeper.ssl.client.enable` is off."""
+    if not _flag(values.get(ENABLE)):
+        return None
+    settings: dict[str, Any] = {}
+    for name in _KEYS:
+        value = values.get(f"zookeeper.ssl.{name}")
+        if value is not None:
+            settings[f"ssl.{name}"] = value
+    settings.setdefault("ssl.protocol", "TLSv1.2")
+    for store in ("keystore", "truststore"):
+        location = settings.get(f"ssl.{store}.location")
+        if location and not settings.get(f"ssl.{store}.type"):
+            suffix = "." + str(location).rsplit(".", 1)[-1].lower() if "." in location else ""
+            settings[f"ssl.{store}.type"] = _TYPE_BY_SUFFIX.get(suffix, "JKS")
+    return settings
+
+
+def tls_context(values: Mapping[str, Any]) -> ssl.SSLContext | None:
+    """The client context for ZooKeeper's secure port, or None without TLS. Errors name the
+    `zookeeper.ssl.*` key to fix."""
+    settings = tls_settings(values)
+    if settings is None:
+        return None
+    try:
+        return build_client_context(settings)
+    except TlsConfigError as exc:
+        raise TlsConfigError(PREFIX + exc.key, _SSL_KEY.sub("zookeeper.ssl.", exc.reason)
+                             ) from None
+
+
+def check_secure_acls(values: Mapping[str, Any]) -> None:
+    """Kafka refuses `zookeeper.set.acl=true` when the session cannot authenticate (no
+    SASL here, so a TLS client certificate is the only way): the ACLs would lock out the
+    broker itself."""
+    if not _flag(values.get(SET_ACL)):
+        return
+    if not _flag(values.get(ENABLE)) or not values.get("zookeeper.ssl.keystore.location"):
+        raise TlsConfigError(SET_ACL, "is true, but the ZooKeeper client has no identity: set "
+                             f"{ENABLE}=true and zookeeper.ssl.keystore.location (a client "
+                             "certificate ZooKeeper authenticates with its x509 provider)")
+
+
+def acls_for(path: str) -> list[ACL]:
+    """The ACLs a secure broker puts on a znode it creates at `path`."""
+    if any(path == root or path.startswith(root + "/") for root in SENSITIVE_ROOTS):
+        return [CREATOR_ALL]
+    return [CREATOR_ALL, WORLD_READ]
+
+
+class TlsHandler(SequentialThreadingHandler):
+    """kazoo's threading handler whose connections are TLS sockets from `context`; the
+    last handshake failure is kept, for the error raised when no server can be reached."""
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        super().__init__()
+        self.context = context
+        self.last_error: str | None = None
+
+    def create_connection(self, address: tuple[str, int], hostname: str | None = None,
+                          timeout: float | None = None, **_kazoo_ssl_options: Any
+                          ) -> ssl.SSLSocket:
+        plain = socket.create_connection(address, timeout)
+        try:
+            sock = self.context.wrap_socket(plain, server_hostname=hostname or address[0])
+        except (ssl.SSLError, ssl.CertificateError, OSError) as exc:
+            plain.close()
+            self.last_error = f"TLS handshake with {address[0]}:{address[1]} failed: {exc}"
+            raise
+        self.last_error = None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+
+def _flag(value: Any) -> bool:
+    return value if isinstance(value, bool) else str(value).strip().lower() == "true"
