@@ -6,8 +6,11 @@ cannot read), and bad settings fail with the key to fix while ZooKeeper keeps se
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -169,3 +172,27 @@ def test_set_acl_without_a_client_certificate_stops_startup(secure_zk, tmp_path)
     assert broker.process is not None
     assert broker.process.wait(60) == 1
     assert "zookeeper.set.acl" in broker.tail(50)
+
+
+def test_zookeeper_shell_over_tls_shows_the_acls(secure_zk, tls, tmp_path) -> None:
+    """zookeeper-shell.sh -zk-tls-config-file, as an operator checks a secured tree."""
+    chroot = f"/shell-{uuid.uuid4().hex[:8]}"
+    client = KafkaZkClient(secure_zk.secure_connect_string, chroot, session_timeout_ms=6000,
+                           tls_context=tls_context(client_settings(tls)), secure_acls=True)
+    client.start()
+    try:
+        client.ensure_persistent_paths()
+    finally:
+        client.close()
+    config = tmp_path / "zk-tls.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in client_settings(tls).items()))
+    shell = str(Path(sys.executable).parent / "zookeeper-shell.sh")
+    done = subprocess.run([shell, secure_zk.secure_connect_string + chroot,
+                           "-zk-tls-config-file", str(config), "getAcl", "/brokers/ids"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-4:] == [f"'x509,'{tls.client_dn}", ": cdrwa",
+                                             "'world,'anyone", ": r"]
+    denied = subprocess.run([shell, secure_zk.connect_string + chroot, "delete",
+                             "/brokers/ids"], capture_output=True, text=True, timeout=60)
+    assert (denied.returncode, denied.stderr) == (1, "Insufficient permission : /brokers/ids\n")

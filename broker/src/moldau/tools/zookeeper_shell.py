@@ -1,6 +1,7 @@
 """zookeeper-shell: ZooKeeper's command line client as Kafka ships it (ls, get, stat,
-create, delete, on a connect string with an optional chroot), through kazoo. One command
-from the arguments, or one per line from standard input."""
+getAcl, create, delete, on a connect string with an optional chroot), through kazoo. One
+command from the arguments, or one per line from standard input. `-zk-tls-config-file`
+names a properties file with the broker's `zookeeper.ssl.*` keys, for a secure port."""
 
 from __future__ import annotations
 
@@ -10,12 +11,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError, NotEmptyError
+
+from moldau.cluster import zk_tls
+from moldau.security.tls import TlsConfigError
+from moldau.tools.properties import load_properties
 
 USAGE = ("USAGE: zookeeper-shell.sh zookeeper_host:port[/path] [-zk-tls-config-file file] "
          "[args...]")
 COMMANDS = ("ZooKeeper -server host:port cmd args\n\tls [-s] [-w] [-R] path\n"
-            "\tget [-s] [-w] path\n\tstat [-w] path\n\tcreate [-s] [-e] path [data]\n"
+            "\tget [-s] [-w] path\n\tgetAcl [-s] path\n\tstat [-w] path\n"
+            "\tcreate [-s] [-e] path [data]\n"
             "\tdelete [-v version] path\n\tquit")
 
 
@@ -31,6 +37,12 @@ def stat_lines(stat: Any) -> list[str]:
             f"dataVersion = {stat.version}", f"aclVersion = {stat.aversion}",
             f"ephemeralOwner = {hex(stat.ephemeralOwner)}",
             f"dataLength = {stat.dataLength}", f"numChildren = {stat.numChildren}"]
+
+
+def perm_string(perms: int) -> str:
+    """ZooKeeper's letters for a permission mask, in its order (cdrwa)."""
+    bits = (("c", 4), ("d", 8), ("r", 1), ("w", 2), ("a", 16))
+    return "".join(letter for letter, bit in bits if perms & bit)
 
 
 def _flags(words: list[str]) -> tuple[set[str], list[str]]:
@@ -51,6 +63,12 @@ def execute(zk: KazooClient, words: list[str]) -> int:
         elif command == "get" and args:
             data, stat = zk.get(args[0])
             print("null" if data is None else data.decode("utf-8", "replace"))
+            if "-s" in flags:
+                print("\n".join(stat_lines(stat)))
+        elif command == "getAcl" and args:
+            acls, stat = zk.get_acls(args[0])
+            for acl in acls:
+                print(f"'{acl.id.scheme},'{acl.id.id}\n: {perm_string(acl.perms)}")
             if "-s" in flags:
                 print("\n".join(stat_lines(stat)))
         elif command == "stat" and args:
@@ -78,6 +96,9 @@ def execute(zk: KazooClient, words: list[str]) -> int:
     except NotEmptyError:
         print(f"Node not empty: {args[-1]}", file=sys.stderr)
         return 1
+    except NoAuthError:
+        print(f"Insufficient permission : {args[-1]}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -90,11 +111,21 @@ class ZooKeeperShell:
             print(USAGE, file=sys.stderr)
             return 1
         connect, words = argv[0], argv[1:]
+        options: dict[str, Any] = {}
         if words[:1] == ["-zk-tls-config-file"]:
-            print("zookeeper-shell: TLS to ZooKeeper is not supported yet", file=sys.stderr)
-            return 1
+            if len(words) < 2:
+                print(USAGE, file=sys.stderr)
+                return 1
+            try:
+                context = zk_tls.tls_context(load_properties(words[1]))
+            except (OSError, TlsConfigError) as exc:
+                print(f"zookeeper-shell: {words[1]}: {exc}", file=sys.stderr)
+                return 1
+            if context is not None:
+                options["handler"] = zk_tls.TlsHandler(context)
+            words = words[2:]
         print(f"Connecting to {connect}")
-        zk = KazooClient(hosts=connect, timeout=30)
+        zk = KazooClient(hosts=connect, timeout=30, **options)
         try:
             zk.start(timeout=15)
         except Exception as exc:  # kazoo's start timeout is not a KazooException
