@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +54,7 @@ class TlsMaterial:
     client_cert: Path
     client_p12: Path
     truststore_p12: Path  # the CA as a Java-style PKCS12 trust store, store_password
-    jks: Path  # starts with JKS's magic bytes 0xFEEDFEED (for the error path)
+    jks: Path  # starts with JKS's magic bytes 0xFEEDFEED but is cut short (an error path)
     store_password: str = STORE_PASSWORD
     key_password: str = KEY_PASSWORD
     server_dn: str = java_dn(SERVER_SUBJECT)
@@ -218,3 +220,35 @@ def make_tls_material(directory: Path | str) -> TlsMaterial:
         client_key=client_key_path, client_cert=client_cert_path,
         client_p12=_p12(directory / "client.p12", "alice", client_key, client_cert, ca_cert),
         truststore_p12=truststore, jks=jks)
+
+
+@dataclass(frozen=True)
+class JksStores:
+    keystore: Path  # the broker's key and chain (store_password, key_password)
+    truststore: Path  # the CA as a trusted certificate entry (trust_password)
+    store_password: str = "jks-store-secret"
+    key_password: str = "jks-key-secret"  # differs from the store's, as keytool allows
+    trust_password: str = "jks-trust-secret"
+
+
+def make_jks_stores(tls: TlsMaterial) -> JksStores:
+    """The broker's key store and the CA trust store as real JKS files, written by the
+    JDK's keytool (as operators make them)."""
+    keytool = shutil.which("keytool")
+    if keytool is None:
+        raise RuntimeError("keytool is missing: install default-jre-headless")
+    stores = JksStores(tls.directory / "server.jks", tls.directory / "trust.jks")
+    for path in (stores.keystore, stores.truststore):
+        path.unlink(missing_ok=True)
+    subprocess.run([keytool, "-importkeystore", "-noprompt",
+                    "-srckeystore", str(tls.server_p12), "-srcstoretype", "PKCS12",
+                    "-srcstorepass", tls.store_password,
+                    "-destkeystore", str(stores.keystore), "-deststoretype", "JKS",
+                    "-deststorepass", stores.store_password,
+                    "-destkeypass", stores.key_password],
+                   check=True, capture_output=True)
+    subprocess.run([keytool, "-importcert", "-noprompt", "-alias", "ca",
+                    "-file", str(tls.ca_cert), "-keystore", str(stores.truststore),
+                    "-storetype", "JKS", "-storepass", stores.trust_password],
+                   check=True, capture_output=True)
+    return stores

@@ -18,7 +18,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.name import _ASN1Type
 from cryptography.x509.oid import NameOID
-from tls_material import SERVER_NAMES, SERVER_SUBJECT, TlsMaterial, make_tls_material
+from tls_material import (
+    SERVER_NAMES,
+    SERVER_SUBJECT,
+    JksStores,
+    TlsMaterial,
+    make_jks_stores,
+    make_tls_material,
+)
 
 from moldau.security.tls import (
     ANONYMOUS,
@@ -217,20 +224,69 @@ def test_pem_key_password_errors(tls: TlsMaterial) -> None:
     expect_error("ssl.keystore.password", settings, "ssl.key.password")
 
 
+@pytest.fixture(scope="module")
+def jks_stores(tls: TlsMaterial) -> JksStores:
+    return make_jks_stores(tls)
+
+
+def jks_settings(stores: JksStores) -> dict[str, str]:
+    return {"ssl.keystore.location": str(stores.keystore),
+            "ssl.keystore.password": stores.store_password,
+            "ssl.key.password": stores.key_password,
+            "ssl.truststore.location": str(stores.truststore),
+            "ssl.truststore.password": stores.trust_password,
+            "ssl.client.auth": "required"}
+
+
 @pytest.mark.parametrize("store_type", ["JKS", "PKCS12", None])
-def test_jks_key_store_gets_a_clear_error(tls: TlsMaterial, store_type: str | None) -> None:
-    settings = {"ssl.keystore.location": str(tls.jks), "ssl.keystore.password": "x"}
+def test_keytool_jks_stores_serve_mutual_tls(tls: TlsMaterial, jks_stores: JksStores,
+                                             store_type: str | None) -> None:
+    # Kafka's default type; like Java 9+, the PKCS12 type opens a JKS file too.
+    settings = jks_settings(jks_stores)
     if store_type:
-        settings["ssl.keystore.type"] = store_type
-    error = expect_error("ssl.keystore.location", settings, "PKCS12", "PEM", "JKS")
-    assert (f"keytool -importkeystore -srckeystore {tls.jks} -destkeystore "
-            f"{tls.jks.with_suffix('.p12')} -deststoretype PKCS12") in str(error)
+        settings |= {"ssl.keystore.type": store_type, "ssl.truststore.type": store_type}
+    context = build_server_context(settings)
+    assert run(lambda: principal_seen(context, client_ctx(tls))) == f"User:{tls.client_dn}"
 
 
-def test_jks_trust_store_gets_a_clear_error(tls: TlsMaterial) -> None:
-    settings = {**tls.server_settings("PEM"), "ssl.truststore.type": "JKS",
-                "ssl.truststore.location": str(tls.jks)}
-    expect_error("ssl.truststore.location", settings, "PKCS12", "PEM", "keytool")
+def test_jks_trust_store_opens_without_a_password(tls: TlsMaterial,
+                                                  jks_stores: JksStores) -> None:
+    # Java skips a trust store's integrity check when no password is given.
+    settings = jks_settings(jks_stores)
+    del settings["ssl.truststore.password"]
+    context = build_server_context(settings)
+    assert run(lambda: principal_seen(context, client_ctx(tls))) == f"User:{tls.client_dn}"
+
+
+def test_jks_errors_name_the_key(tls: TlsMaterial, jks_stores: JksStores,
+                                 tmp_path: Path) -> None:
+    settings = jks_settings(jks_stores)
+    expect_error("ssl.keystore.password", {**settings, "ssl.keystore.password": "wrong"},
+                 "integrity check failed", str(jks_stores.keystore))
+    expect_error("ssl.truststore.password", {**settings, "ssl.truststore.password": "wrong"},
+                 "integrity check failed")
+    expect_error("ssl.key.password", {**settings, "ssl.key.password": "wrong"},
+                 "opens the private key")
+    as_keystore = {**settings, "ssl.keystore.location": str(jks_stores.truststore),
+                   "ssl.keystore.password": jks_stores.trust_password}
+    expect_error("ssl.keystore.location", as_keystore, "no private key entry")
+    damaged = tmp_path / "damaged.jks"
+    data = bytearray(jks_stores.keystore.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    expect_error("ssl.keystore.password", {**settings, "ssl.keystore.location": str(damaged)},
+                 "damaged")
+    expect_error("ssl.keystore.password", {**settings, "ssl.keystore.location": str(tls.jks)},
+                 "cannot open the JKS store")
+
+
+def test_jceks_store_gets_the_keytool_command(tls: TlsMaterial, tmp_path: Path) -> None:
+    jceks = tmp_path / "server.jceks"
+    jceks.write_bytes(b"\xce\xce\xce\xce\x00\x00\x00\x02" + b"\x00" * 64)
+    settings = {"ssl.keystore.location": str(jceks), "ssl.keystore.password": "x"}
+    error = expect_error("ssl.keystore.location", settings, "JCEKS")
+    assert (f"keytool -importkeystore -srckeystore {jceks} -srcstoretype JCEKS "
+            f"-destkeystore {jceks.with_suffix('.p12')} -deststoretype PKCS12") in str(error)
 
 
 def test_key_store_consistency_errors(tls: TlsMaterial, tmp_path: Path) -> None:

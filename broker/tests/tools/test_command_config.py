@@ -1,6 +1,6 @@
 """--command-config with TLS: the tools reach a broker's SSL listener (client certificate
 required) with a Kafka client properties file: PKCS12 stores with passwords, PEM stores,
-librdkafka's PEM names; a JKS store, a wrong password and an untrusted broker each fail
+librdkafka's PEM names; a damaged JKS store, a wrong password and an untrusted broker each fail
 with a one-line error, and nothing is created."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_bad_tls_configs_fail_with_one_line_and_create_nothing(
             "ssl.keystore.password": tls.store_password}
     cases = {
         "jks": ({**good, "ssl.truststore.type": "JKS", "ssl.truststore.location": str(tls.jks)},
-                "PKCS12"),
+                "cannot open the JKS store"),
         "password": ({**good, "ssl.keystore.password": "wrong"}, "ssl.keystore.password"),
         "untrusted": ({**good, "ssl.truststore.location": str(tls.client_cert)}, ""),
         "sasl": ({**good, "security.protocol": "SASL_SSL"}, "SASL_SSL"),

@@ -6,11 +6,12 @@ lists are lists) or raw properties strings (lists comma-separated); use
 
 What maps to what:
 
-* key stores: ``PKCS12`` and ``PEM`` (a PEM file by `ssl.keystore.location`, or Kafka's
-  PEM-in-config form `ssl.keystore.key` + `ssl.keystore.certificate.chain`). Kafka's
-  default type is ``JKS``; like Java 9+ (keystore.type.compat) a PKCS12 file loads under
-  that default. A real JKS/JCEKS file gets an error naming PKCS12 and PEM and the keytool
-  command that converts it. Same for trust stores (`ssl.truststore.*`).
+* key stores: ``JKS`` (Kafka's default type; read by moldau.security.jks), ``PKCS12``
+  and ``PEM`` (a PEM file by `ssl.keystore.location`, or Kafka's PEM-in-config form
+  `ssl.keystore.key` + `ssl.keystore.certificate.chain`). Like Java 9+
+  (keystore.type.compat), JKS and PKCS12 files load under either type. A JCEKS file gets
+  an error with the keytool command that converts it. Same for trust stores
+  (`ssl.truststore.*`).
   Moldau is more lenient than Kafka in one place: a PEM key store file may hold an
   unencrypted key (Kafka insists on `ssl.key.password`).
 * `ssl.client.auth` none/requested/required -> CERT_NONE/CERT_OPTIONAL/CERT_REQUIRED.
@@ -49,6 +50,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import pkcs12
+
+from moldau.security import jks
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +135,7 @@ IANA_TO_OPENSSL = {
 }
 _OPENSSL_NAME = re.compile(r"[A-Z0-9]+(?:-[A-Z0-9]+)+")
 
-_JKS_MAGIC = {b"\xfe\xed\xfe\xed": "JKS", b"\xce\xce\xce\xce": "JCEKS"}
+_JCEKS_MAGIC = b"\xce\xce\xce\xce"
 _PEM_KEY = re.compile(rb"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY)-----.*?-----END \1-----", re.S)
 
 
@@ -217,36 +220,60 @@ def _read(key: str, location: str) -> bytes:
         raise TlsConfigError(key, f"cannot read {location}: {exc.strerror or exc}") from None
 
 
-def _jks_error(key: str, location: str, kind: str) -> TlsConfigError:
+def _jceks_error(key: str, location: str) -> TlsConfigError:
     target = str(Path(location).with_suffix(".p12"))
     return TlsConfigError(
-        key, f"{location} is a {kind} store; Moldau reads PKCS12 and PEM stores only "
-        f"(set the type to PKCS12 or PEM). Convert it with: keytool -importkeystore "
-        f"-srckeystore {location} -destkeystore {target} -deststoretype PKCS12")
+        key, f"{location} is a JCEKS store; Moldau reads JKS, PKCS12 and PEM stores. "
+        f"Convert it with: keytool -importkeystore -srckeystore {location} -srcstoretype "
+        f"JCEKS -destkeystore {target} -deststoretype PKCS12")
 
 
 def _store_kind(type_key: str, type_: str, loc_key: str, location: str, data: bytes) -> str:
-    """PKCS12 or PEM, from the configured type and the file's content."""
-    magic = _JKS_MAGIC.get(data[:4])
-    if magic is not None:
-        raise _jks_error(loc_key, location, magic)
+    """JKS, PKCS12 or PEM, from the configured type and the file's content."""
+    if data[:4] == _JCEKS_MAGIC:
+        raise _jceks_error(loc_key, location)
     looks_pem = b"-----BEGIN " in data[:4096]
-    if type_ in ("JKS", "JCEKS"):
-        # Java 9+ loads a PKCS12 file under the JKS type (keystore.type.compat): do the same.
-        if data[:1] == b"\x30":
-            return "PKCS12"
+    if type_ in ("JKS", "PKCS12"):
+        # Java 9+ loads either binary format under either type (keystore.type.compat).
+        if jks.is_jks(data):
+            return "JKS"
         if looks_pem:
             raise TlsConfigError(type_key, f"{location} is a PEM file but the type is "
-                                 f"{type_} (Kafka's default): set {type_key}=PEM")
-        raise _jks_error(loc_key, location, type_)
-    if type_ == "PKCS12":
-        if looks_pem:
-            raise TlsConfigError(type_key, f"{location} is a PEM file: set {type_key}=PEM")
+                                 f"{type_}: set {type_key}=PEM")
         return "PKCS12"
+    if type_ == "JCEKS":
+        raise _jceks_error(loc_key, location)
     if type_ == "PEM":
         return "PEM"
     raise TlsConfigError(type_key, f"unsupported store type {type_}; Moldau supports "
-                         "PKCS12 and PEM")
+                         "JKS, PKCS12 and PEM")
+
+
+def _open_jks(pw_key: str, location: str, data: bytes, password: str | None) -> jks.KeyStore:
+    try:
+        return jks.load(data, password)
+    except jks.JksError as exc:
+        raise TlsConfigError(pw_key, f"cannot open the JKS store {location}: {exc}") from None
+
+
+def _jks_key(location: str, data: bytes, password: str, key_password: str | None
+             ) -> _KeyMaterial:
+    store = _open_jks(KEYSTORE_PASSWORD, location, data, password)
+    if not store.keys:
+        raise TlsConfigError(KEYSTORE_LOCATION, f"{location} holds no private key entry "
+                             "(is it a trust store?)")
+    if len(store.keys) > 1:
+        log.warning("%s: %s holds %d private keys; using the first, %r", KEYSTORE_LOCATION,
+                    location, len(store.keys), store.keys[0].alias)
+    entry = store.keys[0]
+    # keytool protects the key with the store password unless told otherwise.
+    for candidate in dict.fromkeys(p for p in (key_password, password) if p is not None):
+        try:
+            return _KeyMaterial(entry.private_key(candidate), entry.chain)
+        except jks.JksError:
+            continue
+    raise TlsConfigError(KEY_PASSWORD, f"neither {KEY_PASSWORD} nor {KEYSTORE_PASSWORD} "
+                         f"opens the private key {entry.alias!r} in {location}")
 
 
 def _pem_certificates(key: str, data: bytes) -> list[x509.Certificate]:
@@ -353,6 +380,8 @@ def _load_keystore(settings: Mapping[str, Any]) -> _KeyMaterial | None:
     if password is None:
         raise TlsConfigError(KEYSTORE_PASSWORD, f"{KEYSTORE_LOCATION} is set but the key "
                              "store password is not")
+    if kind == "JKS":
+        return _checked(KEYSTORE_LOCATION, _jks_key(location, data, password, key_password))
     # PKCS12 has one password in practice (keytool ignores a separate key password);
     # try ssl.key.password second for stores written by other tools.
     passwords: list[str | None] = [password]
@@ -392,6 +421,13 @@ def _load_truststore(settings: Mapping[str, Any]) -> list[x509.Certificate] | No
         if password:
             raise TlsConfigError(TRUSTSTORE_PASSWORD, "a PEM trust store has no password")
         return _pem_certificates(TRUSTSTORE_LOCATION, data)
+    if kind == "JKS":
+        # Without a password Java skips the integrity check of a trust store; so does this.
+        store = _open_jks(TRUSTSTORE_PASSWORD, location, data, password)
+        certs = store.trusted + [entry.chain[0] for entry in store.keys if entry.chain]
+        if not certs:
+            raise TlsConfigError(TRUSTSTORE_LOCATION, f"{location} holds no certificate")
+        return certs
     # Java opens a PKCS12 trust store without a password too (skipping the integrity
     # check); here that works only for a store without a MAC (see _load_pkcs12).
     _key, cert, extra = _load_pkcs12(TRUSTSTORE_PASSWORD, location, data, [password])
