@@ -196,3 +196,11 @@ def test_zookeeper_shell_over_tls_shows_the_acls(secure_zk, tls, tmp_path) -> No
     denied = subprocess.run([shell, secure_zk.connect_string + chroot, "delete",
                              "/brokers/ids"], capture_output=True, text=True, timeout=60)
     assert (denied.returncode, denied.stderr) == (1, "Insufficient permission : /brokers/ids\n")
+
+
+def test_zookeeper_shell_names_an_unreadable_tls_config(secure_zk, tmp_path) -> None:
+    shell = str(Path(sys.executable).parent / "zookeeper-shell.sh")
+    missing = tmp_path / "missing.properties"
+    done = subprocess.run([shell, secure_zk.secure_connect_string, "-zk-tls-config-file",
+                           str(missing), "ls", "/"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and str(missing) in done.stderr and done.stdout == ""

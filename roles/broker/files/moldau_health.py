@@ -19,7 +19,8 @@ import sys
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from moldau.cluster import zk_data
+from moldau.cluster import zk_data, zk_tls
+from moldau.security.tls import TlsConfigError
 from moldau.tools.options import ToolError
 from moldau.tools.properties import load_properties
 
@@ -96,10 +97,11 @@ def connect(properties: str) -> tuple[KazooClient | None, dict[str, str]]:
     the properties; (None, {}) after printing why when the file or ZooKeeper fails."""
     try:
         props = load_properties(properties)
-    except ToolError as exc:
+        options = zk_tls.kazoo_options(props)  # TLS when the broker uses it
+    except (ToolError, TlsConfigError) as exc:
         print(f"cannot read {exc}")
         return None, {}
-    zk = KazooClient(hosts=props["zookeeper.connect"], read_only=False)
+    zk = KazooClient(hosts=props["zookeeper.connect"], read_only=False, **options)
     try:
         zk.start(timeout=15)
     except Exception as exc:  # kazoo raises its own timeout type

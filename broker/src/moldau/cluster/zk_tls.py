@@ -73,6 +73,13 @@ def tls_context(values: Mapping[str, Any]) -> ssl.SSLContext | None:
                              ) from None
 
 
+def kazoo_options(values: Mapping[str, Any]) -> dict[str, Any]:
+    """KazooClient keyword arguments for a tool reading a broker's properties (or a
+    `-zk-tls-config-file`): a TLS handler when `zookeeper.ssl.client.enable` is on."""
+    context = tls_context(values)
+    return {} if context is None else {"handler": TlsHandler(context)}
+
+
 def check_secure_acls(values: Mapping[str, Any]) -> None:
     """Kafka refuses `zookeeper.set.acl=true` when the session cannot authenticate (no
     SASL here, so a TLS client certificate is the only way): the ACLs would lock out the

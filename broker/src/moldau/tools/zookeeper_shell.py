@@ -15,6 +15,7 @@ from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError, NotEmpty
 
 from moldau.cluster import zk_tls
 from moldau.security.tls import TlsConfigError
+from moldau.tools.options import ToolError
 from moldau.tools.properties import load_properties
 
 USAGE = ("USAGE: zookeeper-shell.sh zookeeper_host:port[/path] [-zk-tls-config-file file] "
@@ -117,12 +118,10 @@ class ZooKeeperShell:
                 print(USAGE, file=sys.stderr)
                 return 1
             try:
-                context = zk_tls.tls_context(load_properties(words[1]))
-            except (OSError, TlsConfigError) as exc:
+                options = zk_tls.kazoo_options(load_properties(words[1]))
+            except (ToolError, TlsConfigError) as exc:
                 print(f"zookeeper-shell: {words[1]}: {exc}", file=sys.stderr)
                 return 1
-            if context is not None:
-                options["handler"] = zk_tls.TlsHandler(context)
             words = words[2:]
         print(f"Connecting to {connect}")
         zk = KazooClient(hosts=connect, timeout=30, **options)
