@@ -28,9 +28,11 @@ Plans are printed as Kafka's reassignment JSON with only the partitions that cha
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
@@ -137,8 +139,8 @@ def plan_demote(cluster: Cluster, leaving: int) -> dict[TP, list[int]]:
 
 
 def plan_rebalance(cluster: Cluster, exclude: set[int]) -> dict[TP, list[int]]:
-    """Moves replicas from the most to the least loaded broker until the counts are within
-    one (never losing a rack the partition used), then reorders replica lists so the
+    """Moves replicas from more to less loaded brokers until the counts are within one
+    (never losing a rack the partition used), then reorders replica lists so the
     preferred leaders are within one too. Only changed partitions are returned."""
     brokers = sorted(set(cluster.brokers) - exclude)
     target = {tp: list(r) for tp, r in cluster.replicas.items()}
@@ -149,30 +151,87 @@ def plan_rebalance(cluster: Cluster, exclude: set[int]) -> dict[TP, list[int]]:
             c.update(b for b in (r if position is None else r[:1]) if b in c)
         return c
 
-    for position in (None, 0):  # replicas first, then preferred leaders
-        while True:
-            c = counts(position)
-            high = max(brokers, key=lambda b: (c[b], -b))
-            low = min(brokers, key=lambda b: (c[b], b))
-            if c[high] - c[low] <= 1 or not move_one(target, cluster, high, low, position):
-                break
+    # Each step moves one replica (or one leadership) from a broker with at least two more
+    # than another to it, so the sum of squared counts falls and the loop ends. Every such
+    # pair is tried, not only the fullest and the emptiest: that one pair may have no
+    # partition in common (or only moves that lose a rack) while another pair has.
+    while _step(target, cluster, counts(None), _move_replica):
+        pass
+    while _step(target, cluster, counts(0), _move_leadership):
+        pass
     return {tp: r for tp, r in target.items() if r != cluster.replicas[tp]}
 
 
-def move_one(target: dict[TP, list[int]], cluster: Cluster, high: int, low: int,
-                 position: int | None) -> bool:
-    """Apply one move from `high` to `low`; False when there is none."""
-    for tp in sorted(target):
+Move = Callable[[dict[TP, list[int]], Cluster, int, int], bool]
+
+
+def _step(target: dict[TP, list[int]], cluster: Cluster, c: Counter[int], move: Move) -> bool:
+    """One move between the most unequal pair that has one; False when none has."""
+    pairs = sorted(((h, lo) for h in c for lo in c if c[h] - c[lo] >= 2),
+                   key=lambda p: (c[p[1]] - c[p[0]], p))
+    return any(move(target, cluster, high, low) for high, low in pairs)
+
+
+def _move_replica(target: dict[TP, list[int]], cluster: Cluster, high: int, low: int) -> bool:
+    """Replace `high` by `low` (in the same position) in a partition that has high, not
+    low, and keeps its racks. A partition high heads is preferred while high leads more
+    than low, another one otherwise: replicas that cannot move later (replication factor 1)
+    then do not strand leaderships on one broker."""
+    leads = Counter(r[0] for r in target.values() if r)
+    heads_first = leads[high] > leads[low]
+    for tp in sorted(target, key=lambda tp: ((target[tp][0] == high) != heads_first, tp)):
         r = target[tp]
-        if position is None:
-            if high in r and low not in r:
-                moved = [low if b == high else b for b in r]
-                if len(_racks(cluster, moved)) >= len(_racks(cluster, r)):
-                    target[tp] = moved
-                    return True
-        elif r[0] == high and low in r:
-            i = r.index(low)
-            target[tp] = [low, *r[1:i], high, *r[i + 1:]]
+        if high in r and low not in r:
+            moved = [low if b == high else b for b in r]
+            if len(_racks(cluster, moved)) >= len(_racks(cluster, r)):
+                target[tp] = moved
+                return True
+    return False
+
+
+def _move_leadership(target: dict[TP, list[int]], cluster: Cluster, high: int,
+                     low: int) -> bool:
+    """Preferred leadership from `high` to `low` along a chain of partitions: high leads
+    one that has b1, b1 leads one that has b2, ..., bk leads one that has low; each
+    partition's new first replica is the next broker of the chain (found breadth first),
+    so only high's and low's counts change."""
+    via: dict[int, tuple[int, TP]] = {}  # broker -> (previous broker, partition)
+    queue = [high]
+    for b in queue:
+        for tp in sorted(target):
+            r = target[tp]
+            if r[0] != b:
+                continue
+            for nxt in r[1:]:
+                if nxt != high and nxt not in via:
+                    via[nxt] = (b, tp)
+                    queue.append(nxt)
+        if low in via:
+            break
+    if low not in via:
+        return _exchange(target, cluster, high, low)
+    b = low
+    while b != high:
+        prev, tp = via[b]
+        r = target[tp]
+        i = r.index(b)
+        target[tp] = [b, *r[1:i], prev, *r[i + 1:]]
+        b = prev
+    return True
+
+
+def _exchange(target: dict[TP, list[int]], cluster: Cluster, high: int, low: int) -> bool:
+    """When no chain exists: high gives a partition it heads to low, and takes low's place
+    in a partition low follows in, so the replica counts stay and one leadership moves."""
+    for p, q in itertools.product(sorted(target), repeat=2):
+        rp, rq = target[p], target[q]
+        if rp[0] != high or low in rp or low not in rq[1:] or high in rq:
+            continue
+        new_p = [low, *rp[1:]]
+        new_q = [high if b == low else b for b in rq]
+        if (len(_racks(cluster, new_p)) >= len(_racks(cluster, rp))
+                and len(_racks(cluster, new_q)) >= len(_racks(cluster, rq))):
+            target[p], target[q] = new_p, new_q
             return True
     return False
 
