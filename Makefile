@@ -87,7 +87,7 @@ pipeline-demo: spark-deps
 		--bootstrap 127.0.0.1:$(PORT)
 
 # The lab: the Molecule cluster scenario's six hosts, converged and kept (inventories/lab).
-molecule: deploy-deps
+molecule: deps deploy-deps
 	scripts/molecule-test
 
 lab: deploy-deps
