@@ -3,6 +3,7 @@
  *
  *   rdkperf BROKERS TOPIC COUNT SIZE PARTITIONS [key=value ...]
  *   rdkperf -e2e BROKERS TOPIC RATE SECONDS SIZE [key=value ...]
+ *   rdkperf -consume BROKERS TOPIC PARTITIONS COUNT [key=value ...]
  *
  * The first produces COUNT records of SIZE bytes, round-robin over PARTITIONS, from one
  * static buffer (librdkafka does not copy it), and waits for every delivery report;
@@ -11,6 +12,8 @@
  *
  * -e2e (e2e.c) sends RATE records/s for SECONDS to partition 0 of a fresh topic while a
  * consumer thread reads it, and prints the latencies as bench/drivers/peerbench does.
+ *
+ * -consume (consume.c) reads a topic from the beginning (bench/broker.py).
  */
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
@@ -38,11 +41,14 @@ static double now(void) {
 }
 
 int e2e_main(int argc, char **argv);
+int consume_main(int argc, char **argv);
 
 int main(int argc, char **argv) {
     char err[512];
     if (argc > 1 && strcmp(argv[1], "-e2e") == 0)
         return e2e_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "-consume") == 0)
+        return consume_main(argc - 1, argv + 1);
     if (argc < 6) {
         fprintf(stderr, "usage: rdkperf BROKERS TOPIC COUNT SIZE PARTITIONS [key=value ...]\n");
         return 2;

@@ -1,0 +1,96 @@
+/* rdkperf -consume: read a topic from its beginning as fast as librdkafka can, touching
+ * only each message's length (see rdkperf.c).
+ *
+ *   rdkperf -consume BROKERS TOPIC PARTITIONS COUNT [key=value ...]
+ *
+ * Partitions 0..PARTITIONS-1 are read with the simple consumer (no group, no commits)
+ * into one queue, in batches, until COUNT records have arrived; it prints
+ * {"records":..,"bytes":..,"seconds":..} with the time from the first fetch request to
+ * the last record. Exit status 1 on a consume error or when COUNT is not reached in
+ * 600 s.
+ */
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BATCH 10000
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int consume_main(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: rdkperf -consume BROKERS TOPIC PARTITIONS COUNT [key=value ...]\n");
+        return 2;
+    }
+    char err[512];
+    int partitions = atoi(argv[3]);
+    long count = atol(argv[4]);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", argv[1], err, sizeof err) ||
+        rd_kafka_conf_set(conf, "enable.partition.eof", "false", err, sizeof err)) {
+        fprintf(stderr, "rdkperf: %s\n", err);
+        return 2;
+    }
+    for (int i = 5; i < argc; i++) {
+        char key[256];
+        const char *eq = strchr(argv[i], '=');
+        if (!eq || (size_t)(eq - argv[i]) >= sizeof key) {
+            fprintf(stderr, "rdkperf: expected key=value, got %s\n", argv[i]);
+            return 2;
+        }
+        memcpy(key, argv[i], (size_t)(eq - argv[i]));
+        key[eq - argv[i]] = '\0';
+        if (rd_kafka_conf_set(conf, key, eq + 1, err, sizeof err)) {
+            fprintf(stderr, "rdkperf: %s\n", err);
+            return 2;
+        }
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    if (!rk) {
+        fprintf(stderr, "rdkperf: %s\n", err);
+        return 2;
+    }
+    rd_kafka_topic_t *topic = rd_kafka_topic_new(rk, argv[2], NULL);
+    rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
+    double t0 = seconds_now();
+    for (int p = 0; p < partitions; p++) {
+        if (rd_kafka_consume_start_queue(topic, p, RD_KAFKA_OFFSET_BEGINNING, queue) == -1) {
+            fprintf(stderr, "rdkperf: start partition %d: %s\n", p,
+                    rd_kafka_err2str(rd_kafka_last_error()));
+            return 1;
+        }
+    }
+    rd_kafka_message_t **batch = calloc(BATCH, sizeof *batch);
+    long records = 0, bytes = 0, errors = 0;
+    double last = t0;
+    while (records < count && seconds_now() - t0 < 600) {
+        ssize_t n = rd_kafka_consume_batch_queue(queue, 1000, batch, BATCH);
+        for (ssize_t i = 0; i < n; i++) {
+            if (batch[i]->err) {
+                if (errors++ == 0)
+                    fprintf(stderr, "rdkperf: consume: %s\n", rd_kafka_message_errstr(batch[i]));
+            } else {
+                records++;
+                bytes += (long)batch[i]->len;
+            }
+            rd_kafka_message_destroy(batch[i]);
+        }
+        if (n > 0)
+            last = seconds_now();
+    }
+    printf("{\"records\": %ld, \"bytes\": %ld, \"seconds\": %.6f, \"errors\": %ld}\n", records,
+           bytes, last - t0, errors);
+    for (int p = 0; p < partitions; p++)
+        rd_kafka_consume_stop(topic, p);
+    free(batch);
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_topic_destroy(topic);
+    rd_kafka_destroy(rk);
+    return errors || records < count ? 1 : 0;
+}
