@@ -91,11 +91,11 @@ molecule: deps deploy-deps
 	scripts/molecule-test
 
 lab: deploy-deps
-	scripts/molecule-test converge
+	MOLECULE_SCENARIOS=cluster scripts/molecule-test converge
 	@scripts/lab-info
 
 lab-down: deploy-deps
-	scripts/molecule-test destroy
+	MOLECULE_SCENARIOS=cluster scripts/molecule-test destroy
 	scripts/stop-docker
 
 clean:
