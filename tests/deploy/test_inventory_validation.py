@@ -75,7 +75,23 @@ def mutate(change: str) -> dict[str, Any]:
         brokers["nohost-b2"]["broker_cluster_properties"] = {"min.insync.replicas": 1}
     elif change == "rack on some brokers only":
         del brokers["nohost-b3"]["broker_rack"]
+    elif change.startswith("monitoring "):
+        inv["all"]["children"]["monitoring"] = {"hosts": {"nohost-mon": MONITORING_CHANGES[change]}}
+    elif change == "alertmanager port on a broker's listener port":
+        inv["all"]["children"]["monitoring"] = {"hosts": {"nohost-b1": {}}}
+        brokers["nohost-b1"]["monitoring_alertmanager_port"] = 9092
     return inv
+
+
+# A monitoring host (roles/monitoring) with one bad value each.
+MONITORING_CHANGES: dict[str, dict[str, Any]] = {
+    "monitoring scrape interval not a duration": {"monitoring_scrape_interval": "15 seconds"},
+    "monitoring alert for not a duration":
+        {"monitoring_alert_for": {"UnderReplicatedPartitions": "soon"}},
+    "monitoring alert for an unknown alert": {"monitoring_alert_for": {"UnderReplicated": "1m"}},
+    "monitoring port not a number": {"monitoring_prometheus_port": "web"},
+    "monitoring ports clash": {"monitoring_prometheus_port": 9100},
+}
 
 
 CASES = {
@@ -89,6 +105,17 @@ CASES = {
     "tls without certificates": "TLS needs broker_tls_keystore_file",
     "cluster settings differ": "broker_cluster_properties differ between brokers",
     "rack on some brokers only": "broker_rack is set on some brokers only",
+    "monitoring scrape interval not a duration":
+        "not a Prometheus duration (e.g. 15s, 1m, 1h30m): "
+        "{'monitoring_scrape_interval': '15 seconds'}",
+    "monitoring alert for not a duration":
+        "not a Prometheus duration (e.g. 15s, 1m, 1h30m): "
+        "{'monitoring_alert_for.UnderReplicatedPartitions': 'soon'}",
+    "monitoring alert for an unknown alert":
+        "monitoring_alert_for names no alert of the rules: ['UnderReplicated']",
+    "monitoring port not a number": "argument 'monitoring_prometheus_port' is of type str",
+    "monitoring ports clash": "ports must be distinct and in 1-65535",
+    "alertmanager port on a broker's listener port": "'broker listener PLAINTEXT': 9092",
 }
 
 
@@ -108,6 +135,17 @@ def test_valid_inventory_passes_the_check(tmp_path: Path) -> None:
     # Past preflight the play reaches for the (absent) hosts and stops there.
     assert "PLAY [OS tuning]" in out, out
     assert "UNREACHABLE" in out or "unreachable" in out, out
+    assert result.returncode != 0
+
+
+def test_valid_inventory_with_a_monitoring_host_passes_the_check(tmp_path: Path) -> None:
+    inv = copy.deepcopy(VALID)
+    inv["all"]["children"]["monitoring"] = {"hosts": {"nohost-mon": {
+        "moldau_host_address": "10.9.9.31", "monitoring_scrape_interval": "1m30s",
+        "monitoring_alert_for": {"UnderReplicatedPartitions": "1m"}}}}
+    result = run_site(tmp_path, inv)
+    out = result.stdout + result.stderr
+    assert "PLAY [OS tuning]" in out, out
     assert result.returncode != 0
 
 
