@@ -98,7 +98,8 @@ def execute(zk: KazooClient, words: list[str]) -> int:
         print(f"Node not empty: {args[-1]}", file=sys.stderr)
         return 1
     except NoAuthError:
-        print(f"Insufficient permission : {args[-1]}", file=sys.stderr)
+        path = args[-1] if command == "delete" else args[0]
+        print(f"Insufficient permission : {path}", file=sys.stderr)
         return 1
     return 0
 
