@@ -6,17 +6,17 @@ BIN := $(VENV)/bin
 SHARED ?= $(abspath ../shared)
 
 .PHONY: help test lint unit codegen-check generate bench cluster cluster-down deps clean
-.PHONY: deploy-deps molecule lab lab-down
+.PHONY: deploy-deps molecule dev-cluster dev-cluster-down
 .PHONY: spark-deps pipeline-demo
 
 help:
-	@echo "make cluster   start the local development cluster (ZooKeeper + a broker on :9092)"
-	@echo "make cluster-down  stop it"
+	@echo "make cluster   seven systemd hosts in Docker (3 ZooKeeper + 3 brokers + monitoring) set up by playbooks/site.yml with TLS"
+	@echo "make cluster-down  remove them"
 	@echo "make test      install what the tests need, then run every suite (docs/development.md)"
 	@echo "make bench     run every benchmark suite in bench/ and rewrite docs/benchmarks.md"
 	@echo "make generate  regenerate the protocol messages from $(SHARED)/kafka-protocol"
-	@echo "make lab       six systemd hosts in Docker (3 ZooKeeper + 3 brokers) set up by playbooks/site.yml"
-	@echo "make lab-down  remove them"
+	@echo "make dev-cluster  a ZooKeeper node and a broker on 127.0.0.1:9092, as local processes"
+	@echo "make dev-cluster-down  stop them"
 	@echo "make pipeline-demo  the Spark sensor pipeline (pipeline/examples) against the dev cluster"
 
 # The virtualenv is rebuilt when the dependencies change; the stamp records the install.
@@ -74,10 +74,10 @@ bench: deps spark-deps
 # The development cluster: a ZooKeeper node and a broker on 127.0.0.1:9092, state in
 # .moldau-dev/ (moldau dev-cluster status|down). PORT=... moves the broker.
 PORT ?= 9092
-cluster: deps
+dev-cluster: deps
 	$(BIN)/moldau dev-cluster up --port $(PORT)
 
-cluster-down: deps
+dev-cluster-down: deps
 	$(BIN)/moldau dev-cluster down
 
 # The sensor pipeline on Spark against the dev cluster (started if it is not running).
@@ -86,15 +86,17 @@ pipeline-demo: spark-deps
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python pipeline/examples/sensor_pipeline.py \
 		--bootstrap 127.0.0.1:$(PORT)
 
-# The lab: the Molecule cluster scenario's six hosts, converged and kept (inventories/lab).
 molecule: deps deploy-deps
 	scripts/molecule-test
 
-lab: deploy-deps
+# The cluster (the lab): the Molecule cluster scenario's seven systemd hosts (Docker
+# containers of an image built here), converged by site.yml and kept (inventories/lab),
+# then a TLS produce/consume smoke test from this machine.
+cluster: deploy-deps
 	MOLECULE_SCENARIOS=cluster scripts/molecule-test converge
 	@scripts/lab-info
 
-lab-down: deploy-deps
+cluster-down: deploy-deps
 	MOLECULE_SCENARIOS=cluster scripts/molecule-test destroy
 	scripts/stop-docker
 
