@@ -3,8 +3,9 @@
  *
  *   rdkperf -consume BROKERS TOPIC PARTITIONS COUNT [key=value ...]
  *
- * Partitions 0..PARTITIONS-1 are read with the simple consumer (no group, no commits)
- * into one queue, in batches, until COUNT records have arrived; it prints
+ * PARTITIONS is a count N (partitions 0..N-1) or a list "0,2,4". They are read with the
+ * simple consumer (no group, no commits) into one queue, in batches, until COUNT records
+ * have arrived; it prints
  * {"records":..,"bytes":..,"seconds":..} with the time from the first fetch request to
  * the last record. Exit status 1 on a consume error or when COUNT is not reached in
  * 600 s.
@@ -29,7 +30,15 @@ int consume_main(int argc, char **argv) {
         return 2;
     }
     char err[512];
-    int partitions = atoi(argv[3]);
+    int list[1024], partitions = 0;
+    if (strchr(argv[3], ',')) {
+        for (char *part = strtok(argv[3], ","); part && partitions < 1024; part = strtok(NULL, ","))
+            list[partitions++] = atoi(part);
+    } else {
+        partitions = atoi(argv[3]);
+        for (int p = 0; p < partitions && p < 1024; p++)
+            list[p] = p;
+    }
     long count = atol(argv[4]);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (rd_kafka_conf_set(conf, "bootstrap.servers", argv[1], err, sizeof err) ||
@@ -59,9 +68,9 @@ int consume_main(int argc, char **argv) {
     rd_kafka_topic_t *topic = rd_kafka_topic_new(rk, argv[2], NULL);
     rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
     double t0 = seconds_now();
-    for (int p = 0; p < partitions; p++) {
-        if (rd_kafka_consume_start_queue(topic, p, RD_KAFKA_OFFSET_BEGINNING, queue) == -1) {
-            fprintf(stderr, "rdkperf: start partition %d: %s\n", p,
+    for (int i = 0; i < partitions; i++) {
+        if (rd_kafka_consume_start_queue(topic, list[i], RD_KAFKA_OFFSET_BEGINNING, queue) == -1) {
+            fprintf(stderr, "rdkperf: start partition %d: %s\n", list[i],
                     rd_kafka_err2str(rd_kafka_last_error()));
             return 1;
         }
@@ -86,8 +95,8 @@ int consume_main(int argc, char **argv) {
     }
     printf("{\"records\": %ld, \"bytes\": %ld, \"seconds\": %.6f, \"errors\": %ld}\n", records,
            bytes, last - t0, errors);
-    for (int p = 0; p < partitions; p++)
-        rd_kafka_consume_stop(topic, p);
+    for (int i = 0; i < partitions; i++)
+        rd_kafka_consume_stop(topic, list[i]);
     free(batch);
     rd_kafka_queue_destroy(queue);
     rd_kafka_topic_destroy(topic);
