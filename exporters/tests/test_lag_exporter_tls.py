@@ -9,15 +9,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from broker_process import mutual_tls_broker
 from moldau_exporters.lag_exporter import UP
 from tls_material import TlsMaterial, make_tls_material
 
-from moldau.devcluster.brokers import BrokerProcess, free_port
+from moldau.devcluster.brokers import free_port
 
 EXPORTER = str(Path(sys.executable).parent / "moldau-lag-exporter")
 
@@ -29,15 +29,9 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
 
 @pytest.fixture(scope="module")
 def ssl_bootstrap(tmp_path_factory, zk_ensemble, tls: TlsMaterial) -> Iterator[str]:
-    plain, secure = free_port(), free_port()
-    props = {"listeners": f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{secure}",
-             **tls.server_settings("PKCS12", client_auth="required"),
-             "num.partitions": "1", "offsets.topic.replication.factor": "1"}
-    broker = BrokerProcess(str(tmp_path_factory.mktemp("lag-tls-broker")), 1,
-                           zk_ensemble.connect_string + f"/lag-tls-{uuid.uuid4().hex[:8]}",
-                           port=plain, properties=props)
-    broker.start(wait=60)
-    yield f"127.0.0.1:{secure}"
+    broker, bootstrap = mutual_tls_broker(tmp_path_factory, zk_ensemble.connect_string, tls,
+                                          "lag-tls")
+    yield bootstrap
     assert broker.stop() == 0
 
 

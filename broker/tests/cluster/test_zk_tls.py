@@ -55,6 +55,15 @@ def client_settings(tls: TlsMaterial, **overrides: str) -> dict[str, str]:
             "zookeeper.ssl.truststore.type": "PEM", **overrides}
 
 
+def secure_client(zk: ZooKeeperEnsemble, tls: TlsMaterial, chroot: str) -> KafkaZkClient:
+    """A started client over TLS with secure ACLs, the broker's top-level znodes made."""
+    client = KafkaZkClient(zk.secure_connect_string, chroot, session_timeout_ms=6000,
+                           tls_context=tls_context(client_settings(tls)), secure_acls=True)
+    client.start()
+    client.ensure_persistent_paths()
+    return client
+
+
 def anonymous(zk: ZooKeeperEnsemble, chroot: str) -> KazooClient:
     client = KazooClient(hosts=zk.connect_string + chroot)
     client.start(timeout=15)
@@ -63,11 +72,8 @@ def anonymous(zk: ZooKeeperEnsemble, chroot: str) -> KazooClient:
 
 def test_tls_session_creates_znodes_with_kafka_secure_acls(secure_zk, tls) -> None:
     chroot = f"/acl-{uuid.uuid4().hex[:8]}"
-    client = KafkaZkClient(secure_zk.secure_connect_string, chroot, session_timeout_ms=6000,
-                           tls_context=tls_context(client_settings(tls)), secure_acls=True)
-    client.start()
+    client = secure_client(secure_zk, tls, chroot)
     try:
-        client.ensure_persistent_paths()
         client.set_entity_config(zd.ConfigType.BROKER, "1", {"log.cleaner.threads": "2"})
         client.set_entity_config(zd.ConfigType.TOPIC, "t", {"cleanup.policy": "compact"})
         owner = client._client().get_acls(zd.BROKER_IDS_PATH)[0]
@@ -177,13 +183,7 @@ def test_set_acl_without_a_client_certificate_stops_startup(secure_zk, tmp_path)
 def test_zookeeper_shell_over_tls_shows_the_acls(secure_zk, tls, tmp_path) -> None:
     """zookeeper-shell.sh -zk-tls-config-file, as an operator checks a secured tree."""
     chroot = f"/shell-{uuid.uuid4().hex[:8]}"
-    client = KafkaZkClient(secure_zk.secure_connect_string, chroot, session_timeout_ms=6000,
-                           tls_context=tls_context(client_settings(tls)), secure_acls=True)
-    client.start()
-    try:
-        client.ensure_persistent_paths()
-    finally:
-        client.close()
+    secure_client(secure_zk, tls, chroot).close()
     config = tmp_path / "zk-tls.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in client_settings(tls).items()))
     shell = str(Path(sys.executable).parent / "zookeeper-shell.sh")

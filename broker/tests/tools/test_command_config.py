@@ -5,15 +5,13 @@ with a one-line error, and nothing is created."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from broker_process import mutual_tls_broker
 from tls_material import TlsMaterial, make_tls_material
-
-from moldau.devcluster.brokers import BrokerProcess, free_port
 
 from .toolrun import run
 
@@ -25,15 +23,9 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
 
 @pytest.fixture(scope="module")
 def ssl_bootstrap(tmp_path_factory, zk_ensemble: Any, tls: TlsMaterial) -> Iterator[str]:
-    plain, secure = free_port(), free_port()
-    props = {"listeners": f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{secure}",
-             **tls.server_settings("PKCS12", client_auth="required"),
-             "num.partitions": "1", "offsets.topic.replication.factor": "1"}
-    broker = BrokerProcess(str(tmp_path_factory.mktemp("tools-ssl")), 1,
-                           zk_ensemble.connect_string + f"/tools-ssl-{uuid.uuid4().hex[:8]}",
-                           port=plain, properties=props)
-    broker.start()
-    yield f"127.0.0.1:{secure}"
+    broker, bootstrap = mutual_tls_broker(tmp_path_factory, zk_ensemble.connect_string, tls,
+                                          "tools-ssl")
+    yield bootstrap
     assert broker.stop() == 0
 
 
