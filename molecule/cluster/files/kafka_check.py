@@ -8,13 +8,20 @@ talks to the lab brokers over the network the way an application does.
   kafka_check.py isr BOOTSTRAP TOPIC           every partition of TOPIC has a full ISR
   kafka_check.py refused BOOTSTRAP             an SSL client without a certificate gets
                                                no metadata (needs --pki)
+  kafka_check.py stream BOOTSTRAP TOPIC DIR    produce and consume TOPIC without pause
+                                               until DIR/stop appears (DIR/ready once
+                                               records flow), then every record must be
+                                               acknowledged and read back, and neither
+                                               client may have reported an error
 --pki DIR: connect over SSL with DIR/ca.crt and the client certificate DIR/client-admin.*
-(the certificates role's directory on the control node).
+(the certificates role's directory on the control node). --replicas N: the replication
+factor of the topics (3; the broker role's one-broker scenario uses 1).
 Exit 0 when the check holds; otherwise 1 with the reason."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import uuid
@@ -25,6 +32,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 TIMEOUT_S = 90.0  # a loaded 2-core machine runs six hosts and this client
 SECURITY: dict[str, str] = {}  # the SSL settings of --pki, merged into every client
+REPLICAS = 3  # --replicas
 
 
 def client_config(bootstrap: str, **extra: object) -> dict[str, object]:
@@ -69,20 +77,22 @@ def full_isr(admin: AdminClient, topic: str) -> str | None:
     if metadata.error is not None:
         return str(metadata.error)
     short = {p: (m.replicas, m.isrs) for p, m in metadata.partitions.items()
-             if len(m.replicas) != 3 or sorted(m.isrs) != sorted(m.replicas) or m.leader < 0}
-    return None if metadata.partitions and not short else f"partitions short of RF 3: {short}"
+             if len(m.replicas) != REPLICAS or sorted(m.isrs) != sorted(m.replicas) or m.leader < 0}
+    if metadata.partitions and not short:
+        return None
+    return f"partitions short of RF {REPLICAS}: {short}"
 
 
 def check_isr(bootstrap: str, topic: str) -> None:
     admin = AdminClient(client_config(bootstrap))
     wait_for(lambda: full_isr(admin, topic), f"{topic} ISR")
-    print(f"{topic}: every partition has 3 replicas in sync")
+    print(f"{topic}: every partition has {REPLICAS} replicas in sync")
 
 
 def roundtrip(bootstrap: str, topic: str, count: int) -> None:
     admin = AdminClient(client_config(bootstrap))
     if topic not in admin.list_topics(timeout=10).topics:
-        futures = admin.create_topics([NewTopic(topic, 3, 3)], operation_timeout=60)
+        futures = admin.create_topics([NewTopic(topic, 3, REPLICAS)], operation_timeout=60)
         futures[topic].result(90)
     wait_for(lambda: full_isr(admin, topic), f"{topic} ISR")
     run = uuid.uuid4().hex[:8]
@@ -113,6 +123,77 @@ def roundtrip(bootstrap: str, topic: str, count: int) -> None:
     print(f"{topic}: {count} records produced with acks=all and read back")
 
 
+def stream(bootstrap: str, topic: str, control: str) -> None:
+    """A producer and a consumer that keep going while something happens to the cluster
+    (a certificate renewal): any error either client reports fails the check."""
+    admin = AdminClient(client_config(bootstrap))
+    if topic not in admin.list_topics(timeout=10).topics:
+        admin.create_topics([NewTopic(topic, 3, REPLICAS)], operation_timeout=60)[topic].result(90)
+    wait_for(lambda: full_isr(admin, topic), f"{topic} ISR")
+    errors: list[str] = []  # error_cb: transport, TLS and broker-wide errors
+
+    def on_error(err: object) -> None:
+        errors.append(str(err))
+    run = uuid.uuid4().hex[:8]
+    producer = Producer(client_config(bootstrap, **{
+        "acks": "all", "enable.idempotence": True, "message.timeout.ms": 60000,
+        "linger.ms": 5, "error_cb": on_error}))
+    consumer = Consumer(client_config(bootstrap, **{
+        "group.id": f"stream-{run}", "auto.offset.reset": "earliest",
+        "enable.auto.commit": False, "error_cb": on_error}))
+    partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p) for p in partitions])
+    sent: list[bytes] = []
+    acked: list[bytes] = []
+    failures: list[str] = []
+    received: list[bytes] = []
+
+    def delivered(err: object, message: object) -> None:
+        if err is not None:
+            failures.append(str(err))
+        else:
+            acked.append(message.value())  # type: ignore[attr-defined]
+
+    def consume(timeout: float) -> None:
+        message = consumer.poll(timeout)
+        if message is None:
+            return
+        if message.error() is not None:
+            errors.append(str(message.error()))
+        elif message.value().startswith(run.encode()):
+            received.append(message.value())
+
+    ready = os.path.join(control, "ready")
+    stop = os.path.join(control, "stop")
+    started = time.monotonic()
+    while not os.path.exists(stop):
+        value = f"{run}-{len(sent)}".encode()
+        producer.produce(topic, value, on_delivery=delivered)
+        sent.append(value)
+        producer.poll(0)
+        consume(0.05)  # about 20 records a second: steady, and cheap on 2 cores
+        if received and not os.path.exists(ready):
+            open(ready, "w").close()
+        if time.monotonic() - started > 900:
+            raise SystemExit("no stop file after 15 minutes")
+    remaining = producer.flush(90)
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(received) < len(acked) and time.monotonic() < deadline:
+        consume(1.0)
+    consumer.close()
+    problems = []
+    if remaining or failures:
+        problems.append(f"{remaining} unacknowledged, {len(failures)} failed: {failures[:3]}")
+    if errors:
+        problems.append(f"{len(errors)} client errors: {errors[:5]}")
+    if sorted(received) != sorted(sent) or len(received) != len(set(received)):
+        problems.append(f"read back {len(received)} ({len(set(received))} distinct) of {len(sent)}")
+    if problems:
+        raise SystemExit(f"{topic}: " + "; ".join(problems))
+    print(f"{topic}: {len(sent)} records produced and read back over "
+          f"{time.monotonic() - started:.0f}s, no client errors")
+
+
 def check_refused(bootstrap: str) -> None:
     """Without a client certificate the SSL listener (ssl.client.auth=required) must not
     serve even metadata."""
@@ -128,10 +209,13 @@ def check_refused(bootstrap: str) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pki", help="SSL with the CA and client certificate in this directory")
-    parser.add_argument("check", choices=["brokers", "roundtrip", "isr", "refused"])
+    parser.add_argument("--replicas", type=int, default=3, help="replication factor of the topics")
+    parser.add_argument("check", choices=["brokers", "roundtrip", "isr", "refused", "stream"])
     parser.add_argument("bootstrap")
     parser.add_argument("args", nargs="*")
     args = parser.parse_args(argv)
+    global REPLICAS
+    REPLICAS = args.replicas
     if args.pki:
         use_pki(args.pki, certificate=args.check != "refused")
     if args.check == "brokers" and len(args.args) == 1:
@@ -140,6 +224,8 @@ def main(argv: list[str]) -> int:
         roundtrip(args.bootstrap, args.args[0], int(args.args[1]))
     elif args.check == "isr" and len(args.args) == 1:
         check_isr(args.bootstrap, args.args[0])
+    elif args.check == "stream" and len(args.args) == 2:
+        stream(args.bootstrap, args.args[0], args.args[1])
     elif args.check == "refused" and args.pki and not args.args:
         check_refused(args.bootstrap)
     else:
