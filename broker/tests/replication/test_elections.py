@@ -137,3 +137,7 @@ def test_a_returning_leader_truncates_what_nobody_copied(cluster: Cluster) -> No
 
     cluster.wait_for(lambda: segment(1) == segment(2) == segment(3), 10,
                      "byte-identical logs on every replica")
+    # it learnt where to cut from its first fetch (IBP 2.7+), not from OffsetForLeaderEpoch
+    with open(os.path.join(cluster.brokers[1].log_dir, "server.log")) as fh:
+        cuts = [line for line in fh if f"Truncating partition {topic}-0" in line]
+    assert cuts and all("from the diverging epoch of a fetch response" in c for c in cuts)

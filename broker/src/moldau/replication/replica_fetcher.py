@@ -2,10 +2,14 @@
 
 Each follower partition is handled by one fetcher: one per (leader, fetcher index), where
 the index spreads partitions over `num.replica.fetchers` connections to that leader. A
-fetcher first truncates each new partition where its log may diverge from the leader's
-(OffsetForLeaderEpoch for its latest epoch: the leader says where that epoch ends), then
-fetches from its log end with the broker's replica id, appends the leader's batches with
-their offsets and follows the leader's high watermark and log start offset.
+fetcher fetches from its log end with the broker's replica id, appends the leader's
+batches with their offsets and follows the leader's high watermark and log start offset.
+
+Where its log may have left the leader's (after a leader change), it truncates first, as
+Kafka does from IBP 2.7 on: each fetch names the epoch of the log's last batch, and the
+leader answers a divergence with the epoch and where it ends in the leader's log instead
+of records. A partition with no epoch yet (an empty log) and one that an error may have
+left behind a leader change ask with OffsetForLeaderEpoch first, as older IBPs always did.
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ from .throttle import UNLIMITED, ReplicationThrottle
 
 if TYPE_CHECKING:
     from moldau.server.replica_manager import Partition
+    from moldau.storage.log import PartitionLog
 
 log = logging.getLogger("kafka.server.ReplicaFetcherThread")
 
 FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 1, 2, 23
 OFFSET_OUT_OF_RANGE = 1
+TRUNCATION_ON_FETCH_VERSION = 12  # Fetch v12 has last_fetched_epoch and diverging_epoch
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 TopicPartition = tuple[str, int]
 
@@ -92,7 +98,12 @@ class ReplicaFetcher:
         self.task = asyncio.ensure_future(self._run())
 
     def add(self, partition: Partition) -> None:
-        self.states[(partition.topic, partition.index)] = FetchState(partition)
+        # Fetch v12+ carries the last fetched epoch, and the leader answers a divergence
+        # in its fetch response: no OffsetForLeaderEpoch round trip before the first fetch
+        known_epoch = partition.log.epochs.latest_epoch != UNDEFINED_EPOCH
+        truncate_on_fetch = self.versions.fetch >= TRUNCATION_ON_FETCH_VERSION
+        self.states[(partition.topic, partition.index)] = FetchState(
+            partition, truncating=not (known_epoch and truncate_on_fetch))
         self._wake.set()
 
     def remove(self, tp: TopicPartition) -> None:
@@ -173,20 +184,14 @@ class ReplicaFetcher:
                 continue
             self._truncate_one(s, answer.leader_epoch, answer.end_offset)
 
-    def _truncate_one(self, state: FetchState, leader_epoch: int, leader_end: int) -> None:
+    def _truncate_one(self, state: FetchState, leader_epoch: int, leader_end: int,
+                      source: str = "OffsetForLeaderEpoch") -> None:
         plog = state.partition.log
-        if leader_end == UNDEFINED_OFFSET or leader_epoch == UNDEFINED_EPOCH:
-            # the leader knows nothing of our epoch: keep what is committed
-            target = plog.high_watermark
-        else:
-            # where the epoch the leader names ends in our log bounds what we keep
-            _, ours = plog.epochs.end_offset_for(leader_epoch, plog.log_end_offset)
-            target = min(leader_end, ours if ours != UNDEFINED_OFFSET else leader_end)
-        target = min(target, plog.log_end_offset)
+        target = truncation_offset(plog, leader_epoch, leader_end)
         if target < plog.log_end_offset:
             log.info("[%s] Truncating partition %s with leader epoch %d to offset %d (log "
-                     "end %d)", self.name, state.partition.name, leader_epoch, target,
-                     plog.log_end_offset)
+                     "end %d; from %s)", self.name, state.partition.name, leader_epoch,
+                     target, plog.log_end_offset, source)
             plog.truncate_to(target)
         state.truncating = False
 
@@ -234,6 +239,11 @@ class ReplicaFetcher:
                 if data.error_code:
                     await self._on_error(connection, state, data.error_code)
                     continue
+                diverging = data.diverging_epoch
+                if diverging.epoch >= 0:  # no records: truncate, then fetch again
+                    self._truncate_one(state, diverging.epoch, diverging.end_offset,
+                                       "the diverging epoch of a fetch response")
+                    continue
                 if state.tp in limits and data.records:
                     assert self.throttle is not None
                     self.throttle.quota.record(len(data.records))
@@ -257,7 +267,9 @@ class ReplicaFetcher:
             names[key] = p.topic
             by_topic.setdefault(key, []).append(F.FetchPartition(
                 partition=p.index, current_leader_epoch=p.leader_epoch,
-                fetch_offset=p.log.log_end_offset, last_fetched_epoch=-1,
+                fetch_offset=p.log.log_end_offset,
+                last_fetched_epoch=(p.log.epochs.latest_epoch
+                                    if version >= TRUNCATION_ON_FETCH_VERSION else -1),
                 log_start_offset=p.log.log_start_offset,
                 partition_max_bytes=limits.get(s.tp, self.config.partition_max_bytes)))
         request = F(replica_id=self.config.broker_id, max_wait_ms=self.config.max_wait_ms,
@@ -399,6 +411,19 @@ class ReplicaFetcherManager:
             self._close(fetcher)
         self.fetchers.clear()
         self.assigned.clear()
+
+
+def truncation_offset(plog: PartitionLog, leader_epoch: int, leader_end: int) -> int:
+    """Where a follower cuts its log, given the leader's (epoch, end offset) for the
+    follower's latest epoch, from OffsetForLeaderEpoch or a fetch's diverging epoch."""
+    if leader_end == UNDEFINED_OFFSET or leader_epoch == UNDEFINED_EPOCH:
+        # the leader knows nothing of our epoch: keep what is committed
+        target = plog.high_watermark
+    else:
+        # where the epoch the leader names ends in our log bounds what we keep
+        _, ours = plog.epochs.end_offset_for(leader_epoch, plog.log_end_offset)
+        target = min(leader_end, ours if ours != UNDEFINED_OFFSET else leader_end)
+    return min(target, plog.log_end_offset)
 
 
 def _now() -> float:

@@ -7,6 +7,12 @@ Fetch sessions (KIP-227) are not kept: every answer carries session id 0, which 
 client to send full fetch requests, as Kafka does when its session cache is full.
 A follower's fetch (replica_id >= 0, CLUSTER_ACTION) reads up to the log end and tells the
 leader how far the follower got: that moves the high watermark and grows the ISR.
+
+A fetch that names the epoch of the fetcher's last batch (v12+ `last_fetched_epoch`, what
+followers send) is first checked against this log's epochs: where the fetcher's log has
+left the leader's, the answer carries no records but the diverging epoch and where it
+ends here, so the follower truncates without an OffsetForLeaderEpoch round trip (Kafka's
+truncation on fetch, IBP 2.7 and later).
 """
 
 from __future__ import annotations
@@ -17,11 +23,14 @@ from typing import TYPE_CHECKING, Any
 from moldau.errors import (
     FencedLeaderEpochError,
     KafkaError,
+    OffsetOutOfRangeError,
     TopicAuthorizationFailedError,
     UnknownLeaderEpochError,
     UnknownTopicIdError,
 )
 from moldau.protocol.messages.fetch_response import FetchResponse
+from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
+from moldau.storage.log import PartitionLog
 
 from ..replica_manager import Partition
 from ..replica_selector import NO_PREFERENCE, preferred_read_replica
@@ -34,6 +43,7 @@ if TYPE_CHECKING:
 
 PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse
+EpochEndOffset = FetchResponse.EpochEndOffset
 INT32_MAX = 2**31 - 1
 FETCH_SESSION_ID_NOT_FOUND = 70
 READ_COMMITTED = 1
@@ -53,6 +63,25 @@ def check_leader_epoch(partition: Partition, requested: int) -> None:
             f"{partition.leader_epoch} of {partition.name}")
 
 
+def diverging_epoch(plog: PartitionLog, last_fetched_epoch: int,
+                    fetch_offset: int) -> tuple[int, int] | None:
+    """(epoch, end offset) where the fetcher's log leaves this one, or None when a fetch at
+    fetch_offset after a batch of last_fetched_epoch continues this log: this log has no
+    such epoch (it ends at a smaller one) or that epoch ends here before fetch_offset."""
+    epoch, end = plog.epochs.end_offset_for(last_fetched_epoch, plog.log_end_offset)
+    if epoch == UNDEFINED_EPOCH or end == UNDEFINED_OFFSET:
+        raise OffsetOutOfRangeError(
+            f"could not determine the end offset of the last fetched epoch "
+            f"{last_fetched_epoch} in {plog.name}")
+    if fetch_offset < plog.log_start_offset:
+        raise OffsetOutOfRangeError(
+            f"fetch offset {fetch_offset} is below the log start offset "
+            f"{plog.log_start_offset} of {plog.name}")
+    if epoch < last_fetched_epoch or end < fetch_offset:
+        return epoch, end
+    return None
+
+
 class FetchHandler:
     MIN_VERSION, MAX_VERSION = 4, 17
 
@@ -69,8 +98,9 @@ class FetchHandler:
             return FetchResponse(error_code=FETCH_SESSION_ID_NOT_FOUND, session_id=0,
                                  responses=[])
         wanted = self._resolve(ctx, request, version, replica_id >= 0)
-        response, total, partitions, errors = self._read(request, wanted, version, replica_id)
-        if (request.max_wait_ms <= 0 or total >= request.min_bytes or errors
+        response, total, partitions, answer_now = self._read(request, wanted, version,
+                                                             replica_id)
+        if (request.max_wait_ms <= 0 or total >= request.min_bytes or answer_now
                 or not partitions):
             return self._accounted(response, replica_id)
         return self._long_poll(request, wanted, partitions, version, replica_id)
@@ -114,9 +144,9 @@ class FetchHandler:
                 break
             with self.broker.purgatory["Fetch"].waiting(len(partitions)):
                 await rm.wait_for_change(partitions, remaining)
-            response, total, partitions, errors = self._read(request, wanted, version,
-                                                             replica_id, again=True)
-            if total >= request.min_bytes or errors or not partitions:
+            response, total, partitions, answer_now = self._read(request, wanted, version,
+                                                                 replica_id, again=True)
+            if total >= request.min_bytes or answer_now or not partitions:
                 return self._accounted(response, replica_id)
         return self._accounted(self._read(request, wanted, version, replica_id, again=True)[0],
                                replica_id)
@@ -143,7 +173,8 @@ class FetchHandler:
         """One read of the request's partitions. A follower's fetch position counts once,
         when the request arrives (`again` marks the long poll's re-reads): a request left
         waiting by a follower that died since must not keep it looking alive, nor put it
-        back in the ISR."""
+        back in the ISR. The last value returned says the answer cannot wait: an error or
+        a diverging epoch."""
         rm = self.broker.replica_manager
         metadata = self.broker.metadata
         # a follower reads to the log end; a consumer to the high watermark or the LSO
@@ -158,7 +189,7 @@ class FetchHandler:
         budget = request.max_bytes
         min_one = True  # the first batch found is sent even when larger than the limits
         total = 0
-        errors = False
+        answer_now = False
         fetched: list[Partition] = []
         responses = []
         for name, topic_id, topic, authorized in wanted:
@@ -185,13 +216,24 @@ class FetchHandler:
                             out.log_start_offset = plog.log_start_offset
                             partitions_out.append(out)
                             continue
-                    if replica_id >= 0 and not again:
-                        rm.follower_fetched(partition, replica_id, fp.fetch_offset, now_ms)
-                    fetched.append(partition)
+                    diverging = (diverging_epoch(plog, fp.last_fetched_epoch, fp.fetch_offset)
+                                 if fp.last_fetched_epoch >= 0 else None)
                     out.high_watermark = plog.high_watermark
                     out.last_stable_offset = plog.last_stable_offset
                     if with_start:
                         out.log_start_offset = plog.log_start_offset
+                    if diverging is not None:
+                        # no records: the fetcher truncates first, and its fetch offset is
+                        # not a position it has in common with this log (Kafka does not
+                        # count it for the ISR either)
+                        out.diverging_epoch = EpochEndOffset(epoch=diverging[0],
+                                                             end_offset=diverging[1])
+                        answer_now = True
+                        partitions_out.append(out)
+                        continue
+                    if replica_id >= 0 and not again:
+                        rm.follower_fetched(partition, replica_id, fp.fetch_offset, now_ms)
+                    fetched.append(partition)
                     if isolation == READ_COMMITTED:
                         out.aborted_transactions = []
                     limit = min(fp.partition_max_bytes, budget)
@@ -213,12 +255,12 @@ class FetchHandler:
                                 assert self.broker.leader_throttle is not None
                                 self.broker.leader_throttle.quota.record(found.size)
                 except KafkaError as exc:
-                    errors = True
+                    answer_now = True
                     out.error_code = exc.code
                 partitions_out.append(out)
             responses.append(TopicResponse(topic=name or "", topic_id=topic_id or topic.topic_id,
                                            partitions=partitions_out))
-        return FetchResponse(responses=responses), total, fetched, errors
+        return FetchResponse(responses=responses), total, fetched, answer_now
 
     def _leader_throttled(self, partition: Partition, replica_id: int) -> bool:
         """KIP-73 on the leader: a follower outside the ISR of a partition named in
