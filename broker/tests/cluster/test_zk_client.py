@@ -82,6 +82,23 @@ def test_chroot_is_created_with_the_persistent_paths(zk_ensemble: ZooKeeperEnsem
     assert c.state == "CLOSED"
 
 
+def test_pipelined_calls_keep_to_max_in_flight(zk_ensemble: ZooKeeperEnsemble,
+                                               zk_chroot: str) -> None:
+    # zookeeper.max.in.flight.requests 3: persistent paths and batched reads go in windows
+    # of 3, and answers still line up with their paths (missing znodes as None)
+    with KafkaZkClient(zk_ensemble.connect_string, zk_chroot, 6000, max_in_flight=3) as c:
+        assert [len(w) for w in c._windows(list(zd.PERSISTENT_PATHS))][:-1] == [3] * (
+            (len(zd.PERSISTENT_PATHS) - 1) // 3)
+        c.ensure_persistent_paths()
+        paths = [f"/w{i}" for i in range(8)]
+        for i, path in enumerate(paths):
+            if i != 5:
+                c.kazoo.create(path, b"%d" % i)
+        found = c._get_many(paths)
+        assert [f[0] if f else None for f in found] == [
+            b"%d" % i if i != 5 else None for i in range(8)]
+
+
 def test_dead_ensemble_raises_unavailable_after_the_connection_timeout() -> None:
     (port,) = free_ports(1)  # nothing listens there
     client = KafkaZkClient(f"127.0.0.1:{port}", "/kafka", session_timeout_ms=6000,

@@ -162,3 +162,31 @@ def test_full_disk_takes_only_that_dir_offline_and_loses_nothing(tmp_path, small
     assert read_all(full) == [bytes([i % 256]) * 10_000 for i in range(acknowledged)]
     full.append_as_leader(batch(7), leader_epoch=0)
     m.shutdown()
+
+
+def test_maintenance_checkpoints_high_watermarks_and_expires_idle_producers(tmp_path):
+    cfg = ManagerConfig(log_dirs=[str(tmp_path / "a")], broker_id=1, cluster_id=CLUSTER,
+                        sync=False, high_watermark_checkpoint_interval_ms=5_000,
+                        flush_offset_checkpoint_interval_ms=60_000,
+                        producer_id_expiration_ms=1_000,
+                        producer_id_expiration_check_interval_ms=10_000)
+    m = LogManager(cfg, LogConfig(retention_ms=-1))
+    lg = m.get_or_create_log("orders", 0, topic_id=uuid.uuid4())
+    t0 = 1_700_000_000_000
+    for i, pid in enumerate((7, 8)):  # producer 7 at t0, producer 8 five seconds later
+        lg.append_as_leader(build_batch([(b"k", b"v", (), t0 + 5_000 * i)], producer_id=pid,
+                                        producer_epoch=0, base_sequence=0), leader_epoch=0)
+    lg.update_high_watermark(2)
+    hw_file = tmp_path / "a" / "replication-offset-checkpoint"
+    m.run_maintenance(now=t0 + 5_500)  # the first round writes every checkpoint
+    assert checkpoints.read_offset_checkpoint(hw_file) == {("orders", 0): 2}
+    # producer.id.expiration.ms 1 s: 7 is 5.5 s idle, 8 only 0.5 s
+    assert sorted(lg.producer_state.producers) == [8]
+    lg.append_as_leader(batch(3), leader_epoch=0)
+    lg.update_high_watermark(3)
+    m.run_maintenance(now=t0 + 5_500 + 4_999)  # before replica.high.watermark.checkpoint...
+    assert checkpoints.read_offset_checkpoint(hw_file) == {("orders", 0): 2}
+    m.run_maintenance(now=t0 + 5_500 + 5_000)  # ...interval.ms, not the 60 s recovery one
+    assert checkpoints.read_offset_checkpoint(hw_file) == {("orders", 0): 3}
+    assert sorted(lg.producer_state.producers) == [8]  # the next expiry check is not due
+    m.shutdown()

@@ -199,6 +199,26 @@ def test_topic_codec_recompresses_a_batch_in_another_codec():
     assert stored(same) == as_stored(raw, 100, 4)
 
 
+@pytest.mark.parametrize(
+    "codec, low, high",
+    [("gzip", {"compression_gzip_level": 1}, {"compression_gzip_level": 9}),
+     ("lz4", {"compression_lz4_level": 1}, {"compression_lz4_level": 17}),
+     ("zstd", {"compression_zstd_level": 1}, {"compression_zstd_level": 19})],
+)
+def test_recompression_uses_the_topics_compression_level(codec, low, high):
+    # compressible but not trivial values: the codec's effort shows in the size
+    words = [b"alpha", b"beta", b"gamma", b"delta", b"epsilon", b"zeta", b"theta"]
+    values = [b" ".join(words[(i * j) % 7] for j in range(400)) + b"%d" % i for i in range(40)]
+    raw = build_batch([(None, v, [], T0 + i) for i, v in enumerate(values)])
+    sizes = {}
+    for name, levels in (("low", low), ("high", high)):
+        info = leader(raw, LogConfig(compression_type=codec, **levels))
+        records = [r.value for r in RecordBatch(stored(info)).records()]
+        assert records == values  # a level changes the size, never the records
+        sizes[name] = len(stored(info))
+    assert sizes["high"] < sizes["low"]
+
+
 def test_recompression_checks_the_producer_batch_first():
     raw = batch(4, codec=3)
     with pytest.raises(CorruptRecordError):

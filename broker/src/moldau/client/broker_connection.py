@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
 import struct
 from typing import Any
@@ -68,12 +69,22 @@ class BrokerConnection:
     @classmethod
     async def connect(cls, host: str, port: int, *, client_id: str,
                       ssl_context: ssl.SSLContext | None = None,
-                      timeout_s: float = 10.0) -> BrokerConnection:
-        transport, protocol = await asyncio.wait_for(
-            asyncio.get_running_loop().create_connection(
-                _Responses, host, port, ssl=ssl_context,
-                server_hostname=host if ssl_context else None),
-            timeout_s)
+                      timeout_s: float = 10.0,
+                      receive_buffer_bytes: int = -1) -> BrokerConnection:
+        """Connect within timeout_s (Kafka's socket.connection.setup.timeout.ms); a
+        receive_buffer_bytes other than -1 sizes SO_RCVBUF before the handshake, so the
+        window the connection announces follows it (replica.socket.receive.buffer.bytes)."""
+        loop = asyncio.get_running_loop()
+
+        async def open_connection() -> tuple[asyncio.BaseTransport, _Responses]:
+            sock = None
+            if receive_buffer_bytes != -1:
+                sock = await _connected_socket(loop, host, port, receive_buffer_bytes)
+            return await loop.create_connection(  # type: ignore[return-value]
+                _Responses, None if sock else host, None if sock else port, sock=sock,
+                ssl=ssl_context, server_hostname=host if ssl_context else None)
+
+        transport, protocol = await asyncio.wait_for(open_connection(), timeout_s)
         connection = cls(transport, client_id)  # type: ignore[arg-type]
         protocol.connection = connection
         if transport.is_closing():  # lost before we were listening
@@ -132,6 +143,28 @@ class BrokerConnection:
         self._pending.clear()
         with contextlib.suppress(Exception):
             self.transport.close()
+
+
+async def _connected_socket(loop: asyncio.AbstractEventLoop, host: str, port: int,
+                            receive_buffer_bytes: int) -> socket.socket:
+    """A TCP socket with SO_RCVBUF set before it connects to host:port (each address in
+    turn, as create_connection would try them)."""
+    error: OSError | None = None
+    for family, kind, proto, _, address in await loop.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_bytes)
+            await loop.sock_connect(sock, address)
+            return sock
+        except OSError as exc:
+            sock.close()
+            error = exc
+        except BaseException:
+            sock.close()
+            raise
+    raise error or OSError(f"no address for {host}:{port}")
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

@@ -130,10 +130,14 @@ class KafkaZkClient:
         connection_timeout_ms: int | None = None,
         tls_context: ssl.SSLContext | None = None,
         secure_acls: bool = False,
+        max_in_flight: int = 10,
     ) -> None:
         """`tls_context`: connect to ZooKeeper's secure port with it (zk_tls.tls_context).
         `secure_acls`: zookeeper.set.acl, the znodes this client creates get Kafka's
-        secure ACLs (zk_tls.acls_for); it needs a client certificate in `tls_context`."""
+        secure ACLs (zk_tls.acls_for); it needs a client certificate in `tls_context`.
+        `max_in_flight`: zookeeper.max.in.flight.requests, the most requests pipelined at
+        once (other calls wait for their answer before the next is sent)."""
+        self.max_in_flight = max(1, max_in_flight)
         self.hosts, self.chroot = _split_connect(hosts, chroot)
         self.tls_context = tls_context
         self.secure_acls = secure_acls
@@ -363,16 +367,22 @@ class KafkaZkClient:
     def _get_many(self, paths: list[str]) -> list[tuple[bytes, ZnodeStat] | None]:
         """Pipelined gets (as Kafka's retryRequestsUntilConnected); None for missing znodes."""
         zk = self._client()
-        pending = [zk.get_async(p) for p in paths]
         out: list[tuple[bytes, ZnodeStat] | None] = []
-        for path, result in zip(paths, pending, strict=True):
-            try:
-                out.append(result.get(timeout=self.session_timeout_ms / 1000))
-            except NoNodeError:
-                out.append(None)
-            except _UNAVAILABLE:
-                out.append(self.get(path))  # fall back to the retried form
+        for window in self._windows(paths):
+            pending = [zk.get_async(p) for p in window]
+            for path, result in zip(window, pending, strict=True):
+                try:
+                    out.append(result.get(timeout=self.session_timeout_ms / 1000))
+                except NoNodeError:
+                    out.append(None)
+                except _UNAVAILABLE:
+                    out.append(self.get(path))  # fall back to the retried form
         return out
+
+    def _windows(self, paths: Sequence[str]) -> list[Sequence[str]]:
+        """paths in groups of max_in_flight: what may be pipelined at once."""
+        step = self.max_in_flight
+        return [paths[i:i + step] for i in range(0, len(paths), step)]
 
     def _set_or_create(self, path: str, data: bytes) -> int:
         """set_data, or create (with parents) when missing; returns the new version."""
@@ -420,12 +430,13 @@ class KafkaZkClient:
         zk = self._client()
         if self.secure_acls:  # /config first, or a sensitive child's ACL would be its parent's
             self.ensure_path(zd.CONFIG_PATH)
-        pending = [(p, zk.ensure_path_async(p, self._acl(p))) for p in zd.PERSISTENT_PATHS]
-        for path, result in pending:
-            try:
-                result.get(timeout=self.session_timeout_ms / 1000)
-            except _UNAVAILABLE:
-                self.ensure_path(path)
+        for window in self._windows(zd.PERSISTENT_PATHS):
+            pending = [(p, zk.ensure_path_async(p, self._acl(p))) for p in window]
+            for path, result in pending:
+                try:
+                    result.get(timeout=self.session_timeout_ms / 1000)
+                except _UNAVAILABLE:
+                    self.ensure_path(path)
 
     def get_cluster_id(self) -> str | None:
         found = self.get(zd.CLUSTER_ID_PATH)

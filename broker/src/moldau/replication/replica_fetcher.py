@@ -55,6 +55,9 @@ class FetcherConfig:
     partition_max_bytes: int = 1024 * 1024  # replica.fetch.max.bytes
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30000
+    socket_receive_buffer_bytes: int = 64 * 1024  # replica.socket.receive.buffer.bytes
+    connection_setup_timeout_ms: int = 10_000  # socket.connection.setup.timeout.ms
+    connection_setup_timeout_max_ms: int = 30_000  # socket.connection.setup.timeout.max.ms
 
 
 @dataclass(eq=False)
@@ -91,6 +94,7 @@ class ReplicaFetcher:
         self.on_appended = on_appended
         self.states: dict[TopicPartition, FetchState] = {}
         self.connection: BrokerConnection | None = None
+        self._failed_connects = 0  # in a row: each doubles the next setup timeout
         self._wake = asyncio.Event()
         # Python 3.11's wait_for can swallow a cancellation when the awaited response
         # fails at the same moment: the loop checks this flag as well
@@ -149,9 +153,19 @@ class ReplicaFetcher:
         address = self.endpoint(self.leader_id)
         if address is None:
             raise ConnectionError(f"no endpoint known for broker {self.leader_id}")
-        self.connection = await BrokerConnection.connect(
-            address[0], address[1], client_id=f"broker-{self.config.broker_id}-fetcher",
-            ssl_context=self.ssl_context, timeout_s=self.config.socket_timeout_ms / 1000)
+        # Kafka doubles the setup timeout after each failed attempt, up to its maximum
+        config = self.config
+        timeout_ms = min(config.connection_setup_timeout_ms * 2 ** self._failed_connects,
+                         config.connection_setup_timeout_max_ms)
+        try:
+            self.connection = await BrokerConnection.connect(
+                address[0], address[1], client_id=f"broker-{config.broker_id}-fetcher",
+                ssl_context=self.ssl_context, timeout_s=timeout_ms / 1000,
+                receive_buffer_bytes=config.socket_receive_buffer_bytes)
+        except (OSError, TimeoutError):
+            self._failed_connects = min(self._failed_connects + 1, 16)
+            raise
+        self._failed_connects = 0
         return self.connection
 
     def _disconnect(self) -> None:

@@ -54,7 +54,7 @@ from .controlled_shutdown import controlled_shutdown
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
 from .handlers import register_handlers
 from .metadata_cache import BrokerEndpoints, MetadataCache, PartitionInfo, TopicInfo
-from .network import Listener, SocketServer
+from .network import ConnectionLimits, Listener, SocketServer, SocketSettings
 from .producer_ids import ProducerIdManager
 from .replica_manager import LeaderAndIsr, Partition, ReplicaManager
 from .request_metrics import RequestMetrics
@@ -67,6 +67,10 @@ log = logging.getLogger("kafka.server.KafkaServer")
 
 class StartupError(RuntimeError):
     """The broker cannot start; the message says why (logged, then exit non-zero)."""
+
+
+CONNECTION_LIMIT_KEYS = frozenset({"max.connections", "max.connections.per.ip",
+                                   "max.connections.per.ip.overrides"})
 
 
 class Broker:
@@ -150,8 +154,11 @@ class Broker:
             self.dispatcher,
             max_request_size=config["socket.request.max.bytes"],
             queued_max_requests=config["queued.max.requests"],
+            queued_max_request_bytes=config["queued.max.request.bytes"],
             principal_builder=self._principal,
+            settings=SocketSettings.from_config(config),
         )
+        self.socket_server.limits = self._connection_limits()
         if self.dispatcher.metrics is not None:
             self.socket_server.on_sent = RequestMetrics.sent
         await self.socket_server.start(self._listeners())
@@ -166,6 +173,8 @@ class Broker:
         self.config_changes.add_handler(self.dynamic_config.on_change)
         self.dynamic_config.on_log_defaults_change(lambda lc: apply_log_defaults(self, lc))
         self.dynamic_config.on_listener_ssl_change(self._reload_listener_tls)
+        self.dynamic_config.on_config_change(self._on_dynamic_broker_config)
+        self.socket_server.limits = self._connection_limits()  # with ZooKeeper's values
         await self.config_changes.start()
         self.controller_channel = NetworkControllerChannel(self, self.versions,
                                                            self.inter_broker_ssl_context)
@@ -216,6 +225,9 @@ class Broker:
                 partition_max_bytes=c["replica.fetch.max.bytes"],
                 backoff_ms=c["replica.fetch.backoff.ms"],
                 socket_timeout_ms=c["replica.socket.timeout.ms"],
+                socket_receive_buffer_bytes=c["replica.socket.receive.buffer.bytes"],
+                connection_setup_timeout_ms=c["socket.connection.setup.timeout.ms"],
+                connection_setup_timeout_max_ms=c["socket.connection.setup.timeout.max.ms"],
             ),
             self.versions,
             lambda broker_id: self.metadata.endpoint(broker_id, listener),
@@ -287,6 +299,7 @@ class Broker:
             session_timeout_ms=self.config["zookeeper.session.timeout.ms"],
             connection_timeout_ms=self.config["zookeeper.connection.timeout.ms"],
             tls_context=tls_context, secure_acls=self.config["zookeeper.set.acl"],
+            max_in_flight=self.config["zookeeper.max.in.flight.requests"],
         )
         self.zk = AsyncZk(client, asyncio.get_running_loop())
         self._count_session_events(client)
@@ -335,6 +348,11 @@ class Broker:
             flush_offset_checkpoint_interval_ms=c["log.flush.offset.checkpoint.interval.ms"],
             flush_start_offset_checkpoint_interval_ms=c[
                 "log.flush.start.offset.checkpoint.interval.ms"],
+            high_watermark_checkpoint_interval_ms=c[
+                "replica.high.watermark.checkpoint.interval.ms"],
+            producer_id_expiration_ms=c["producer.id.expiration.ms"],
+            producer_id_expiration_check_interval_ms=c[
+                "producer.id.expiration.check.interval.ms"],
             flush_scheduler_interval_ms=c["log.flush.scheduler.interval.ms"],
             log_cleaner_enable=c["log.cleaner.enable"],
             log_cleaner_backoff_ms=c["log.cleaner.backoff.ms"],
@@ -524,6 +542,24 @@ class Broker:
 
     async def _allocate_producer_ids(self) -> tuple[int, int]:
         return await self.zk.call("allocate_producer_id_block", self.broker_id)
+
+    def _on_dynamic_broker_config(self, changed: set[str]) -> None:
+        """Dynamic broker keys read outside the log and socket layers' own callbacks."""
+        if "producer.id.expiration.ms" in changed:  # DynamicProducerStateManagerConfig
+            self.log_manager.config.producer_id_expiration_ms = (
+                self.dynamic_config.effective("producer.id.expiration.ms"))
+        if changed & CONNECTION_LIMIT_KEYS:  # SocketServer.ReconfigurableConfigs
+            self.socket_server.limits = self._connection_limits()
+
+    def _connection_limits(self) -> ConnectionLimits:
+        dynamic = getattr(self, "dynamic_config", None)
+        value = dynamic.effective if dynamic is not None else self.config.get
+        return ConnectionLimits(
+            max_connections=value("max.connections"),
+            per_ip=value("max.connections.per.ip"),
+            per_ip_overrides=ConnectionLimits.parse_overrides(
+                value("max.connections.per.ip.overrides")),
+            inter_broker_listener=self.config.inter_broker_listener_name)
 
     async def _on_config_change(self, entity_type: str, name: str) -> None:
         if entity_type == "topics":

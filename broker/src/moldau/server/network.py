@@ -8,12 +8,20 @@ acks=all) parks the connection's queue on a task until it completes.
 
 Back-pressure, so that slow or greedy clients cannot exhaust memory:
 * `queued.max.requests` bounds the requests received and not yet handled, across all
-  connections; a connection that would exceed it stops reading until the count drops. A
+  connections (and `queued.max.request.bytes` their bytes, when set); a connection that
+  would exceed it stops reading until the count drops. A
   request counts until its handler takes it, not until it is answered: as in Kafka, where
   a request in purgatory has left the request queue, so that the parked long-poll fetches
   of idle consumers cannot stall every other client;
 * a connection whose transport buffer is over the high-water mark stops handling
   requests (and so stops reading) until the client drains its responses.
+
+Socket settings are Kafka's (`SocketSettings`): the listening sockets get
+`socket.receive.buffer.bytes` (accepted sockets inherit it, and with it the TCP window
+scale the handshake announces) and a `socket.listen.backlog.size` backlog; accepted
+sockets get `socket.send.buffer.bytes`, TCP_NODELAY and keep-alive; -1 leaves a buffer
+to the kernel's autotuning. A connection with no traffic either way for
+`connections.max.idle.ms` is closed, as Kafka's selector does.
 
 Responses are a list of parts: bytes, and `FileRecords` (segment file ranges). On a
 plaintext connection file ranges go out with `sendfile`, straight from the page cache;
@@ -31,7 +39,7 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -68,22 +76,30 @@ RequestHandler = Callable[["Connection", bytearray], "Parts | Awaitable[Parts | 
 
 
 class RequestQueueBound:
-    """`queued.max.requests`: requests received but not yet handled, broker-wide."""
+    """`queued.max.requests` and `queued.max.request.bytes` (-1: no byte bound): requests
+    received but not yet handled, broker-wide."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, max_bytes: int = -1) -> None:
         self.limit = limit
+        self.max_bytes = max_bytes
         self.queued = 0
+        self.queued_bytes = 0
         self._paused: collections.deque[Connection] = collections.deque()
 
     def full(self) -> bool:
-        return self.queued >= self.limit
+        return self.queued >= self.limit or 0 <= self.max_bytes <= self.queued_bytes
+
+    def add(self, frames: list[bytearray]) -> None:
+        self.queued += len(frames)
+        self.queued_bytes += sum(len(f) for f in frames)
 
     def park(self, conn: Connection) -> None:
         self._paused.append(conn)
 
-    def release(self, n: int = 1) -> None:
+    def release(self, n: int = 1, nbytes: int = 0) -> None:
         self.queued -= n
-        while self._paused and self.queued < self.limit:
+        self.queued_bytes -= nbytes
+        while self._paused and not self.full():
             conn = self._paused.popleft()
             conn.resume_from_queue_bound()
 
@@ -112,6 +128,7 @@ class Connection(asyncio.BufferedProtocol):
         self._task: asyncio.Future[None] | None = None  # the request in progress, if it waits
         self.response_meta: Any = None  # the handler's note for on_sent (RequestMetrics)
         self._send_started = 0
+        self.last_active = time.monotonic()  # bytes in or a response out (idle closing)
 
     # --- asyncio callbacks -------------------------------------------------------------
 
@@ -123,10 +140,20 @@ class Connection(asyncio.BufferedProtocol):
         local = transport.get_extra_info("sockname") or ("?", 0)
         self.id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}"
         self.session.client_address = str(peer[0])
+        refused = self.server.admit(self)
+        if refused:
+            log.info("Rejected connection from %s: %s", peer[0], refused)
+            self.closed = True
+            transport.abort()
+            return
         self.sock = transport.get_extra_info("socket")
         if self.sock is not None:
             with contextlib.suppress(OSError):  # not a TCP socket (tests over socketpair)
                 self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+                send_buffer = self.server.settings.send_buffer_bytes
+                if send_buffer != -1:
+                    self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
         if self.tls:
             ssl_object = transport.get_extra_info("ssl_object")
             cert = ssl_object.getpeercert(binary_form=True) if ssl_object else None
@@ -140,9 +167,11 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.server.release(self)
         self.server.connections.discard(self)
         if self.pending:
-            self.server.queue_bound.release(len(self.pending))
+            self.server.queue_bound.release(len(self.pending),
+                                            sum(len(f) for f in self.pending))
             self.pending.clear()
         if exc is not None and not isinstance(exc, ConnectionError):
             log.debug("connection %s lost: %s", self.id, exc)
@@ -152,6 +181,7 @@ class Connection(asyncio.BufferedProtocol):
         return self.reader.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.last_active = time.monotonic()
         try:
             frames = self.reader.buffer_updated(nbytes)
         except ProtocolError as exc:
@@ -161,7 +191,7 @@ class Connection(asyncio.BufferedProtocol):
             return
         self.pending.extend(frames)
         bound = self.server.queue_bound
-        bound.queued += len(frames)
+        bound.add(frames)
         self._process()
         if bound.full() and not self.closed and not self._read_paused_by_bound:
             self._read_paused_by_bound = True
@@ -217,7 +247,7 @@ class Connection(asyncio.BufferedProtocol):
         bound = self.server.queue_bound
         while self.pending and not (self.busy or self.closed or self.muted or self._write_paused):
             frame = self.pending.popleft()
-            bound.release()  # being handled: no longer queued (see the module doc)
+            bound.release(1, len(frame))  # being handled: no longer queued (module doc)
             try:
                 result = handler(self, frame)
             except ProtocolError as exc:
@@ -301,6 +331,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def _sent(self) -> None:
         """Report a response sent to the server's on_sent (request metrics)."""
+        self.last_active = time.monotonic()
         meta, on_sent = self.response_meta, self.server.on_sent
         if meta is not None and on_sent is not None:
             self.response_meta = None
@@ -338,6 +369,56 @@ class Connection(asyncio.BufferedProtocol):
                     return
 
 
+@dataclass(frozen=True)
+class SocketSettings:
+    """Kafka's socket server settings, with Kafka's defaults (-1: the OS's buffer size)."""
+
+    send_buffer_bytes: int = 100 * 1024  # socket.send.buffer.bytes
+    receive_buffer_bytes: int = 100 * 1024  # socket.receive.buffer.bytes
+    listen_backlog: int = 50  # socket.listen.backlog.size
+    connections_max_idle_ms: int = 600_000  # connections.max.idle.ms
+
+    @classmethod
+    def from_config(cls, config: Any) -> SocketSettings:
+        return cls(config["socket.send.buffer.bytes"], config["socket.receive.buffer.bytes"],
+                   config["socket.listen.backlog.size"], config["connections.max.idle.ms"])
+
+
+INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """Kafka's connection quotas: `max.connections.per.ip` (with
+    `max.connections.per.ip.overrides`, "host:count,...") on every listener, and
+    `max.connections` across the listeners other than the inter-broker one, whose
+    connections Kafka never refuses."""
+
+    max_connections: int = INT_MAX
+    per_ip: int = INT_MAX
+    per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    inter_broker_listener: str = ""
+
+    def for_ip(self, address: str) -> int:
+        return self.per_ip_overrides.get(address, self.per_ip)
+
+    @staticmethod
+    def parse_overrides(value: str | None) -> dict[str, int]:
+        """"host:count,..." with host names resolved to addresses, as Kafka does."""
+        overrides: dict[str, int] = {}
+        for item in (value or "").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            host, _, count = item.rpartition(":")
+            try:
+                address = socket.gethostbyname(host)
+            except OSError:
+                address = host
+            overrides[address] = int(count)
+        return overrides
+
+
 @dataclass
 class Listener:
     name: str
@@ -367,31 +448,86 @@ class SocketServer:
         *,
         max_request_size: int = 100 * 1024 * 1024,
         queued_max_requests: int = 500,
+        queued_max_request_bytes: int = -1,
         principal_builder: Callable[[Listener, bytes | None], str] = _default_principal,
+        settings: SocketSettings | None = None,
     ) -> None:
         self.handler = handler
+        self.settings = settings or SocketSettings()
+        self.limits = ConnectionLimits()  # the broker replaces it when the configs change
+        self._per_ip: collections.Counter[str] = collections.Counter()
+        self._admitted: dict[Connection, bool] = {}  # counted against max.connections?
+        self._capped_connections = 0
         self.max_request_size = max_request_size
-        self.queue_bound = RequestQueueBound(queued_max_requests)
+        self.queue_bound = RequestQueueBound(queued_max_requests, queued_max_request_bytes)
         self.principal_builder = principal_builder
         self.connections: set[Connection] = set()
         self.listeners: list[Listener] = []
         # called with (a connection's response_meta, send start ns, sent ns)
         self.on_sent: Callable[[Any, int, int], None] | None = None
         self._last_fd_warning = 0.0
+        self._idle_reaper: asyncio.Task[None] | None = None
 
     async def start(self, listeners: list[Listener]) -> None:
         loop = asyncio.get_running_loop()
         self._install_accept_error_logging(loop)
+        receive_buffer = self.settings.receive_buffer_bytes
         for listener in listeners:
             host = listener.host or None  # "" binds every interface, as Kafka
-            listener.server = await loop.create_server(
+            server = await loop.create_server(
                 lambda lst=listener: Connection(self, lst),
                 host, listener.port, ssl=listener.ssl_context, reuse_address=True,
-                backlog=1024,
+                backlog=self.settings.listen_backlog, start_serving=False,
             )
+            if receive_buffer != -1:  # before the first accept: accepted sockets inherit it
+                for sock in server.sockets:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+            await server.start_serving()
+            listener.server = server
             self.listeners.append(listener)
             log.info("Awaiting socket connections on %s:%d (%s).", host or "0.0.0.0",
                      listener.bound_port, listener.name)
+        if self._idle_reaper is None:
+            self._idle_reaper = asyncio.ensure_future(self._close_idle_connections())
+
+    def admit(self, conn: Connection) -> str | None:
+        """Count a new connection against the connection quotas; the reason it is refused,
+        or None."""
+        limits, address = self.limits, conn.session.client_address
+        per_ip = limits.for_ip(address)
+        if self._per_ip[address] >= per_ip:
+            return f"address already has the configured maximum of {per_ip} connections"
+        capped = conn.listener.name != limits.inter_broker_listener
+        if capped and self._capped_connections >= limits.max_connections:
+            return (f"the broker already has the configured maximum of "
+                    f"{limits.max_connections} connections (max.connections)")
+        self._per_ip[address] += 1
+        self._admitted[conn] = capped
+        self._capped_connections += capped
+        return None
+
+    def release(self, conn: Connection) -> None:
+        if conn in self._admitted:
+            self._capped_connections -= self._admitted.pop(conn)
+            address = conn.session.client_address
+            self._per_ip[address] -= 1
+            if self._per_ip[address] <= 0:
+                del self._per_ip[address]
+
+    async def _close_idle_connections(self) -> None:
+        """connections.max.idle.ms: close connections with no traffic for that long (a
+        connection waiting on its own request, a long-poll fetch say, is not idle)."""
+        max_idle = self.settings.connections_max_idle_ms / 1000
+        check_every = min(max(max_idle / 4, 0.05), 30.0)
+        while True:
+            await asyncio.sleep(check_every)
+            now = time.monotonic()
+            for conn in list(self.connections):
+                if not conn.busy and not conn.pending and now - conn.last_active > max_idle:
+                    # Kafka logs these at debug too: a quiet client is no news
+                    log.debug("About to close the idle connection %s due to being idle for "
+                              "%.0f millis", conn.id, (now - conn.last_active) * 1000)
+                    conn.close()
 
     def _install_accept_error_logging(self, loop: asyncio.AbstractEventLoop) -> None:
         """asyncio pauses accepting for a second when accept() fails with EMFILE; make the
@@ -422,6 +558,9 @@ class SocketServer:
                 listener.server.close()
 
     async def stop(self) -> None:
+        if self._idle_reaper is not None:
+            self._idle_reaper.cancel()
+            self._idle_reaper = None
         self.stop_accepting()
         for conn in list(self.connections):
             conn.close()

@@ -52,7 +52,11 @@ class ManagerConfig:
     retention_check_interval_ms: int = 300_000  # log.retention.check.interval.ms
     flush_offset_checkpoint_interval_ms: int = 60_000  # log.flush.offset.checkpoint.interval.ms
     flush_start_offset_checkpoint_interval_ms: int = 60_000
+    # replica.high.watermark.checkpoint.interval.ms: replication-offset-checkpoint
+    high_watermark_checkpoint_interval_ms: int = 5_000
     flush_scheduler_interval_ms: int = 0x7FFFFFFFFFFFFFFF  # log.flush.scheduler.interval.ms
+    producer_id_expiration_ms: int = 86_400_000  # producer.id.expiration.ms
+    producer_id_expiration_check_interval_ms: int = 600_000
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = 15_000  # how often compacted logs are checked
     log_cleaner_threads: int = 1  # 0: no compaction at all, as in Kafka
@@ -73,8 +77,10 @@ class _Timers:
     retention: int = 0
     recovery_checkpoint: int = 0
     start_checkpoint: int = 0
+    high_watermark_checkpoint: int = 0
     flush: int = 0
     cleaner: int = 0
+    producer_expiration: int = 0
 
 
 @dataclass
@@ -190,6 +196,7 @@ class LogManager:
                 high_watermark=watermarks.get(tp, 0),
                 clean_shutdown=clean,
                 sync=self.config.sync,
+                producer_id_expiration_ms=self.config.producer_id_expiration_ms,
             )
             log_dir.logs[tp] = partition_log
             self.logs[tp] = partition_log
@@ -226,6 +233,7 @@ class LogManager:
             partition_log = PartitionLog(
                 path, config or self.topic_configs(topic), topic_id=topic_id,
                 sync=self.config.sync,
+                producer_id_expiration_ms=self.config.producer_id_expiration_ms,
             )
         except KafkaStorageError as exc:
             self._take_offline(log_dir.path, str(exc))
@@ -314,7 +322,15 @@ class LogManager:
             self.write_checkpoints(
                 checkpoints.RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point
             )
+        if now - timers.high_watermark_checkpoint >= cfg.high_watermark_checkpoint_interval_ms:
+            timers.high_watermark_checkpoint = now
             self.write_checkpoints(checkpoints.REPLICATION_CHECKPOINT, lambda lg: lg.high_watermark)
+        if (now - timers.producer_expiration
+                >= cfg.producer_id_expiration_check_interval_ms):
+            # Kafka drops idle producers' state so it cannot grow without bound
+            timers.producer_expiration = now
+            expiration = cfg.producer_id_expiration_ms  # dynamic: the broker may change it
+            self._each_log(lambda lg: lg.producer_state.remove_expired(now, expiration))
         if now - timers.start_checkpoint >= cfg.flush_start_offset_checkpoint_interval_ms:
             timers.start_checkpoint = now
             self.write_checkpoints(

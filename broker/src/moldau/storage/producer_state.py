@@ -134,7 +134,11 @@ class ProducerStateManager:
         entry.batches.append(BatchMetadata(first_seq, last_seq, last_offset, timestamp))
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
 
-    def remove_expired(self, now_ms: int) -> None:
+    def remove_expired(self, now_ms: int, expiration_ms: int | None = None) -> None:
+        """Forget producers whose last batch is older than producer.id.expiration.ms (the
+        broker's current value when given) and that have no open transaction."""
+        if expiration_ms is not None:
+            self.expiration_ms = expiration_ms
         expired = [
             pid for pid, e in self.producers.items()
             if e.current_txn_first_offset < 0 and now_ms - e.last_timestamp >= self.expiration_ms

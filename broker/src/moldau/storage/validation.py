@@ -570,10 +570,23 @@ def _recompress(batches: list[RecordBatch], codec: int, config: LogConfig) -> by
                 base_sequence=batch.base_sequence,
                 is_transactional=batch.is_transactional,
                 offset_deltas=[r.offset - batch.base_offset for r in records],
+                compression_level=_compression_level(codec, config),
             )
     except ProtocolError as exc:
         raise CorruptRecordError(str(exc)) from None
     return out
+
+
+def _compression_level(codec: int, config: LogConfig) -> int | None:
+    """The topic's compression.<codec>.level (KIP-390) for a codec that has levels."""
+    if codec == _CODEC_IDS["gzip"]:
+        return config.compression_gzip_level  # -1: zlib's default, as Kafka's
+    if codec == _CODEC_IDS["lz4"]:
+        # Kafka's LZ4 levels run to 17; the lz4 library's high-compression ones stop at 16
+        return min(config.compression_lz4_level, 16)
+    if codec == _CODEC_IDS["zstd"]:
+        return config.compression_zstd_level
+    return None
 
 
 def _convert_legacy(records: bytes | bytearray | memoryview, target_codec: int | None) -> bytes:
