@@ -170,7 +170,8 @@ class Servers:
         self._stoppers.append(ensemble.stop)
         broker = BrokerProcess(str(self.workdir / "moldau"), 1,
                                ensemble.connect_string + "/bench",
-                               properties={"num.partitions": str(self.partitions),
+                               properties={**s.AUTOTUNED_SOCKETS,
+                                           "num.partitions": str(self.partitions),
                                            "log.segment.bytes": str(1 << 30),
                                            **self.properties})
         broker.start(wait=60.0)

@@ -320,7 +320,8 @@ def run() -> str:
     workdir = Path(tempfile.mkdtemp(prefix="moldau-bench-broker-"))
     ensemble = ZooKeeperEnsemble(workdir / "zk", size=1, die_with_parent=True).start()
     broker = BrokerProcess(str(workdir / "broker"), 1, ensemble.connect_string + "/bench",
-                           properties={"num.partitions": str(PARTITIONS),
+                           properties={**s.AUTOTUNED_SOCKETS,
+                                       "num.partitions": str(PARTITIONS),
                                        "log.segment.bytes": str(1 << 30),
                                        # a deleted round's files go at once
                                        "file.delete.delay.ms": "1000"})
@@ -399,7 +400,9 @@ def _report(clock: s.Stopwatch, total: int, python: list[list[Throughput]],
 
     lines = [
         f"One broker, {PARTITIONS} partitions, acks=1, {total / GIB:.2f} GiB per run, "
-        "producer batch.size 1 MiB and linger.ms 5. Two drivers: confluent-kafka's Python "
+        "producer batch.size 1 MiB and linger.ms 5; the broker's socket buffers are left to "
+        "the kernel (`socket.send.buffer.bytes` and `socket.receive.buffer.bytes` -1, as "
+        "high-throughput deployments set them). Two drivers: confluent-kafka's Python "
         f"API (librdkafka {_librdkafka()}), the issue's driver, and bench/drivers/rdkperf, "
         f"C loops over Debian's librdkafka {_librdkafka_c()} (consumer: the simple consumer "
         "on all partitions, batches of 10,000; the parallel row runs "

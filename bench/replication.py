@@ -204,7 +204,8 @@ def run() -> str:
     ensemble = ZooKeeperEnsemble(workdir / "zk", size=1, tick_time=TICK_MS,
                                  die_with_parent=True).start()
     connect = ensemble.connect_string + "/bench"
-    props = {"zookeeper.session.timeout.ms": str(SESSION_MS), "log.segment.bytes": str(1 << 30),
+    props = {**s.AUTOTUNED_SOCKETS,
+             "zookeeper.session.timeout.ms": str(SESSION_MS), "log.segment.bytes": str(1 << 30),
              "offsets.topic.replication.factor": "3", "auto.leader.rebalance.enable": "false"}
     cluster = {i: BrokerProcess(str(workdir / f"broker{i}"), i, connect, properties=props)
                for i in (1, 2, 3)}
@@ -249,7 +250,10 @@ def _report(clock: s.Stopwatch, total: int, rounds: list[dict[int, tuple[float, 
         f"Three brokers and one ZooKeeper node on this machine, 6 partitions, 1 KiB records, "
         f"acks=all, {total / MIB:.0f} MiB per run, librdkafka producer (batch.size 1 MiB, "
         f"linger.ms 5); {len(rounds)} rounds, RF 1 and RF 3 interleaved, medians (the ratio "
-        "is the median of the rounds' ratios).",
+        "is the median of the rounds' ratios). Socket buffers are left to the kernel "
+        "(`socket.send.buffer.bytes`, `socket.receive.buffer.bytes` and "
+        "`replica.socket.receive.buffer.bytes` -1; with Kafka's defaults the brokers spent "
+        "10-30% more CPU per GB in A/B runs, see bench/_support.py).",
         "",
         s.table(["replication", "MB/s (median)", "rounds' range", "brokers' CPU s per GB",
                  "ratio to RF 1"], [

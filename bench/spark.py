@@ -94,7 +94,8 @@ def run() -> str:
     workdir = Path(tempfile.mkdtemp(prefix="moldau-bench-spark-"))
     ensemble = ZooKeeperEnsemble(workdir / "zk", size=1, die_with_parent=True).start()
     broker = BrokerProcess(str(workdir / "broker"), 1, ensemble.connect_string + "/bench",
-                           properties={"log.segment.bytes": str(1 << 30)})
+                           properties={**s.AUTOTUNED_SOCKETS,
+                                       "log.segment.bytes": str(1 << 30)})
     spark = None
     try:
         broker.start()
