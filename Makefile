@@ -89,15 +89,16 @@ pipeline-demo: spark-deps
 molecule: deps deploy-deps
 	scripts/molecule-test
 
-# The cluster (the lab): the Molecule cluster scenario's seven systemd hosts (Docker
-# containers of an image built here), converged by site.yml and kept (inventories/lab),
-# then a TLS produce/consume smoke test from this machine.
+# The cluster (the lab): the seven systemd hosts of inventories/lab (Docker containers of
+# an image built here, Molecule scenario molecule/lab), converged by site.yml and kept,
+# then a TLS produce/consume smoke test from this machine. The test scenarios use hosts
+# and networks of their own, so `make test` leaves the lab running.
 cluster: deploy-deps
-	MOLECULE_SCENARIOS=cluster scripts/molecule-test converge
+	MOLECULE_SCENARIOS=lab scripts/molecule-test converge
 	@scripts/lab-info
 
 cluster-down: deploy-deps
-	MOLECULE_SCENARIOS=cluster scripts/molecule-test destroy
+	MOLECULE_SCENARIOS=lab scripts/molecule-test destroy
 	scripts/stop-docker
 
 clean:
