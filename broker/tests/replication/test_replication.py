@@ -167,6 +167,11 @@ def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(
     topic = cluster.create_topic("preferred", partitions=1)
     preferred = cluster.partitions(topic)[0].replicas[0]
     tp = TopicPartition(topic, 0)
+    # records under the first epoch: a later leader's empty epoch then sits past them
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(10):
+        producer.produce(topic, b"before-%d" % i, partition=0)
+    assert producer.flush(30) == 0
 
     def elect() -> Any:
         # a fresh client each time: one that knew a stopped controller keeps waiting for it
@@ -186,6 +191,20 @@ def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(
     assert leaders(cluster, topic)[0] != preferred  # nothing moves it back by itself
     assert elect() is None
     assert leaders(cluster, topic)[0] == preferred
+    # the replica that led meanwhile, with an epoch it never wrote under, follows again:
+    # it copies what the preferred leader takes now
+    for i in range(10):
+        producer.produce(topic, b"after-%d" % i, partition=0)
+    assert producer.flush(30) == 0
+
+    def segment(broker_id: int) -> bytes:
+        path = pathlib.Path(cluster.brokers[broker_id].data_dir, f"{topic}-0",
+                            "00000000000000000000.log")
+        return path.read_bytes()
+
+    cluster.wait_for(lambda: segment(1) == segment(2) == segment(3)
+                     and len(cluster.partitions(topic)[0].isrs) == 3, 30,
+                     "every replica caught up and in the ISR after the election")
 
 
 def test_preferred_replica_election_znode(cluster: Cluster) -> None:

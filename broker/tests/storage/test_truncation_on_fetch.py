@@ -11,7 +11,7 @@ import pytest
 from storage_helpers import batch
 
 from moldau.errors import OffsetOutOfRangeError
-from moldau.replication.replica_fetcher import truncation_offset
+from moldau.replication.replica_fetcher import cut_to_leader, truncation_offset
 from moldau.server.handlers.fetch import diverging_epoch
 from moldau.storage.config import LogConfig
 from moldau.storage.log import PartitionLog
@@ -74,13 +74,28 @@ def test_a_returning_leader_converges_on_the_new_leaders_log(tmp_path, leader):
                                         old.log_end_offset)) is not None:
         rounds += 1
         assert rounds < 5, "truncation does not converge"
-        old.truncate_to(truncation_offset(old, *diverging))
+        cut_to_leader(old, *diverging)
     assert rounds == 1 and old.log_end_offset == 8
     # then the follower copies the rest with the leader's offsets and epochs
     data = leader.read(old.log_end_offset, 1 << 24).slice
     old.append_as_follower(os.pread(data.fd, data.size, data.position))
     assert log_bytes(old) == log_bytes(leader)
     assert [tuple(e) for e in old.epochs.entries] == [(1, 0), (3, 8)]
+    old.close()
+
+
+def test_an_epoch_a_former_leader_never_wrote_under_is_dropped(tmp_path, leader):
+    # broker 3 led at epoch 2 without appending (it assigned the epoch at its log end when
+    # it became leader), then lost leadership to a broker that never saw epoch 2
+    old = make_log(str(tmp_path / "old" / "t-0"), [1, 1, 1, 1])
+    old.epochs.assign(2, old.log_end_offset)
+    assert old.epochs.latest_epoch == 2 and old.log_end_offset == 8
+    diverging = diverging_epoch(leader, old.epochs.latest_epoch, old.log_end_offset)
+    assert diverging == (1, 8)
+    # no record to cut, but the cut drops the dangling epoch, or every fetch would diverge
+    assert cut_to_leader(old, *diverging) == old.log_end_offset == 8
+    assert old.epochs.latest_epoch == 1
+    assert diverging_epoch(leader, old.epochs.latest_epoch, old.log_end_offset) is None
     old.close()
 
 

@@ -201,12 +201,12 @@ class ReplicaFetcher:
     def _truncate_one(self, state: FetchState, leader_epoch: int, leader_end: int,
                       source: str = "OffsetForLeaderEpoch") -> None:
         plog = state.partition.log
-        target = truncation_offset(plog, leader_epoch, leader_end)
-        if target < plog.log_end_offset:
+        end = plog.log_end_offset
+        target = cut_to_leader(plog, leader_epoch, leader_end)
+        if target < end:
             log.info("[%s] Truncating partition %s with leader epoch %d to offset %d (log "
                      "end %d; from %s)", self.name, state.partition.name, leader_epoch,
-                     target, plog.log_end_offset, source)
-            plog.truncate_to(target)
+                     target, end, source)
         state.truncating = False
 
     # --- fetching -------------------------------------------------------------------------
@@ -438,6 +438,16 @@ def truncation_offset(plog: PartitionLog, leader_epoch: int, leader_end: int) ->
         _, ours = plog.epochs.end_offset_for(leader_epoch, plog.log_end_offset)
         target = min(leader_end, ours if ours != UNDEFINED_OFFSET else leader_end)
     return min(target, plog.log_end_offset)
+
+
+def cut_to_leader(plog: PartitionLog, leader_epoch: int, leader_end: int) -> int:
+    """Truncate a follower's log for the leader's (epoch, end offset); returns the cut.
+    It truncates even at the log end: that drops an epoch this broker assigned when it
+    became leader and never wrote under, which would otherwise make every later fetch
+    diverge again (Kafka's truncateTo does the same)."""
+    target = truncation_offset(plog, leader_epoch, leader_end)
+    plog.truncate_to(target)
+    return target
 
 
 def _now() -> float:
