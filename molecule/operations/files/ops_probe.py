@@ -2,9 +2,13 @@
 checker's producer (acks=all, idempotent, moldau.checker) and a consumer group read a
 topic while the playbooks run; the report says, per playbook, how long producing stalled.
 
-  ops_probe.py run BOOTSTRAP TOPIC DIR    produce and consume until DIR/stop appears, then
+  ops_probe.py run BOOTSTRAP TOPIC DIR [--tls CA CERT KEY]
+                                          produce and consume until DIR/stop appears, then
                                           read everything back (the checker) and write
-                                          DIR/result.json
+                                          DIR/result.json; --tls: over SSL with these PEM
+                                          files (copied into DIR/tls at the start: the
+                                          client keeps the material it started with, as
+                                          a deployed client does until it is restarted)
   ops_probe.py phase DIR NAME start|end [--at EPOCH]
                                           mark a playbook's start or end (DIR/phases.jsonl),
                                           now or at the given time
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import threading
 import time
@@ -71,14 +76,16 @@ class GroupReader(threading.Thread):
     """A consumer group member reading the run's records: counts what it saw per partition
     and any forward jump in a partition's sequence (a record the group never got)."""
 
-    def __init__(self, bootstrap: str, topic: str, run_id: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, run_id: str,
+                 config: dict[str, str]) -> None:
         super().__init__(daemon=True)
         self.run_id = run_id
         self.stop = threading.Event()
         self.seen: dict[int, set[int]] = {}
         self.skips: list[str] = []
         self.errors: list[str] = []
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ops-{run_id}",
+        self.consumer = Consumer({**config, "bootstrap.servers": bootstrap,
+                                  "group.id": f"ops-{run_id}",
                                   "auto.offset.reset": "earliest",
                                   "session.timeout.ms": 30000})
         self.consumer.subscribe([topic])
@@ -106,12 +113,25 @@ class GroupReader(threading.Thread):
         self.consumer.close()
 
 
-def run(bootstrap: str, topic: str, directory: Path) -> int:
+def tls_config(directory: Path, ca: str, cert: str, key: str) -> dict[str, str]:
+    """librdkafka's SSL settings with copies of the PEM files in DIR/tls."""
+    tls = directory / "tls"
+    tls.mkdir(exist_ok=True)
+    copies = {}
+    for name, source in (("ca.pem", ca), ("client.crt", cert), ("client.key", key)):
+        copies[name] = str(shutil.copyfile(source, tls / name))
+    return {"security.protocol": "SSL", "ssl.ca.location": copies["ca.pem"],
+            "ssl.certificate.location": copies["client.crt"],
+            "ssl.key.location": copies["client.key"]}
+
+
+def run(bootstrap: str, topic: str, directory: Path, tls: list[str] | None = None) -> int:
     directory.mkdir(parents=True, exist_ok=True)
+    config = tls_config(directory, *tls) if tls else {}
     create_topic(bootstrap, topic, partitions=6, replication_factor=3, min_insync_replicas=2,
-                 timeout=90)
-    producer = TimedRun(bootstrap, topic, rate=RATE)
-    reader = GroupReader(bootstrap, topic, producer.run_id)
+                 config=config, timeout=90)
+    producer = TimedRun(bootstrap, topic, rate=RATE, config=config)
+    reader = GroupReader(bootstrap, topic, producer.run_id, config)
     reader.start()
     producer.start()
     (directory / "running").write_text(producer.run_id)
@@ -197,6 +217,7 @@ def main(argv: list[str]) -> int:
     r.add_argument("bootstrap")
     r.add_argument("topic")
     r.add_argument("directory", type=Path)
+    r.add_argument("--tls", nargs=3, metavar=("CA", "CERT", "KEY"), default=None)
     m = sub.add_parser("phase")
     m.add_argument("directory", type=Path)
     m.add_argument("name")
@@ -208,7 +229,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--limit-for", action="append", default=[], metavar="NAME=SECONDS")
     args = parser.parse_args(argv)
     if args.command == "run":
-        return run(args.bootstrap, args.topic, args.directory)
+        return run(args.bootstrap, args.topic, args.directory, args.tls)
     if args.command == "phase":
         return mark(args.directory, args.name, args.edge, args.at)
     limits = {k: float(v) for k, v in (item.split("=", 1) for item in args.limit_for)}
