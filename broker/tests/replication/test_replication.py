@@ -190,7 +190,9 @@ def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(
                      "the preferred replica back in the ISR")
     assert leaders(cluster, topic)[0] != preferred  # nothing moves it back by itself
     assert elect() is None
-    assert leaders(cluster, topic)[0] == preferred
+    # the answer comes once the controller decided; brokers learn it by UpdateMetadata
+    cluster.wait_for(lambda: leaders(cluster, topic)[0] == preferred, 10,
+                     "the preferred replica leading again")
     # the replica that led meanwhile, with an epoch it never wrote under, follows again:
     # it copies what the preferred leader takes now
     for i in range(10):
