@@ -860,7 +860,8 @@ def _report(
         f"the searches alone grow {lt['search_few'].ratio_to(lt['search_many']):.2f}x, a "
         f"plain `os.pread` of a random segment "
         f"{lt['pread_few'].ratio_to(lt['pread_many']):.2f}x between the same two logs "
-        "(a larger working set in the kernel: most of the read's growth). Same working "
+        "(what a 1,000 times larger working set costs CPU caches and page tables). Same "
+        "working "
         f"set, oldest vs newest {few} segments: "
         f"{position_skew:.2f}x"
         + (
