@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import _support as s
+from _peer_servers import cpu_seconds
 
 GIB = 1 << 30
 PARTITIONS = 6
@@ -86,21 +87,16 @@ def _install_tools() -> None:
         listing.unlink()
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _driven(label: str, args: list[str], pid: int) -> Throughput:
     """Run an rdkperf mode that prints {"records", "bytes", "seconds"}; the broker's CPU
     share over the driver's whole run."""
-    cpu0, t0 = _cpu_seconds(pid), time.perf_counter()
+    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
     out = subprocess.run(args, capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - t0
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed: {out.stderr.strip()}")
     result = json.loads(out.stdout)
-    cpu = (_cpu_seconds(pid) - cpu0) / wall
+    cpu = (cpu_seconds(pid) - cpu0) / wall
     return Throughput(label, result["records"], result["bytes"], result["seconds"], cpu)
 
 
@@ -124,7 +120,7 @@ def consume_c_parallel(rdkperf: Path, bootstrap: str, topic: str, records: int, 
     capacity when one client process is the limit."""
     shares = [",".join(str(p) for p in range(first, PARTITIONS, consumers))
               for first in range(consumers)]
-    cpu0, t0 = _cpu_seconds(pid), time.perf_counter()
+    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
     procs = [subprocess.Popen([str(rdkperf), "-consume", bootstrap, topic, share,
                                str(records // PARTITIONS * len(share.split(","))),
                                *CONSUMER_SETTINGS],
@@ -137,7 +133,7 @@ def consume_c_parallel(rdkperf: Path, bootstrap: str, topic: str, records: int, 
             raise RuntimeError(f"rdkperf -consume failed: {err.strip()}")
         results.append(json.loads(out))
     wall = time.perf_counter() - t0
-    cpu = (_cpu_seconds(pid) - cpu0) / wall
+    cpu = (cpu_seconds(pid) - cpu0) / wall
     return Throughput(f"consume {size} B, {consumers} consumers",
                       sum(r["records"] for r in results), sum(r["bytes"] for r in results),
                       max(r["seconds"] for r in results), cpu)
@@ -152,10 +148,10 @@ def produce_python(bootstrap: str, topic: str, size: int, total: int, pid: int) 
                          "queue.buffering.max.messages": 2_000_000})
     value = os.urandom(size)
     count = total // size
-    cpu0, t0 = _cpu_seconds(pid), time.perf_counter()
+    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
     s.produce_all(producer, topic, value, count, PARTITIONS)
     seconds = time.perf_counter() - t0
-    cpu = (_cpu_seconds(pid) - cpu0) / seconds
+    cpu = (cpu_seconds(pid) - cpu0) / seconds
     return Throughput(f"produce {size} B", count, count * size,
                       seconds, cpu)
 
@@ -170,11 +166,11 @@ def consume_python(bootstrap: str, topic: str, records: int, size: int,
                          "queued.max.messages.kbytes": 1 << 20})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     got = 0
-    cpu0, t0 = _cpu_seconds(pid), time.perf_counter()
+    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
     while got < records:
         got += len(consumer.consume(10_000, 1.0))
     seconds = time.perf_counter() - t0
-    cpu = (_cpu_seconds(pid) - cpu0) / seconds
+    cpu = (cpu_seconds(pid) - cpu0) / seconds
     consumer.close()
     return Throughput(f"consume {size} B", got, got * size,
                       seconds, cpu)

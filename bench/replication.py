@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import _support as s
+from _peer_servers import cpu_seconds
 
 MIB = 1 << 20
 TOTAL_BYTES = int(os.environ.get("MOLDAU_BENCH_REPLICATION_BYTES", 512 * MIB))
@@ -89,11 +90,6 @@ def _wait(condition: Any, timeout: float) -> None:
         time.sleep(0.1)
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def produce_mb_s(bootstrap: str, topic: str, total: int) -> float:
     from confluent_kafka import Producer
 
@@ -115,9 +111,9 @@ def throughput_round(cluster: dict[int, Any], bootstrap: str, total: int,
         topic = f"bench-rf{rf}-{uuid.uuid4().hex[:6]}"
         _create(bootstrap, topic, 6, rf)
         pids = [b.pid() for b in cluster.values()]
-        cpu0 = sum(_cpu_seconds(p) for p in pids)
+        cpu0 = sum(cpu_seconds(p) for p in pids)
         rate = produce_mb_s(bootstrap, topic, total)
-        cpu = sum(_cpu_seconds(p) for p in pids) - cpu0
+        cpu = sum(cpu_seconds(p) for p in pids) - cpu0
         result[rf] = (rate, cpu / (total / 1e9))
     return result
 
