@@ -58,3 +58,15 @@ def test_replica_lists_name_partition_and_broker() -> None:
 def test_malformed_replica_lists_are_refused(value: str) -> None:
     with pytest.raises(ConfigError, match="must be the literal"):
         LogConfig.from_properties({"leader.replication.throttled.replicas": value})
+
+
+def test_a_follower_asks_again_soon_when_its_leader_only_lags_the_controller() -> None:
+    from moldau.replication.replica_fetcher import retry_delay_s
+
+    # UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION: the leader
+    # has not applied the controller's LeaderAndIsr yet; it will within milliseconds
+    for code in (75, 6, 3):
+        assert retry_delay_s(code, 1.0) <= 0.1
+    assert retry_delay_s(75, 0.02) == 0.02  # never longer than the configured backoff
+    for code in (74, 56, -1):  # FENCED_LEADER_EPOCH waits for our own LeaderAndIsr
+        assert retry_delay_s(code, 1.0) == 1.0

@@ -351,11 +351,21 @@ class Controller:
         return decisions
 
     async def _on_topic_data_change(self, name: str) -> None:
-        """Partitions added to a topic (CreatePartitions rewrites the assignment)."""
-        if name not in self.topics:
+        """Partitions added to a topic (CreatePartitions rewrites the assignment). Only the
+        partitions whose state changed here (new ones, a leader elected) are announced,
+        as in Kafka: the reassigner writes this znode for every move, and re-announcing
+        every partition of the topic each time queued LeaderAndIsr and UpdateMetadata
+        requests for all of them behind each other (a 50-partition __consumer_offsets
+        moved off a broker sent thousands), so brokers heard of new leader epochs up to a
+        second apart."""
+        topic = self.topics.get(name)
+        if topic is None:
             return
+        before = dict(topic.partitions)
         decisions = await self._load_topic(name)
-        await self.announce(decisions)
+        changed = [d for d in decisions if before.get(d.partition) != d]
+        if changed:
+            await self.announce(changed)
 
     async def _elect_if_needed(self, name: str, topic: TopicState,
                                index: int) -> PartitionDecision | None:

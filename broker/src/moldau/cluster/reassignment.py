@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from moldau.cluster import zk_data
@@ -94,6 +94,20 @@ def validate_target(target: list[int], adding: list[int], live: set[int]) -> Kaf
     return None
 
 
+@dataclass
+class _Batch:
+    """What a group of partition changes sends together (see PartitionReassigner._send)."""
+
+    decisions: list[PartitionDecision] = field(default_factory=list)
+    stops: dict[int, list[TopicPartition]] = field(default_factory=dict)  # by broker
+    completed: list[tuple[str, int, list[int]]] = field(default_factory=list)
+    from_znode: bool = False  # a completed move came from /admin/reassign_partitions
+
+    def stop(self, name: str, index: int, replicas: list[int]) -> None:
+        for replica in replicas:
+            self.stops.setdefault(replica, []).append((name, index))
+
+
 class PartitionReassigner:
     """The controller's reassignment steps; runs inside the controller's event loop."""
 
@@ -106,7 +120,7 @@ class PartitionReassigner:
                     from_znode: bool = False) -> dict[TopicPartition, KafkaError | None]:
         """Start (or cancel, for None) the reassignment of each partition."""
         results: dict[TopicPartition, KafkaError | None] = {}
-        touched: set[str] = set()
+        starting: list[tuple[str, TopicState, int, list[int]]] = []
         for (name, index), target in wanted.items():
             topic = self.controller.topics.get(name)
             if topic is None or index not in topic.assignment:
@@ -127,40 +141,55 @@ class PartitionReassigner:
             if error is not None:
                 results[(name, index)] = error
                 continue
-            await self._start(name, topic, index, move)
-            touched.add(name)
+            starting.append((name, topic, index, self._begin(name, topic, index, move)))
             results[(name, index)] = None
-        if not from_znode and touched:
+        if starting:
+            await self._start(starting)
+        if not from_znode and starting:
             await self._rewrite_znode()
         return results
 
-    async def _start(self, name: str, topic: TopicState, index: int,
-                     move: Reassignment) -> None:
+    def _begin(self, name: str, topic: TopicState, index: int, move: Reassignment
+               ) -> list[int]:
+        """The move in the controller's memory; returns the replicas it no longer needs
+        (an earlier target's that the new one drops)."""
         before = topic.assignment[index]
-        unneeded = [r for r in before if r not in move.replicas]
         log.info("[Controller id=%d] Reassigning %s-%d from %s to %s (adding %s, removing "
                  "%s)", self.controller.broker_id, name, index, move.origin, move.target,
                  move.adding, move.removing)
         topic.reassigning[index] = move
         topic.assignment[index] = move.replicas
-        await self._write_topic(name, topic)
-        found = await self.controller.zk.call("get_partition_state", name, index)
-        if found is None:
-            return
-        state, version = found
-        if set(move.target) <= set(state.isr):
-            await self._complete(name, topic, index)
-        else:
-            isr = [r for r in state.isr if r not in unneeded]
-            decision = await self.controller.write_state(
-                name, topic, index, state, version, state.leader, isr, "reassignment")
-            await self.controller.announce([decision])
-        await self._delete_replicas(name, index, unneeded)
+        return [r for r in before if r not in move.replicas]
+
+    async def _start(self, starting: list[tuple[str, TopicState, int, list[int]]]) -> None:
+        """Step 1 for every partition of one request together: the topic znodes (once per
+        topic), each partition's new leader epoch, then one LeaderAndIsr per broker for all
+        of them. Per-partition requests queued behind each other reached the brokers up to
+        a second apart, and a follower that heard of a new epoch before its leader (or
+        after) could not fetch meanwhile, stalling acks=all produces."""
+        batch = _Batch()
+        for name in dict.fromkeys(name for name, _, _, _ in starting):
+            await self._write_topic(name, self.controller.topics[name])
+        for name, topic, index, unneeded in starting:
+            found = await self.controller.zk.call("get_partition_state", name, index)
+            if found is None:
+                continue
+            state, version = found
+            move = topic.reassigning[index]
+            if set(move.target) <= set(state.isr):
+                await self._prepare_completion(name, topic, index, batch)
+            else:
+                isr = [r for r in state.isr if r not in unneeded]
+                batch.decisions.append(await self.controller.write_state(
+                    name, topic, index, state, version, state.leader, isr, "reassignment"))
+            batch.stop(name, index, unneeded)
+        await self._send(batch)
 
     # --- finishing ----------------------------------------------------------------------
 
     async def maybe_complete(self, partitions: set[TopicPartition]) -> None:
         """ISR changes arrived: finish the moves whose targets are all in sync."""
+        batch = _Batch()
         for name, index in sorted(partitions):
             topic = self.controller.topics.get(name)
             if topic is None or index not in topic.reassigning:
@@ -170,9 +199,12 @@ class PartitionReassigner:
                 log.info("[Controller id=%d] Target replicas %s have all caught up with the "
                          "leader for reassigning partition %s-%d", self.controller.broker_id,
                          topic.reassigning[index].target, name, index)
-                await self._complete(name, topic, index)
+                await self._prepare_completion(name, topic, index, batch)
+        await self._send(batch)
 
-    async def _complete(self, name: str, topic: TopicState, index: int) -> None:
+    async def _prepare_completion(self, name: str, topic: TopicState, index: int,
+                                  batch: _Batch) -> None:
+        """Step 3's state for one partition; _send tells the brokers."""
         move = topic.reassigning.pop(index)
         found = await self.controller.zk.call("get_partition_state", name, index)
         if found is None:
@@ -184,21 +216,29 @@ class PartitionReassigner:
         if leader not in move.target or not self.controller.eligible(leader):
             candidates = [r for r in move.target if r in isr and self.controller.eligible(r)]
             leader = candidates[0] if candidates else zk_data.NO_LEADER
-        decision: PartitionDecision = await self.controller.write_state(
-            name, topic, index, state, version, leader, isr, "reassignment completed")
-        await self.controller.announce([decision])
-        await self._delete_replicas(name, index, move.removing)
-        await self._write_topic(name, topic)
-        if move.from_znode:
-            await self._rewrite_znode()
-        log.info("[Controller id=%d] Reassignment of %s-%d to %s completed",
-                 self.controller.broker_id, name, index, move.target)
+        batch.decisions.append(await self.controller.write_state(
+            name, topic, index, state, version, leader, isr, "reassignment completed"))
+        batch.stop(name, index, move.removing)
+        batch.completed.append((name, index, list(move.target)))
+        batch.from_znode = batch.from_znode or move.from_znode
 
-    async def _delete_replicas(self, name: str, index: int, replicas: list[int]) -> None:
-        for replica in replicas:
+    async def _send(self, batch: _Batch) -> None:
+        """The new states to their replicas (one LeaderAndIsr per broker), then the removed
+        replicas stopped and deleted, then the completed moves leave the znodes."""
+        if batch.decisions:
+            await self.controller.announce(batch.decisions)
+        for replica, partitions in batch.stops.items():
             if replica in self.controller.live_brokers:
-                await self.controller.channel.stop_replica(replica, [(name, index)],
-                                                           delete=True)
+                await self.controller.channel.stop_replica(replica, partitions, delete=True)
+        for name in dict.fromkeys(name for name, _, _ in batch.completed):
+            topic = self.controller.topics.get(name)
+            if topic is not None:
+                await self._write_topic(name, topic)
+        if batch.from_znode:
+            await self._rewrite_znode()
+        for name, index, target in batch.completed:
+            log.info("[Controller id=%d] Reassignment of %s-%d to %s completed",
+                     self.controller.broker_id, name, index, target)
 
     async def _write_topic(self, name: str, topic: TopicState) -> None:
         moves = topic.reassigning

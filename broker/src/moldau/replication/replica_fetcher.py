@@ -40,6 +40,17 @@ log = logging.getLogger("kafka.server.ReplicaFetcherThread")
 
 FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 1, 2, 23
 OFFSET_OUT_OF_RANGE = 1
+# The leader has not applied the controller's latest LeaderAndIsr yet (the follower heard
+# of the partition, its leadership or its new leader epoch first): it will within the
+# controller's send latency, so the follower asks again soon rather than after
+# replica.fetch.backoff.ms. A reassignment bumps the epoch twice; a full second of backoff
+# each time left acks=all produces waiting for this in-sync follower for that second.
+LEADER_BEHIND_ERRORS = frozenset({
+    3,  # UNKNOWN_TOPIC_OR_PARTITION: the leader does not host the partition yet
+    6,  # NOT_LEADER_OR_FOLLOWER: it does not know it leads yet
+    75,  # UNKNOWN_LEADER_EPOCH: it is still at an older leader epoch
+})
+LEADER_BEHIND_RETRY_S = 0.05
 TRUNCATION_ON_FETCH_VERSION = 12  # Fetch v12 has last_fetched_epoch and diverging_epoch
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 TopicPartition = tuple[str, int]
@@ -352,9 +363,10 @@ class ReplicaFetcher:
         return None if answer.error_code else answer.offset
 
     def _delay(self, state: FetchState, code: int) -> None:
-        log.info("[%s] Partition %s backs off after error %d from broker %d", self.name,
-                 state.partition.name, code, self.leader_id)
-        state.delayed_until = _now() + self.config.backoff_ms / 1000
+        delay = retry_delay_s(code, self.config.backoff_ms / 1000)
+        log.info("[%s] Partition %s backs off for %.2f s after error %d from broker %d",
+                 self.name, state.partition.name, delay, code, self.leader_id)
+        state.delayed_until = _now() + delay
         state.truncating = True  # a leader change may follow: check for divergence again
 
     def close(self) -> None:
@@ -448,6 +460,12 @@ def cut_to_leader(plog: PartitionLog, leader_epoch: int, leader_end: int) -> int
     target = truncation_offset(plog, leader_epoch, leader_end)
     plog.truncate_to(target)
     return target
+
+
+def retry_delay_s(code: int, backoff_s: float) -> float:
+    """How long a partition waits after its fetch failed with this error code: briefly when
+    the leader only lags the controller (LEADER_BEHIND_ERRORS), else the fetch backoff."""
+    return min(backoff_s, LEADER_BEHIND_RETRY_S) if code in LEADER_BEHIND_ERRORS else backoff_s
 
 
 def _now() -> float:
