@@ -280,7 +280,11 @@ class Connection(asyncio.BufferedProtocol):
             return
         if result and not self.closed:
             self._send_started = time.monotonic_ns()
-            await self._send_async(result)
+            # A long-polled fetch ends here: its file ranges go out with a plain sendfile
+            # when the socket takes them, as in _process; asyncio's loop.sendfile costs
+            # far more per range (futures, writer registration, pausing reads).
+            if not self._send(result):
+                return  # _send_rest finishes the response and carries on
             self._sent()
         self.busy = False
         if not self.closed:
