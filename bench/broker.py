@@ -46,7 +46,7 @@ TOTAL_BYTES = int(os.environ.get("MOLDAU_BENCH_BYTES", 2 * GIB))
 LATENCY_RATE = 20_000_000  # bytes/s
 LATENCY_SECONDS = 10
 ROUNDS = int(os.environ.get("MOLDAU_BENCH_ROUNDS", 3))
-CONSUMERS = 3  # rdkperf consumers at once in the parallel consume row (2 partitions each)
+CONSUMERS = 3  # consumer processes at once in the parallel consume rows (2 partitions each)
 GOALS = {"produce_1k_mb_s": 400, "consume_mb_s": 800, "p99_ms": 5.0}
 DEBIAN_PACKAGES = ["iperf3", "netcat-openbsd", "gcc", "pkg-config", "librdkafka-dev"]
 HEADERS = {"librdkafka-dev": "/usr/include/librdkafka/rdkafka.h"}
@@ -113,30 +113,47 @@ def consume_c(rdkperf: Path, bootstrap: str, topic: str, records: int, size: int
                    pid)
 
 
-def consume_c_parallel(rdkperf: Path, bootstrap: str, topic: str, records: int, size: int,
-                       pid: int, consumers: int) -> Throughput:
-    """`consumers` rdkperf -consume processes at once, each on its share of the
-    partitions (as the members of a consumer group would be): the broker's consume
-    capacity when one client process is the limit."""
-    shares = [",".join(str(p) for p in range(first, PARTITIONS, consumers))
-              for first in range(consumers)]
+def _parallel(label: str, commands: list[list[str]], pid: int) -> Throughput:
+    """Run consumer processes at once, each printing {"records", "bytes", "seconds"}: the
+    broker's consume capacity when one client process is the limit."""
     cpu0, t0 = cpu_seconds(pid), time.perf_counter()
-    procs = [subprocess.Popen([str(rdkperf), "-consume", bootstrap, topic, share,
-                               str(records // PARTITIONS * len(share.split(","))),
-                               *CONSUMER_SETTINGS],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for share in shares]
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for command in commands]
     results = []
     for proc in procs:
         out, err = proc.communicate(timeout=900)
         if proc.returncode != 0:
-            raise RuntimeError(f"rdkperf -consume failed: {err.strip()}")
+            raise RuntimeError(f"{commands[0][0]} failed: {err.strip()}")
         results.append(json.loads(out))
     wall = time.perf_counter() - t0
     cpu = (cpu_seconds(pid) - cpu0) / wall
-    return Throughput(f"consume {size} B, {consumers} consumers",
-                      sum(r["records"] for r in results), sum(r["bytes"] for r in results),
-                      max(r["seconds"] for r in results), cpu)
+    return Throughput(label, sum(r["records"] for r in results),
+                      sum(r["bytes"] for r in results), max(r["seconds"] for r in results), cpu)
+
+
+def _shares(consumers: int) -> list[str]:
+    """Each consumer's partitions, as "0,3": what a consumer group's members would get."""
+    return [",".join(str(p) for p in range(first, PARTITIONS, consumers))
+            for first in range(consumers)]
+
+
+def consume_c_parallel(rdkperf: Path, bootstrap: str, topic: str, records: int, size: int,
+                       pid: int, consumers: int) -> Throughput:
+    """`consumers` rdkperf -consume processes at once, each on its share."""
+    return _parallel(f"consume {size} B, {consumers} consumers",
+                     [[str(rdkperf), "-consume", bootstrap, topic, share,
+                       str(records // PARTITIONS * len(share.split(","))), *CONSUMER_SETTINGS]
+                      for share in _shares(consumers)], pid)
+
+
+def consume_python_parallel(bootstrap: str, topic: str, records: int, size: int, pid: int,
+                            consumers: int) -> Throughput:
+    """`consumers` confluent-kafka consumer processes at once, each on its share."""
+    driver = Path(__file__).parent / "drivers" / "consume_share.py"
+    return _parallel(f"consume {size} B, {consumers} consumers",
+                     [[sys.executable, str(driver), bootstrap, topic, share,
+                       str(records // PARTITIONS * len(share.split(","))), str(size)]
+                      for share in _shares(consumers)], pid)
 
 
 def produce_python(bootstrap: str, topic: str, size: int, total: int, pid: int) -> Throughput:
@@ -326,7 +343,7 @@ def run() -> str:
         pid = broker.pid()
         assert pid is not None
         bootstrap = broker.bootstrap
-        python: list[list[Throughput]] = []  # per round: produce, consume
+        python: list[list[Throughput]] = []  # per round: produce, consume, parallel consume
         native: list[list[Throughput]] = []  # per round: produce, consume, parallel consume
         latencies: list[dict[str, dict[str, Any]]] = []
         for r in range(1 if quick else ROUNDS):
@@ -336,7 +353,9 @@ def run() -> str:
             for size in sizes:
                 topic = f"bench-py-{size}-r{r}"
                 made = produce_python(bootstrap, topic, size, total, pid)
-                py_round += [made, consume_python(bootstrap, topic, made.records, size, pid)]
+                py_round += [made, consume_python(bootstrap, topic, made.records, size, pid),
+                             consume_python_parallel(bootstrap, topic, made.records, size, pid,
+                                                     CONSUMERS)]
                 topic = f"bench-c-{size}-r{r}"
                 made = produce_c(rdkperf, bootstrap, topic, size, total, pid)
                 c_round += [made,
@@ -401,11 +420,13 @@ def _report(clock: s.Stopwatch, total: int, python: list[list[Throughput]],
         "high-throughput deployments set them). Two drivers: confluent-kafka's Python "
         f"API (librdkafka {_librdkafka()}), the issue's driver, and bench/drivers/rdkperf, "
         f"C loops over Debian's librdkafka {_librdkafka_c()} (consumer: the simple consumer "
-        "on all partitions, batches of 10,000; the parallel row runs "
-        f"{CONSUMERS} of them at once, each on its share of the partitions, as a consumer "
-        "group's members would), which leave more of the machine's 2 cores to the broker, "
+        "on all partitions, batches of 10,000), which leave more of the machine's 2 cores "
+        "to the broker, "
         "as Kafka's own perf tools (tight Java loops) do. One consumer process, in C or "
-        f"Python, is bound by its own core before the broker is. The 1 KiB rows and the "
+        f"Python, is bound by its own core before the broker is: the parallel rows run "
+        f"{CONSUMERS} consumer processes at once (bench/drivers/consume_share.py for "
+        "Python), each on its share of the partitions, as a consumer group's members "
+        "would be, with the assignment fixed so that they start together. The 1 KiB rows and the "
         f"latency runs are the medians of {rounds} rounds (fresh topics each, deleted after "
         "it; the range shows the rounds' spread); the 100 B rows ran once.",
         "",
@@ -432,8 +453,10 @@ def _report(clock: s.Stopwatch, total: int, python: list[list[Throughput]],
         f"Goals (issue 4: produce >= {GOALS['produce_1k_mb_s']} MB/s of 1 KiB records, "
         f"consume >= {GOALS['consume_mb_s']} MB/s, p99 < {GOALS['p99_ms']:.0f} ms at 20 MB/s), "
         "medians: "
-        + _goals("confluent-kafka", _median_of(python, 0)[0].mb_s,
-                 _median_of(python, 1)[0].mb_s, py_lat["p99"]) + "; "
+        + _goals(f"confluent-kafka ({CONSUMERS} consumer processes for consume; one "
+                 f"consumer: {_median_of(python, 1)[0].mb_s:.0f} MB/s)",
+                 _median_of(python, 0)[0].mb_s, _median_of(python, 2)[0].mb_s,
+                 py_lat["p99"]) + "; "
         + _goals(f"rdkperf ({CONSUMERS} consumers for consume)", _median_of(native, 0)[0].mb_s,
                  _median_of(native, 2)[0].mb_s, ack["p99"]) + ".",
         "",
