@@ -31,6 +31,8 @@ import (
 type options struct {
 	system, mode, addr, name string
 	size, count, window      int
+	replicas                 int // nats: the stream's replicas
+	wait, waitEvery          int // redis: WAIT for this many replicas after every waitEvery XADDs
 	rate, seconds            float64
 }
 
@@ -138,6 +140,9 @@ func main() {
 	flag.IntVar(&o.size, "size", 1024, "record size in bytes")
 	flag.IntVar(&o.count, "count", 100000, "records to produce or consume")
 	flag.IntVar(&o.window, "window", 4096, "unacknowledged records in flight")
+	flag.IntVar(&o.replicas, "replicas", 1, "nats: replicas of the stream (a cluster for >1)")
+	flag.IntVar(&o.wait, "wait", 0, "redis produce: replicas WAIT asks for (0: no WAIT)")
+	flag.IntVar(&o.waitEvery, "waitevery", 1024, "redis produce: XADDs between WAITs")
 	flag.Float64Var(&o.rate, "rate", 10000, "e2e: offered records/s")
 	flag.Float64Var(&o.seconds, "seconds", 10, "e2e: duration")
 	flag.Parse()

@@ -1,6 +1,7 @@
 package main
 
-// NATS JetStream: a file-storage stream named -name on subject <name>.data, written with
+// NATS JetStream: a file-storage stream named -name on subject <name>.data (-replicas
+// copies on a cluster: a publish is acknowledged once a majority stored it), written with
 // asynchronous publishes (each acknowledged by the server once stored), read by an
 // ordered push consumer (the ephemeral, flow-controlled consumer `nats bench` uses).
 
@@ -9,6 +10,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 )
+
+// stall: how long PublishAsync waits for room in a full window of unacknowledged
+// publishes before it gives up; nats.go's 200 ms default fails runs on a busy machine
+// (seen with a 3-node cluster at load 15), where a slow acknowledgement is no error.
+var stall = nats.StallWait(time.Minute)
 
 func natsConnect(o options) (*nats.Conn, nats.JetStreamContext) {
 	nc, err := nats.Connect("nats://"+o.addr, nats.Timeout(30*time.Second))
@@ -24,7 +30,7 @@ func natsConnect(o options) (*nats.Conn, nats.JetStreamContext) {
 	}
 	// The stream exists after the first run; AddStream with the same config is a no-op.
 	_, err = js.AddStream(&nats.StreamConfig{Name: o.name, Subjects: []string{o.name + ".data"},
-		Storage: nats.FileStorage, Replicas: 1})
+		Storage: nats.FileStorage, Replicas: o.replicas})
 	if err != nil {
 		fail("add stream: %v", err)
 	}
@@ -38,7 +44,7 @@ func natsProduce(o options) result {
 	subject := o.name + ".data"
 	t0 := time.Now()
 	for i := 0; i < o.count; i++ {
-		if _, err := js.PublishAsync(subject, value); err != nil {
+		if _, err := js.PublishAsync(subject, value, stall); err != nil {
 			fail("publish: %v", err)
 		}
 	}
@@ -111,7 +117,7 @@ func natsE2E(o options) result {
 	subject := o.name + ".data"
 	t0 := time.Now()
 	pace(o, func(_ int, due time.Duration) {
-		f, err := js.PublishAsync(subject, stamp(value, due))
+		f, err := js.PublishAsync(subject, stamp(value, due), stall)
 		if err != nil {
 			fail("publish: %v", err)
 		}

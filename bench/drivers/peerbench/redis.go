@@ -3,6 +3,9 @@ package main
 // Redis Streams: XADD to the key -name, pipelined with at most -window replies
 // outstanding (one goroutine sends, one reads the replies, as redigo allows), read back
 // with XRANGE in pages of 1000 entries (the end-to-end consumer blocks in XREAD).
+// With -wait N (a primary with replicas), a WAIT N 0 follows every -waitevery XADDs and
+// the last one: those records are acknowledged once N replicas confirmed them (WAIT with
+// timeout 0 blocks until they do, and holds back the connection's later commands).
 
 import (
 	"time"
@@ -34,6 +37,9 @@ func redisPipeline(o options, c redis.Conn, n int, next func(send func([]byte)),
 			if onReply != nil {
 				onReply(i)
 			}
+			if o.wait > 0 && ((i+1)%o.waitEvery == 0 || i == n-1) {
+				redisWaited(o, c)
+			}
 		}
 		close(done)
 	}()
@@ -44,6 +50,12 @@ func redisPipeline(o options, c redis.Conn, n int, next func(send func([]byte)),
 			fail("xadd: %v", err)
 		}
 		sent++
+		if o.wait > 0 && (sent%o.waitEvery == 0 || sent == n) {
+			// the XADDs before it count as acknowledged when WAIT answers
+			if err := c.Send("WAIT", o.wait, 0); err != nil {
+				fail("wait: %v", err)
+			}
+		}
 		// Flush when the window is full or every 64 commands, like a pipelining client.
 		if len(window) == cap(window) || sent%64 == 0 {
 			if err := c.Flush(); err != nil {
@@ -58,6 +70,17 @@ func redisPipeline(o options, c redis.Conn, n int, next func(send func([]byte)),
 	case <-done:
 	case <-time.After(10 * time.Minute):
 		fail("xadd replies timed out")
+	}
+}
+
+// redisWaited reads one WAIT reply: the replicas that hold every write sent before it.
+func redisWaited(o options, c redis.Conn) {
+	acked, err := redis.Int(c.Receive())
+	if err != nil {
+		fail("wait: %v", err)
+	}
+	if acked < o.wait {
+		fail("wait: %d of %d replicas", acked, o.wait)
 	}
 }
 

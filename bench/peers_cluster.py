@@ -1,0 +1,309 @@
+"""Replicated: three Moldau brokers (RF 3) next to a three-node NATS JetStream cluster
+(R3) and a Redis primary with two replicas, on one machine, in the same run (issue 12).
+
+- Moldau: three brokers and one ZooKeeper node, a topic of replication factor 3 with
+  min.insync.replicas 2, acks=all; bench/drivers/rdkperf produces (as in the peers
+  section) and `rdkperf -consume` reads the topic back from its beginning. A topic of 1
+  partition (one leader, like the one stream of the peers) and one of 6 (the three
+  brokers share the leaders, as in the replication section).
+- NATS JetStream: three nats-server processes joined by cluster routes on 127.0.0.1, a
+  stream of 3 replicas with file storage; bench/drivers/peerbench publishes with
+  asynchronous publish acknowledgements and reads the stream back with an ordered
+  consumer, connected to the first server.
+- Redis Streams: a primary and two replicas (replicaof), AOF everysec on each;
+  peerbench pipelines XADDs to the primary with a `WAIT 1 0` after every 1024 of them
+  (Redis replication is asynchronous: WAIT is its way to know a write reached a replica)
+  and reads the stream back from the primary with XRANGE.
+
+Each round runs every system once, the order rotating; medians of the rounds with the
+range, and the ratios are medians of the per-round ratios. The servers' CPU is summed
+over the three processes of each system (not ZooKeeper).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import _peer_servers as ps
+import _support as s
+import peers
+from _peers_report import ratios, spread, versions
+
+ORDER = 112  # after the single-broker peers section
+RECORDS = int(os.environ.get("MOLDAU_BENCH_PEERS_CLUSTER_RECORDS", 200_000))
+ROUNDS = 3
+WAIT_EVERY = 1024  # Redis: XADDs per WAIT (1 MiB of 1 KiB records, a Kafka batch here)
+MOLDAU1, MOLDAU6 = "Moldau, 1 partition", "Moldau, 6 partitions"
+NATS, REDIS = "NATS JetStream", "Redis Streams"
+DURABILITY = {
+    "Moldau": "acks=all, min.insync.replicas 2: acknowledged once every in-sync replica (all"
+              " three while they keep up, at least two) has the batch in its log (page cache);"
+              " no fsync (log.flush.interval.messages unset, Kafka's default)",
+    NATS: "stream replicas 3, file storage: a publish is acknowledged once a majority (2 of 3)"
+          " stored it (Raft); fsync every 2 min (the default sync_interval)",
+    REDIS: "asynchronous replication to 2 replicas; a batch of 1024 XADDs counts as"
+           " acknowledged when `WAIT 1 0` after it answers (at least one replica has it in"
+           " memory: 2 copies); AOF with appendfsync everysec on each of the three",
+}
+
+
+@dataclass
+class ClusterServers(ps.Servers):
+    """Three processes per system; `pids` lists them by system for the CPU sums."""
+
+    pids: dict[str, list[int]] = field(default_factory=dict)
+    bootstrap: str = ""
+    brokers: list[Any] = field(default_factory=list)
+
+    def start(self) -> ClusterServers:
+        try:
+            self._start_moldau_cluster()
+            self._start_nats_cluster()
+            self._start_redis_replicated()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_moldau_cluster(self) -> None:
+        import sys
+
+        sys.path.insert(0, str(s.REPO / "broker" / "src"))
+        from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
+        from moldau.devcluster.brokers import BrokerProcess
+
+        ensemble = ZooKeeperEnsemble(self.workdir / "zk", size=1, die_with_parent=True).start()
+        self._stoppers.append(ensemble.stop)
+        props = {**s.AUTOTUNED_SOCKETS, "log.segment.bytes": str(1 << 30),
+                 "offsets.topic.replication.factor": "3"}
+        for i in (1, 2, 3):
+            broker = BrokerProcess(str(self.workdir / f"moldau{i}"), i,
+                                   ensemble.connect_string + "/bench", properties=props)
+            self.brokers.append(broker)
+            self._stoppers.append(broker.stop)
+        for broker in self.brokers:
+            broker.start(wait=60.0)
+        self.bootstrap = ",".join(b.bootstrap for b in self.brokers)
+        self._warm_group_coordinator(self.bootstrap)
+        pids = [b.pid() for b in self.brokers]
+        self.pids["Moldau"] = pids
+        first = self.brokers[0]
+        self.systems["Moldau"] = ps.System("Moldau", "kafka", first.port, pids[0],
+                                           DURABILITY["Moldau"])
+
+    def _start_nats_cluster(self) -> None:
+        client, route, monitor = ([ps.free_port() for _ in range(3)] for _ in range(3))
+        procs = []
+        for i in range(3):
+            store = self.workdir / f"nats{i}"
+            store.mkdir()
+            others = ",".join(f"nats://127.0.0.1:{route[j]}" for j in range(3) if j != i)
+            procs.append(self._spawn([
+                "nats-server", "-a", "127.0.0.1", "-p", str(client[i]), "-n", f"n{i}",
+                "-m", str(monitor[i]), "-js", "-sd", str(store), "--cluster_name", "bench",
+                "--cluster", f"nats://127.0.0.1:{route[i]}", "--routes", others],
+                f"nats{i}.log"))
+        for port in client:
+            ps.wait_port(port)
+        _wait_nats_meta_leader(monitor[0])
+        self.pids[NATS] = [p.pid for p in procs]
+        self.systems[NATS] = ps.System(NATS, "nats", client[0], procs[0].pid, DURABILITY[NATS])
+
+    def _start_redis_replicated(self) -> None:
+        ports = [ps.free_port() for _ in range(3)]
+        procs = []
+        for i, port in enumerate(ports):
+            directory = self.workdir / f"redis{i}"
+            directory.mkdir()
+            replica = ["--replicaof", "127.0.0.1", str(ports[0])] if i else []
+            procs.append(self._spawn([
+                "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--appendonly",
+                "yes", "--appendfsync", "everysec", "--save", "", "--dir", str(directory),
+                "--protected-mode", "no", *replica], f"redis{i}.log"))
+            ps.wait_port(port)
+        _wait_redis_replicas(ports[0], 2)
+        self.pids[REDIS] = [p.pid for p in procs]
+        self.systems[REDIS] = ps.System(REDIS, "redis", ports[0], procs[0].pid,
+                                        DURABILITY[REDIS])
+
+    def cpu(self, system: str) -> float:
+        return sum(ps.cpu_seconds(pid) for pid in self.pids[system])
+
+
+def _wait_nats_meta_leader(monitor: int, timeout: float = 60.0) -> None:
+    """JetStream's meta group must elect a leader before a replicated stream can exist."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{monitor}/jsz", timeout=5) as r:
+                meta = json.load(r).get("meta_cluster") or {}
+            if meta.get("leader") and meta.get("cluster_size") == 3:
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError("the NATS cluster elected no JetStream meta leader")
+        time.sleep(0.5)
+
+
+def _wait_redis_replicas(port: int, count: int, timeout: float = 60.0) -> None:
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=port)
+    deadline = time.monotonic() + timeout
+    while True:
+        info = client.info("replication")
+        online = [v for k, v in info.items()
+                  if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online"]
+        if len(online) >= count:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"Redis has {len(online)} of {count} replicas online")
+        time.sleep(0.2)
+
+
+def _run(servers: ClusterServers, system: str, fn: Any) -> tuple[dict[str, Any], peers.Sample]:
+    """Run one driver call; the sample takes the CPU of all three server processes."""
+    key = "Moldau" if system.startswith("Moldau") else system
+    cpu0, child0, t0 = servers.cpu(key), peers._children_cpu(), time.perf_counter()
+    result: dict[str, Any] = fn()
+    wall = time.perf_counter() - t0
+    sample = peers.Sample(result["bytes"] / result["seconds"] / 1e6,
+                          (servers.cpu(key) - cpu0) / wall,
+                          (peers._children_cpu() - child0) / wall)
+    return result, sample
+
+
+def moldau_round(servers: ClusterServers, rdkperf: Path, system: str, count: int, r: int,
+                 out: peers.Results) -> None:
+    from confluent_kafka.admin import AdminClient
+    from replication import _create
+
+    from broker import CONSUMER_SETTINGS
+
+    partitions = 1 if system == MOLDAU1 else 6
+    topic = f"cluster-{partitions}p-{r}"
+    _create(servers.bootstrap, topic, partitions, 3)  # RF 3, min.insync.replicas 2
+    first = servers.systems["Moldau"]
+    produced, sample = _run(servers, system, lambda: ps.run_json(
+        [str(rdkperf), servers.bootstrap, topic, str(count), str(peers.SIZE), str(partitions),
+         *peers.RDKPERF_CONF, "acks=all"], first))
+    out.add(system, "produce", sample)
+    if peers._end_offsets(servers.bootstrap, topic, partitions) != count:
+        raise RuntimeError(f"{topic}: not every record was written")
+    consumed, sample = _run(servers, system, lambda: ps.run_json(
+        [str(rdkperf), "-consume", servers.bootstrap, topic, str(partitions), str(count),
+         *CONSUMER_SETTINGS], first))
+    out.add(system, "consume", sample)
+    out.commands[f"{system} produce"] = produced["command"]
+    out.commands[f"{system} consume"] = consumed["command"]
+    # a deleted topic's dirty pages do not throttle the next round's writes
+    admin = AdminClient({"bootstrap.servers": servers.bootstrap})  # alive until answered
+    admin.delete_topics([topic])[topic].result(60)
+
+
+def peer_round(servers: ClusterServers, driver: Path, system: str, count: int, r: int,
+               out: peers.Results) -> None:
+    target = servers.systems[system]
+    name = f"cluster{r}"
+    extra: dict[str, object] = ({"replicas": 3} if system == NATS
+                                else {"wait": 1, "waitevery": WAIT_EVERY})
+    produced, sample = _run(servers, system, lambda: ps.drive(
+        driver, target, "produce", name=name, count=count, size=peers.SIZE, window=4096,
+        **extra))
+    out.add(system, "produce", sample)
+    consume_extra = extra if system == NATS else {}
+    consumed, sample = _run(servers, system, lambda: ps.drive(
+        driver, target, "consume", name=name, count=count, size=peers.SIZE, **consume_extra))
+    out.add(system, "consume", sample)
+    out.commands[f"{system} produce"] = produced["command"]
+    out.commands[f"{system} consume"] = consumed["command"]
+    if system == REDIS:
+        peers._redis_del(target.addr, name)
+
+
+def run() -> str:
+    clock = s.Stopwatch()
+    quick = s.RUNS < 10
+    count = 20_000 if quick else RECORDS
+    ps.install_packages()
+    driver = ps.build_driver()
+    rdkperf = ps.build_rdkperf()
+    servers = ClusterServers(peers=True).start()
+    out = peers.Results()
+    loads = []
+    jobs = [MOLDAU1, NATS, REDIS, MOLDAU6]
+    try:
+        for r in range(ROUNDS):
+            loads.append(os.getloadavg()[0])
+            for system in jobs[r % len(jobs):] + jobs[: r % len(jobs)]:
+                if system.startswith("Moldau"):
+                    moldau_round(servers, rdkperf, system, count, r, out)
+                else:
+                    peer_round(servers, driver, system, count, r, out)
+    finally:
+        servers.stop()
+    return report(clock, out, count, loads)
+
+
+def report(clock: s.Stopwatch, out: peers.Results, count: int, loads: list[float]) -> str:
+    rows = []
+    for system in (MOLDAU1, MOLDAU6, NATS, REDIS):
+        row = [system]
+        for workload in ("produce", "consume"):
+            samples = out.throughput[(system, workload)]
+            mb_s = [x.mb_s for x in samples]
+            rows_nats = [x.mb_s for x in out.throughput[(NATS, workload)]]
+            row += [spread(mb_s), spread(ratios(mb_s, rows_nats), 2),
+                    f"{median(x.server_cpu for x in samples) * 100:.0f}%",
+                    f"{median(x.client_cpu for x in samples) * 100:.0f}%"]
+        rows.append(row)
+    durability = [f"- {name}: {text}." for name, text in DURABILITY.items()]
+    commands = [f"- {name}: `{command}`" for name, command in sorted(out.commands.items())]
+    produce_ratio = median(ratios([x.mb_s for x in out.throughput[(MOLDAU1, "produce")]],
+                                  [x.mb_s for x in out.throughput[(NATS, "produce")]]))
+    consume_ratio = median(ratios([x.mb_s for x in out.throughput[(MOLDAU1, "consume")]],
+                                  [x.mb_s for x in out.throughput[(NATS, "consume")]]))
+    return "\n".join([
+        "## Peers, replicated: 3 Moldau brokers (RF 3) vs NATS JetStream R3 and Redis with"
+        " 2 replicas (issue 12)",
+        "",
+        __doc__.split("\n\n", 1)[1].split("\n\nEach round")[0].strip(),
+        "",
+        f"{count:,} records of {peers.SIZE} B per run, produced into a fresh topic/stream and "
+        f"then read back from its beginning; {len(loads)} rounds, the systems' order "
+        "rotating. MB/s: median of the rounds (min-max); *vs NATS*: median of the per-round "
+        "ratios; servers' CPU: the three server processes together, in cores (100% = one "
+        "core busy); client CPU: the driver process. Load average (1 min) at the start of "
+        f"each round: {', '.join(f'{x:.1f}' for x in loads)} (2 cores, shared with other "
+        "work: absolute figures travel badly, the ratios better).",
+        "",
+        s.table(["system", "produce MB/s", "vs NATS", "servers' CPU", "client CPU",
+                 "consume MB/s", "vs NATS", "servers' CPU", "client CPU"], rows),
+        "",
+        f"Moldau (1 partition) produces {produce_ratio:.2f}x and consumes {consume_ratio:.2f}x "
+        "what the NATS R3 stream does in the same rounds.",
+        "",
+        "Durability, as each system acknowledges a write:",
+        "",
+        *durability,
+        "",
+        "Commands (addresses, topic and stream names as in the last round):",
+        "",
+        *commands,
+        "",
+        "- Versions: " + versions(),
+        "",
+        s.environment(clock, ["confluent-kafka", "redis"]),
+    ])
+
+
+if __name__ == "__main__":
+    print(run())
