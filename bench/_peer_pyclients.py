@@ -5,6 +5,8 @@
 - NATS: nats-py JetStream publish_async (4000 acknowledgements outstanding, its default
   window) and an ordered push consumer.
 - Redis: redis-py, XADD in non-transactional pipelines of 1000, XRANGE pages of 1000.
+- RabbitMQ streams: rstream (the stream protocol, asyncio), send_batch of 1000 records
+  with at most 10,000 unconfirmed; a consumer from the first offset, credit 100 chunks.
 
 Each function returns the seconds its loop took; the caller turns them into rates.
 """
@@ -134,3 +136,84 @@ def redis_consume(addr: str, key: str, count: int) -> float:
     seconds = time.perf_counter() - t0
     client.close()
     return seconds
+
+
+RABBIT_WINDOW = 10_000  # unconfirmed records at most
+RABBIT_AUTH = {"username": "guest", "password": "guest"}
+
+
+async def _rabbitmq_produce(addr: str, stream: str, count: int, size: int) -> float:
+    from rstream import ConfirmationStatus, Producer
+
+    host, port = addr.rsplit(":", 1)
+    confirmed = 0
+    failed: list[int] = []  # raised from the callback, an error would stay in rstream
+    progress = asyncio.Event()
+
+    def on_confirm(status: ConfirmationStatus) -> None:
+        nonlocal confirmed
+        if status.is_confirmed:
+            confirmed += 1
+        else:
+            failed.append(status.response_code)
+        progress.set()
+
+    async with Producer(host, int(port), **RABBIT_AUTH) as producer:
+        await producer.create_stream(stream, exists_ok=True)
+        value = bytes(size)
+        sent = 0
+        t0 = time.perf_counter()
+        deadline = t0 + 600
+        while confirmed < count:
+            if failed:
+                raise RuntimeError(f"rabbitmq: {len(failed)} publishes refused: {failed[0]}")
+            if sent < count and sent - confirmed < RABBIT_WINDOW:
+                batch = min(PAGE, count - sent)
+                await producer.send_batch(stream, [value] * batch, on_publish_confirm=on_confirm)
+                sent += batch
+                continue
+            progress.clear()
+            await asyncio.wait_for(progress.wait(), max(1.0, deadline - time.perf_counter()))
+        return time.perf_counter() - t0
+
+
+async def _rabbitmq_consume(addr: str, stream: str, count: int) -> float:
+    from rstream import Consumer, ConsumerOffsetSpecification, OffsetType
+
+    host, port = addr.rsplit(":", 1)
+    done = asyncio.Event()
+    got = 0
+
+    def on_message(_msg: object, _context: object) -> None:
+        nonlocal got
+        got += 1
+        if got >= count:
+            done.set()
+
+    async with Consumer(host, int(port), **RABBIT_AUTH) as consumer:
+        t0 = time.perf_counter()
+        await consumer.subscribe(stream, on_message, decoder=lambda raw: raw,
+                                 offset_specification=ConsumerOffsetSpecification(
+                                     OffsetType.FIRST, None), initial_credit=100)
+        await asyncio.wait_for(done.wait(), 600)
+        return time.perf_counter() - t0
+
+
+async def _rabbitmq_delete(addr: str, stream: str) -> None:
+    from rstream import Producer
+
+    host, port = addr.rsplit(":", 1)
+    async with Producer(host, int(port), **RABBIT_AUTH) as producer:
+        await producer.delete_stream(stream, missing_ok=True)
+
+
+def rabbitmq_produce(addr: str, stream: str, count: int, size: int) -> float:
+    return asyncio.run(_rabbitmq_produce(addr, stream, count, size))
+
+
+def rabbitmq_consume(addr: str, stream: str, count: int) -> float:
+    return asyncio.run(_rabbitmq_consume(addr, stream, count))
+
+
+def rabbitmq_delete(addr: str, stream: str) -> None:
+    asyncio.run(_rabbitmq_delete(addr, stream))

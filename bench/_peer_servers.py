@@ -3,6 +3,8 @@
 - Moldau: one broker (and one ZooKeeper node) from the repository, as the tests start it.
 - NATS JetStream 2.9 (Debian's nats-server): file storage in the run's directory.
 - Redis 7.0 (Debian's redis-server): AOF with appendfsync everysec, no RDB snapshots.
+- RabbitMQ 3.10 (Debian's rabbitmq-server) with its stream plugin, on request
+  (`start_rabbitmq`), for the Python-client rounds: Debian has no native stream client.
 - bench/drivers/peerbench: the Go load driver of NATS and Redis, built offline from
   Debian's Go packages (GOPATH mode), and bench/drivers/rdkperf, Moldau's C driver on
   librdkafka; both into a cache keyed by their sources' hash.
@@ -38,6 +40,15 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "moldau
 def install_packages() -> None:
     subprocess.run([str(s.REPO / "scripts" / "install-debian-packages"), str(PACKAGES)],
                    check=True)
+
+
+def install_python(requirement: str, module: str) -> None:
+    """A Python client that the bench extras do not list, into this interpreter, once."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", requirement],
+                       check=True)
 
 
 def build_driver() -> Path:
@@ -153,10 +164,12 @@ class Servers:
             raise
         return self
 
-    def _spawn(self, args: list[str], log: str) -> subprocess.Popen[bytes]:
+    def _spawn(self, args: list[str], log: str,
+               env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         out = open(self.workdir / log, "ab")  # noqa: SIM115
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=self.workdir)
+                                stdin=subprocess.DEVNULL, cwd=self.workdir,
+                                env=None if env is None else {**os.environ, **env})
         out.close()
         self._procs.append(proc)
         return proc
@@ -228,6 +241,41 @@ class Servers:
             "Redis Streams", "redis", port, proc.pid,
             "XADD acknowledged once in memory and the AOF buffer (written before the reply"
             " is sent); fsync every second (appendfsync everysec)")
+
+    def start_rabbitmq(self) -> None:
+        """RabbitMQ with its stream plugin, only for the Python-client rounds (its Erlang
+        VM would otherwise sit beside the native-driver rounds). Everything lives in the
+        run's directory: node name, ports, data, logs, the Erlang cookie (HOME), and an
+        epmd of its own on a free port, started here so that `stop()` ends it too."""
+        home = self.workdir / "rabbitmq"
+        home.mkdir()
+        epmd, amqp, dist, stream = (free_port() for _ in range(4))
+        (home / "rabbitmq.conf").write_text(
+            f"listeners.tcp.1 = 127.0.0.1:{amqp}\n"
+            f"stream.listeners.tcp.1 = 127.0.0.1:{stream}\n"
+            "stream.advertised_host = 127.0.0.1\n"
+            f"stream.advertised_port = {stream}\n")
+        (home / "enabled_plugins").write_text("[rabbitmq_stream].\n")
+        env = {"HOME": str(home), "ERL_EPMD_PORT": str(epmd), "ERL_EPMD_ADDRESS": "127.0.0.1",
+               "RABBITMQ_NODENAME": f"moldau-bench-{stream}@localhost",
+               "RABBITMQ_DIST_PORT": str(dist), "RABBITMQ_MNESIA_BASE": str(home / "mnesia"),
+               "RABBITMQ_LOG_BASE": str(home / "log"),
+               "RABBITMQ_CONFIG_FILE": str(home / "rabbitmq.conf"),
+               "RABBITMQ_ENABLED_PLUGINS_FILE": str(home / "enabled_plugins"),
+               "RABBITMQ_ADVANCED_CONFIG_FILE": str(home / "advanced.config"),
+               # idle schedulers sleep instead of spinning: 2 cores are shared
+               "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "+sbwt none +sbwtdcpu none +sbwtdio none"}
+        self._spawn(["epmd", "-port", str(epmd)], "epmd.log", env)
+        wait_port(epmd)
+        # the script runs the VM as its child and stops it gracefully on SIGTERM
+        script = self._spawn(["/usr/lib/rabbitmq/bin/rabbitmq-server"], "rabbitmq.log", env)
+        wait_port(stream, timeout=180)
+        children = Path(f"/proc/{script.pid}/task/{script.pid}/children").read_text().split()
+        self.systems["RabbitMQ streams"] = System(
+            "RabbitMQ streams", "rabbitmq", stream, int(children[0]) if children else script.pid,
+            "one node, stream protocol: a publish is confirmed once written to the stream's"
+            " log (page cache); streams never fsync, they leave it to the OS (RabbitMQ's"
+            " streams guide, data safety)")
 
     def create_topic(self, name: str, partitions: int, compression: str = "none") -> None:
         """Moldau topics are created up front, so produce runs never wait for metadata."""

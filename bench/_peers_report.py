@@ -49,6 +49,7 @@ def versions() -> str:
         f"nats.go {_dpkg('golang-github-nats-io-go-nats-dev')}",
         f"redigo {_dpkg('golang-github-gomodule-redigo-dev')}",
         f"iperf3 {_dpkg('iperf3')}, fio {_dpkg('fio')}",
+        f"rabbitmq-server {_dpkg('rabbitmq-server')} (Erlang {_dpkg('erlang-base')})",
         f"Python clients: confluent-kafka (librdkafka {libversion()[0]})",
     ])
 
@@ -128,6 +129,7 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
         MOLDAU6,
         NATS,
         OTHER_SIZES,
+        RABBITMQ,
         RDKPERF_CONF,
         REDIS,
         ROUNDS,
@@ -179,7 +181,7 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
                          _cpu([run["client_cpu"] for run in runs])])
 
     py_rows = []
-    for name in (MOLDAU, NATS, REDIS):
+    for name in (n for n in (MOLDAU, NATS, REDIS, RABBITMQ) if (n, "produce") in out.python):
         produce, consume = out.python[(name, "produce")], out.python[(name, "consume")]
         py_rows.append([name, spread(produce), spread(consume),
                         "" if name == MOLDAU else
@@ -199,7 +201,7 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
     commands = [f"- {name}: `{cmd}`" for name, cmd in sorted(out.commands.items())]
     images = plot(out, systems)
     lines = [
-        "## Peers: Moldau, NATS JetStream, Redis Streams (issue 12)",
+        "## Peers: Moldau, NATS JetStream, Redis Streams, RabbitMQ streams (issue 12)",
         "",
         f"One server of each on 127.0.0.1, on the machine's 2 cores with their load driver "
         f"(`make bench ONLY=peers`). {ROUNDS} rounds; in each, every system produces "
@@ -272,7 +274,11 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
         f"The same produce and consume, {py_count:,} records of {SIZE} B, with each system's "
         "Python client: confluent-kafka (librdkafka; produce() loop, consume(10000)), nats-py "
         "(publish_async, 4000 outstanding; ordered consumer), redis-py (pipelines of 1000 "
-        "XADDs; XRANGE pages of 1000). One process, so the client's own CPU bounds most rows.",
+        "XADDs; XRANGE pages of 1000), rstream for RabbitMQ streams (send_batch of 1000, at most "
+        "10,000 unconfirmed; a consumer from the first offset with a credit of 100 chunks; "
+        "a one-node RabbitMQ started for these rounds only, no native row: Debian packages "
+        "no stream-protocol client or perf tool). One process, so the client's own CPU "
+        "bounds most rows.",
         "",
         s.table(["system", "produce MB/s", "consume MB/s", "Moldau / it (produce / consume)"],
                 py_rows),
@@ -294,7 +300,7 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
         "",
         f"Versions: {versions()}.",
         "",
-        s.environment(clock, ["confluent-kafka", "nats-py", "redis", "matplotlib"]),
+        s.environment(clock, ["confluent-kafka", "nats-py", "redis", "rstream", "matplotlib"]),
     ]
     return "\n".join(lines)
 

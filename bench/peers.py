@@ -15,7 +15,8 @@ systems alike, and the per-round ratios are what the page quotes.
 - Latency: produce+consume at a fixed rate of 50% of each system's median produce rate,
   then at one rate for all; `rdkperf -e2e` (C, librdkafka) for Moldau, peerbench for the
   peers; due time to acknowledgement and to receipt, coordinated omission corrected.
-- Python clients: the same produce and consume with confluent-kafka, nats-py, redis-py.
+- Python clients: the same produce and consume with confluent-kafka, nats-py, redis-py,
+  and rstream for RabbitMQ streams (one node, started only for these rounds).
 - Limits: iperf3 on loopback and fio sequential writes in the directory of the logs.
 """
 
@@ -45,6 +46,8 @@ FIXED_RATE = 10_000  # records/s: one offered load for all, below every system's
 OTHER_SIZES = (100, 10240)
 GOALS = {"produce_vs_nats": 1.0, "consume_vs_nats": 2.0}
 MOLDAU, NATS, REDIS = "Moldau", "NATS JetStream", "Redis Streams"
+RABBITMQ = "RabbitMQ streams"  # Python client only: Debian has no native stream driver
+RSTREAM = "rstream==1.1.1"
 MOLDAU6 = "Moldau, 6 partitions"
 
 
@@ -218,10 +221,18 @@ def python_round(servers: ps.Servers, count: int, r: int, out: Results) -> None:
         (REDIS, "produce", lambda: py.redis_produce(redis_.addr, f"py{r}", count, SIZE)),
         (REDIS, "consume", lambda: py.redis_consume(redis_.addr, f"py{r}", count)),
     ]
+    if RABBITMQ in servers.systems:
+        rabbit = servers.systems[RABBITMQ].addr
+        runs += [
+            (RABBITMQ, "produce", lambda: py.rabbitmq_produce(rabbit, f"py{r}", count, SIZE)),
+            (RABBITMQ, "consume", lambda: py.rabbitmq_consume(rabbit, f"py{r}", count)),
+        ]
     for system, workload, fn in runs:
         seconds = fn()
         out.python.setdefault((system, workload), []).append(count * SIZE / seconds / 1e6)
     _redis_del(redis_.addr, f"py{r}")
+    if RABBITMQ in servers.systems:
+        py.rabbitmq_delete(servers.systems[RABBITMQ].addr, f"py{r}")
 
 
 def iperf3(attempts: int = 5) -> float:
@@ -294,6 +305,8 @@ def run() -> str:
             latency_round(servers, driver, rdkperf, rates, r, out, "half")
             fixed = dict.fromkeys(rates, FIXED_RATE)
             latency_round(servers, driver, rdkperf, fixed, r, out, "fixed")
+        ps.install_python(RSTREAM, "rstream")
+        servers.start_rabbitmq()
         for r in range(ROUNDS):
             loads.append(os.getloadavg()[0])
             python_round(servers, py_count, r, out)
