@@ -34,7 +34,7 @@ from typing import Any
 import _peer_servers as ps
 import _support as s
 import peers
-from _peers_report import ratios, spread, versions
+from _peers_report import _cpu, ratios, spread, versions
 
 ORDER = 112  # after the single-broker peers section
 RECORDS = int(os.environ.get("MOLDAU_BENCH_PEERS_CLUSTER_RECORDS", 200_000))
@@ -50,7 +50,9 @@ DURABILITY = {
           " stored it (Raft); fsync every 2 min (the default sync_interval)",
     REDIS: "asynchronous replication to 2 replicas; a batch of 1024 XADDs counts as"
            " acknowledged when `WAIT 1 0` after it answers (at least one replica has it in"
-           " memory: 2 copies); AOF with appendfsync everysec on each of the three",
+           " memory: 2 copies); AOF with appendfsync everysec on each of the three"
+           " (min-replicas-to-write alone would only refuse writes while too few replicas"
+           " are connected, it makes no write wait for a copy)",
 }
 
 
@@ -263,7 +265,7 @@ def report(clock: s.Stopwatch, out: peers.Results, count: int, loads: list[float
             rows_nats = [x.mb_s for x in out.throughput[(NATS, workload)]]
             row += [spread(mb_s), spread(ratios(mb_s, rows_nats), 2),
                     f"{median(x.server_cpu for x in samples) * 100:.0f}%",
-                    f"{median(x.client_cpu for x in samples) * 100:.0f}%"]
+                    _cpu([x.client_cpu for x in samples])]
         rows.append(row)
     durability = [f"- {name}: {text}." for name, text in DURABILITY.items()]
     commands = [f"- {name}: `{command}`" for name, command in sorted(out.commands.items())]
@@ -281,7 +283,8 @@ def report(clock: s.Stopwatch, out: peers.Results, count: int, loads: list[float
         f"then read back from its beginning; {len(loads)} rounds, the systems' order "
         "rotating. MB/s: median of the rounds (min-max); *vs NATS*: median of the per-round "
         "ratios; servers' CPU: the three server processes together, in cores (100% = one "
-        "core busy); client CPU: the driver process. Load average (1 min) at the start of "
+        "core busy); client CPU: the driver process ((saturated): 90% of a core or more). "
+        "Load average (1 min) at the start of "
         f"each round: {', '.join(f'{x:.1f}' for x in loads)} (2 cores, shared with other "
         "work: absolute figures travel badly, the ratios better).",
         "",
@@ -290,6 +293,10 @@ def report(clock: s.Stopwatch, out: peers.Results, count: int, loads: list[float
         "",
         f"Moldau (1 partition) produces {produce_ratio:.2f}x and consumes {consume_ratio:.2f}x "
         "what the NATS R3 stream does in the same rounds.",
+        "",
+        "RabbitMQ streams are not in this table: Debian packages no native stream client "
+        "(the peers section compares one RabbitMQ node through the Python client rstream), "
+        "and a client of another class would measure the client.",
         "",
         "Durability, as each system acknowledges a write:",
         "",
