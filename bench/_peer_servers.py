@@ -42,15 +42,6 @@ def install_packages() -> None:
                    check=True)
 
 
-def install_python(requirement: str, module: str) -> None:
-    """A Python client that the bench extras do not list, into this interpreter, once."""
-    import importlib.util
-
-    if importlib.util.find_spec(module) is None:
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", requirement],
-                       check=True)
-
-
 def build_driver() -> Path:
     """The peerbench binary, rebuilt only when its Go sources change."""
     digest = hashlib.sha256()

@@ -47,7 +47,6 @@ OTHER_SIZES = (100, 10240)
 GOALS = {"produce_vs_nats": 1.0, "consume_vs_nats": 2.0}
 MOLDAU, NATS, REDIS = "Moldau", "NATS JetStream", "Redis Streams"
 RABBITMQ = "RabbitMQ streams"  # Python client only: Debian has no native stream driver
-RSTREAM = "rstream==1.1.1"
 MOLDAU6 = "Moldau, 6 partitions"
 
 
@@ -305,7 +304,6 @@ def run() -> str:
             latency_round(servers, driver, rdkperf, rates, r, out, "half")
             fixed = dict.fromkeys(rates, FIXED_RATE)
             latency_round(servers, driver, rdkperf, fixed, r, out, "fixed")
-        ps.install_python(RSTREAM, "rstream")
         servers.start_rabbitmq()
         for r in range(ROUNDS):
             loads.append(os.getloadavg()[0])
