@@ -115,6 +115,40 @@ def size_rows(out: Results, sizes: tuple[int, ...]) -> list[list[str]]:
     return rows
 
 
+LATENCY_COLUMNS = ["system", "offered records/s", "ack p50", "ack p99", "ack p99.9",
+                   "e2e p50", "e2e p99", "e2e p99.9", "server CPU", "driver CPU"]
+
+
+def latency_rows(out: Results, systems: tuple[str, ...],
+                 labels: tuple[str, ...] = ("half", "fixed")) -> list[list[str]]:
+    """The rows of LATENCY_COLUMNS: per offered rate (label) and system, ms as median of
+    the runs (min-max); a rate some runs failed at says so, one all failed at is a row of
+    'failed'."""
+    from peers import SIZE
+
+    lat_rows = []
+    for name, label in ((n, lab) for lab in labels for n in systems):
+        every = out.latency[(name, label)]
+        runs = [run for run in every if "error" not in run]
+        rate = every[0]["offered_records_s"]
+        failed = f"; {len(every) - len(runs)} of {len(every)} runs failed" if len(runs) < len(
+            every) else ""
+        label_cell = f"{rate:,.0f} ({rate * SIZE / 1e6:.0f} MB/s){failed}"
+        if not runs:
+            lat_rows.append([name, label_cell, *["failed"] * 8])
+            continue
+
+        def q(kind: str, key: str, runs: list[dict[str, Any]] = runs) -> str:
+            return spread([run[kind][key] for run in runs], 2)
+
+        lat_rows.append([name, label_cell,
+                         q("ack_ms", "p50"), q("ack_ms", "p99"), q("ack_ms", "p999"),
+                         q("e2e_ms", "p50"), q("e2e_ms", "p99"), q("e2e_ms", "p999"),
+                         _cpu([run["server_cpu"] for run in runs]),
+                         _cpu([run["client_cpu"] for run in runs])])
+    return lat_rows
+
+
 def _met(value: float, goal: float) -> str:
     return "met" if value >= goal else "**missed**"
 
@@ -159,26 +193,7 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
                    spread(ratios(mb(mine, workload), mb(peer, workload)), 2)]
                   for mine, peer in pairs for workload in ("produce", "consume")]
 
-    lat_rows = []
-    for name, label in ((n, lab) for lab in ("half", "fixed") for n in (MOLDAU, NATS, REDIS)):
-        every = out.latency[(name, label)]
-        runs = [run for run in every if "error" not in run]
-        rate = every[0]["offered_records_s"]
-        failed = f"; {len(every) - len(runs)} of {len(every)} runs failed" if len(runs) < len(
-            every) else ""
-        label_cell = f"{rate:,.0f} ({rate * SIZE / 1e6:.0f} MB/s){failed}"
-        if not runs:
-            lat_rows.append([name, label_cell, *["failed"] * 8])
-            continue
-
-        def q(kind: str, key: str, runs: list[dict[str, Any]] = runs) -> str:
-            return spread([run[kind][key] for run in runs], 2)
-
-        lat_rows.append([name, label_cell,
-                         q("ack_ms", "p50"), q("ack_ms", "p99"), q("ack_ms", "p999"),
-                         q("e2e_ms", "p50"), q("e2e_ms", "p99"), q("e2e_ms", "p999"),
-                         _cpu([run["server_cpu"] for run in runs]),
-                         _cpu([run["client_cpu"] for run in runs])])
+    lat_rows = latency_rows(out, (MOLDAU, NATS, REDIS))
 
     py_rows = []
     for name in (n for n in (MOLDAU, NATS, REDIS, RABBITMQ) if (n, "produce") in out.python):
@@ -266,8 +281,7 @@ def render(clock: s.Stopwatch, out: Results, count: int, py_count: int,
         "every record 2 minutes after the last was sent counts as failed (the reason is "
         "in the command's output). Milliseconds, median of the runs (min-max).",
         "",
-        s.table(["system", "offered records/s", "ack p50", "ack p99", "ack p99.9", "e2e p50",
-                 "e2e p99", "e2e p99.9", "server CPU", "driver CPU"], lat_rows),
+        s.table(LATENCY_COLUMNS, lat_rows),
         "",
         "### Python clients",
         "",

@@ -27,6 +27,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -183,27 +184,48 @@ def _redis_del(addr: str, key: str) -> None:
     redis.Redis(host=host, port=int(port)).delete(key)
 
 
+def latency_run(run: Callable[[], dict[str, Any]], system: str, rate: float, label: str,
+                out: Results) -> None:
+    """One e2e run into out.latency[(system, label)]; a system that cannot keep up at
+    `rate` gives a failed row, not a crash."""
+    try:
+        result = run()
+    except RuntimeError as exc:
+        print(f"latency run failed: {exc}", file=sys.stderr)
+        result = {"error": str(exc), "offered_records_s": rate,
+                  "command": str(exc).split(" failed:")[0]}
+    out.latency.setdefault((system, label), []).append(result)
+    out.commands[f"{system} e2e"] = result["command"]
+
+
+def rdkperf_e2e(rdkperf: Path, target: ps.System, bootstrap: str, topic: str, rate: float,
+                *conf: str) -> dict[str, Any]:
+    """`rdkperf -e2e` into partition 0 of an existing topic (conf: producer settings)."""
+    return ps.run_json([str(rdkperf), "-e2e", bootstrap, topic, str(round(rate)),
+                        str(LATENCY_SECONDS), str(SIZE), *conf], target)
+
+
+def peerbench_e2e(driver: Path, target: ps.System, name: str, rate: float,
+                  **flags: object) -> dict[str, Any]:
+    return ps.drive(driver, target, "e2e", name=name, size=SIZE, rate=round(rate),
+                    seconds=LATENCY_SECONDS, window=1 << 20, **flags)
+
+
 def latency_round(servers: ps.Servers, driver: Path, rdkperf: Path, rates: dict[str, float],
                   r: int, out: Results, label: str) -> None:
     for system in (MOLDAU, NATS, REDIS):
         target = servers.systems[system]
         name = f"lat-{label}-{r}"
-        try:
-            if system == MOLDAU:
-                servers.create_topic(name, 1)
-                result = ps.run_json([str(rdkperf), "-e2e", target.addr, name,
-                                      str(round(rates[system])), str(LATENCY_SECONDS),
-                                      str(SIZE), "acks=1"], target)
-            else:
-                result = ps.drive(driver, target, "e2e", name=name, size=SIZE,
-                                  rate=round(rates[system]), seconds=LATENCY_SECONDS,
-                                  window=1 << 20)
-        except RuntimeError as exc:  # a system that cannot keep up: a row, not a crash
-            print(f"latency run failed: {exc}", file=sys.stderr)
-            result = {"error": str(exc), "offered_records_s": rates[system],
-                      "command": str(exc).split(" failed:")[0]}
-        out.latency.setdefault((system, label), []).append(result)
-        out.commands[f"{system} e2e"] = result["command"]
+        rate = rates[system]
+
+        def run(target: ps.System = target, name: str = name,
+                rate: float = rate, system: str = system) -> dict[str, Any]:
+            if system != MOLDAU:
+                return peerbench_e2e(driver, target, name, rate)
+            servers.create_topic(name, 1)
+            return rdkperf_e2e(rdkperf, target, target.addr, name, rate, "acks=1")
+
+        latency_run(run, system, rate, label, out)
         if system == REDIS:
             _redis_del(target.addr, name)
 

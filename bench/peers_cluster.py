@@ -15,6 +15,13 @@
   (Redis replication is asynchronous: WAIT is its way to know a write reached a replica)
   and reads the stream back from the primary with XRANGE.
 
+Latency: produce+consume of 1 KiB records at a fixed rate, first 50% of each system's
+median produce rate above, then one rate for all (peers.latency_run, as in the peers
+section): `rdkperf -e2e` with acks=all into a fresh RF 3 topic of 1 partition, peerbench
+e2e on a fresh R3 stream, and on Redis with a `WAIT 1 0` after every 64 XADDs (each
+pipeline flush), a record counting as acknowledged when its WAIT answers. Moldau runs
+twice, with librdkafka's default requests in flight and with one.
+
 Each round runs every system once, the order rotating; medians of the rounds with the
 range, and the ratios are medians of the per-round ratios. The servers' CPU is summed
 over the three processes of each system (not ZooKeeper).
@@ -26,7 +33,9 @@ import json
 import os
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -34,13 +43,25 @@ from typing import Any
 import _peer_servers as ps
 import _support as s
 import peers
-from _peers_report import _cpu, ratios, spread, versions
+from _peers_report import LATENCY_COLUMNS, _cpu, latency_rows, ratios, spread, versions
 
 ORDER = 112  # after the single-broker peers section
 RECORDS = int(os.environ.get("MOLDAU_BENCH_PEERS_CLUSTER_RECORDS", 200_000))
 ROUNDS = 3
 WAIT_EVERY = 1024  # Redis: XADDs per WAIT (1 MiB of 1 KiB records, a Kafka batch here)
+# Redis latency: peerbench flushes its pipeline every 64 XADDs, so a WAIT per flush is
+# one replicated "request", as a librdkafka batch at linger.ms 1 is; 1024 would hold a
+# record up to 1024 records' time (0.2 s at 5,000/s) waiting for its WAIT to be sent.
+LATENCY_WAIT_EVERY = 64
 MOLDAU1, MOLDAU6 = "Moldau, 1 partition", "Moldau, 6 partitions"
+FIXED_RATE = 5_000  # records/s, the one offered load for all (below each one's maximum)
+# Moldau latency, a second row: with librdkafka's default of up to 1,000,000 requests in
+# flight per connection, the topic's followers stalled a few records behind the leader
+# until replica.lag.time.max.ms (30 s) dropped them from the ISR; with one request in
+# flight (the producer batches meanwhile) they keep up.
+MOLDAU1_INFLIGHT1 = "Moldau, 1 partition, 1 request in flight"
+MOLDAU_E2E_CONF = {MOLDAU1: ("acks=all",),
+                   MOLDAU1_INFLIGHT1: ("acks=all", "max.in.flight.requests.per.connection=1")}
 NATS, REDIS = "NATS JetStream", "Redis Streams"
 DURABILITY = {
     "Moldau": "acks=all, min.insync.replicas 2: acknowledged once every in-sync replica (all"
@@ -185,7 +206,6 @@ def _run(servers: ClusterServers, system: str, fn: Any) -> tuple[dict[str, Any],
 
 def moldau_round(servers: ClusterServers, rdkperf: Path, system: str, count: int, r: int,
                  out: peers.Results) -> None:
-    from confluent_kafka.admin import AdminClient
     from replication import _create
 
     from broker import CONSUMER_SETTINGS
@@ -206,8 +226,14 @@ def moldau_round(servers: ClusterServers, rdkperf: Path, system: str, count: int
     out.add(system, "consume", sample)
     out.commands[f"{system} produce"] = produced["command"]
     out.commands[f"{system} consume"] = consumed["command"]
-    # a deleted topic's dirty pages do not throttle the next round's writes
-    admin = AdminClient({"bootstrap.servers": servers.bootstrap})  # alive until answered
+    _delete_topic(servers.bootstrap, topic)
+
+
+def _delete_topic(bootstrap: str, topic: str) -> None:
+    """A deleted topic's dirty pages do not throttle the next round's writes."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until answered
     admin.delete_topics([topic])[topic].result(60)
 
 
@@ -231,6 +257,43 @@ def peer_round(servers: ClusterServers, driver: Path, system: str, count: int, r
         peers._redis_del(target.addr, name)
 
 
+def _servers_cpu(servers: ClusterServers, key: str,
+                 fn: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+    """fn, its result's server CPU taken over the system's three processes."""
+    def run() -> dict[str, Any]:
+        cpu0, t0 = servers.cpu(key), time.perf_counter()
+        result = fn()
+        result["server_cpu"] = (servers.cpu(key) - cpu0) / (time.perf_counter() - t0)
+        return result
+    return run
+
+
+def latency_round(servers: ClusterServers, driver: Path, rdkperf: Path,
+                  rates: dict[str, float], r: int, out: peers.Results, label: str) -> None:
+    """Each replicated system at its rate in `rates`, the order rotating with the round."""
+    from replication import _create
+
+    jobs = [*MOLDAU_E2E_CONF, NATS, REDIS]
+    for i, system in enumerate(jobs[r % len(jobs):] + jobs[: r % len(jobs)]):
+        moldau = system in MOLDAU_E2E_CONF
+        key = "Moldau" if moldau else system
+        target, name, rate = servers.systems[key], f"lat-{label}-{r}-{i}", rates[system]
+        fn: Callable[[], dict[str, Any]]
+        if moldau:
+            _create(servers.bootstrap, name, 1, 3)  # RF 3, min.insync.replicas 2
+            fn = partial(peers.rdkperf_e2e, rdkperf, target, servers.bootstrap, name, rate,
+                         *MOLDAU_E2E_CONF[system])
+        else:
+            extra: dict[str, object] = ({"replicas": 3} if system == NATS
+                                        else {"wait": 1, "waitevery": LATENCY_WAIT_EVERY})
+            fn = partial(peers.peerbench_e2e, driver, target, name, rate, **extra)
+        peers.latency_run(_servers_cpu(servers, key, fn), system, rate, label, out)
+        if moldau:
+            _delete_topic(servers.bootstrap, name)
+        elif system == REDIS:
+            peers._redis_del(target.addr, name)
+
+
 def run() -> str:
     clock = s.Stopwatch()
     quick = s.RUNS < 10
@@ -250,6 +313,14 @@ def run() -> str:
                     moldau_round(servers, rdkperf, system, count, r, out)
                 else:
                     peer_round(servers, driver, system, count, r, out)
+        rates = {system: 0.5 * median(x.mb_s for x in out.throughput[(system, "produce")])
+                 * 1e6 / peers.SIZE for system in (MOLDAU1, NATS, REDIS)}
+        rates[MOLDAU1_INFLIGHT1] = rates[MOLDAU1]
+        for r in range(ROUNDS):
+            loads.append(os.getloadavg()[0])
+            latency_round(servers, driver, rdkperf, rates, r, out, "half")
+            latency_round(servers, driver, rdkperf, dict.fromkeys(rates, FIXED_RATE), r, out,
+                          "fixed")
     finally:
         servers.stop()
     return report(clock, out, count, loads)
@@ -280,12 +351,12 @@ def report(clock: s.Stopwatch, out: peers.Results, count: int, loads: list[float
         __doc__.split("\n\n", 1)[1].split("\n\nEach round")[0].strip(),
         "",
         f"{count:,} records of {peers.SIZE} B per run, produced into a fresh topic/stream and "
-        f"then read back from its beginning; {len(loads)} rounds, the systems' order "
+        f"then read back from its beginning; {ROUNDS} rounds, the systems' order "
         "rotating. MB/s: median of the rounds (min-max); *vs NATS*: median of the per-round "
         "ratios; servers' CPU: the three server processes together, in cores (100% = one "
         "core busy); client CPU: the driver process ((saturated): 90% of a core or more). "
         "Load average (1 min) at the start of "
-        f"each round: {', '.join(f'{x:.1f}' for x in loads)} (2 cores, shared with other "
+        f"each round: {_loads(loads[:ROUNDS])} (2 cores, shared with other "
         "work: absolute figures travel badly, the ratios better).",
         "",
         s.table(["system", "produce MB/s", "vs NATS", "servers' CPU", "client CPU",
@@ -294,7 +365,53 @@ def report(clock: s.Stopwatch, out: peers.Results, count: int, loads: list[float
         f"Moldau (1 partition) produces {produce_ratio:.2f}x and consumes {consume_ratio:.2f}x "
         "what the NATS R3 stream does in the same rounds.",
         "",
-        "RabbitMQ streams are not in this table: Debian packages no native stream client "
+        "### Latency at a fixed rate",
+        "",
+        "Produce+consume at a fixed offered rate, first 50% of each system's median produce "
+        "rate in the table above (Moldau: the 1-partition row), then all at "
+        f"{FIXED_RATE:,} records/s; {peers.LATENCY_SECONDS:.0f} s per run, {peers.SIZE} B "
+        "records, a consumer in the same process as the producer, one partition/stream/key "
+        f"created for the run; {ROUNDS} rounds, the systems' order rotating. As in the peers "
+        "section, records leave on a fixed schedule and carry the time they were due: *ack* "
+        "is due time to the producer's acknowledgement, *e2e* due time to receipt by the "
+        "consumer (coordinated omission corrected: a stalled sender does not hide the wait).",
+        "",
+        "- Moldau: `rdkperf -e2e` (C, librdkafka; linger.ms 1, acks=all) into a topic of RF 3 "
+        "with min.insync.replicas 2; its consumer (fetch.wait.max.ms 10) gets a record only "
+        "once the in-sync replicas have it (the high watermark). Its 50% is of its maximum "
+        "at linger.ms 5 and 1 MiB batches; at linger.ms 1 the same rate comes in many "
+        "smaller requests, each replicated on its own. The first Moldau row keeps "
+        "librdkafka's default of up to 1,000,000 requests in flight per connection: there "
+        "the ack and e2e latencies of about 30 s, whatever the rate, are a stall, not a "
+        "queue. In a run of that kind at 5,000 records/s both followers stopped 5 records "
+        "behind the leader until replica.lag.time.max.ms (30 s) dropped them from the ISR "
+        "(broker log: `Shrinking ISR from 2,1,3 to 2 ... Out of sync replicas: (brokerId: "
+        "1, endOffset: 1959), (brokerId: 3, endOffset: 1959)`, leader endOffset 1964); the "
+        "high watermark then moved, the waiting requests were answered and the followers "
+        "rejoined within 0.1 s. A Moldau replication fault under many pipelined acks=all "
+        "requests, reported, not fixed here. The second row sets "
+        "max.in.flight.requests.per.connection=1 (the producer batches what comes while "
+        "one request is out), where the followers keep up.",
+        "- NATS JetStream: `peerbench -mode e2e` on an R3 stream (asynchronous publishes, each "
+        "acknowledged once a majority stored it; an ordered push consumer on the first "
+        "server, which delivers what the stream has stored).",
+        f"- Redis Streams: `peerbench -mode e2e` with a `WAIT 1 0` after every "
+        f"{LATENCY_WAIT_EVERY} XADDs (each flush of its pipeline; the throughput runs use "
+        f"{WAIT_EVERY:,}, which at these rates would hold a record back until {WAIT_EVERY:,} "
+        "more were sent); a record's *ack* is the reply of the WAIT after it. The consumer "
+        "blocks in XREAD on the primary, which serves a record before any replica has it: "
+        "Redis's *e2e*, unlike the other two, does not wait for replication and can be "
+        "shorter than its *ack*.",
+        "",
+        "A run whose consumer had not received every record 2 minutes after the last was "
+        "sent (or whose driver failed) counts as failed. Milliseconds, median of the runs "
+        "(min-max); server CPU: the three server processes together; driver CPU: the "
+        "driver process ((saturated): 90% of a core or more). Load average (1 min) at the "
+        f"start of each latency round: {_loads(loads[ROUNDS:])}.",
+        "",
+        s.table(LATENCY_COLUMNS, latency_rows(out, (*MOLDAU_E2E_CONF, NATS, REDIS))),
+        "",
+        "RabbitMQ streams are not in these tables: Debian packages no native stream client "
         "(the peers section compares one RabbitMQ node through the Python client rstream), "
         "and a client of another class would measure the client.",
         "",
@@ -310,6 +427,10 @@ def report(clock: s.Stopwatch, out: peers.Results, count: int, loads: list[float
         "",
         s.environment(clock, ["confluent-kafka", "redis"]),
     ])
+
+
+def _loads(loads: list[float]) -> str:
+    return ", ".join(f"{x:.1f}" for x in loads)
 
 
 if __name__ == "__main__":

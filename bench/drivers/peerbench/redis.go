@@ -5,7 +5,8 @@ package main
 // with XRANGE in pages of 1000 entries (the end-to-end consumer blocks in XREAD).
 // With -wait N (a primary with replicas), a WAIT N 0 follows every -waitevery XADDs and
 // the last one: those records are acknowledged once N replicas confirmed them (WAIT with
-// timeout 0 blocks until they do, and holds back the connection's later commands).
+// timeout 0 blocks until they do, and holds back the connection's later commands); e2e
+// then times each record's acknowledgement at that WAIT's reply.
 
 import (
 	"time"
@@ -24,21 +25,26 @@ func redisDial(o options) redis.Conn {
 }
 
 // redisPipeline sends n XADDs, value(i, due) giving each record, with a bounded window
-// of unanswered commands; onReply (optional) sees each reply's index.
+// of unanswered commands; onReply (optional) sees the index of each record as it is
+// acknowledged: at its XADD's reply, or with -wait at the reply of the WAIT after it.
 func redisPipeline(o options, c redis.Conn, n int, next func(send func([]byte)), onReply func(int)) {
 	window := make(chan struct{}, o.window)
 	done := make(chan struct{})
 	go func() {
+		unacked := 0 // first record whose WAIT has not answered yet
 		for i := 0; i < n; i++ {
 			if _, err := c.Receive(); err != nil {
 				fail("xadd: %v", err)
 			}
 			<-window
-			if onReply != nil {
+			if onReply != nil && o.wait == 0 {
 				onReply(i)
 			}
 			if o.wait > 0 && ((i+1)%o.waitEvery == 0 || i == n-1) {
 				redisWaited(o, c)
+				for ; onReply != nil && unacked <= i; unacked++ {
+					onReply(unacked)
+				}
 			}
 		}
 		close(done)
