@@ -123,6 +123,7 @@ class Connection(asyncio.BufferedProtocol):
         self.muted = False  # quotas and authentication may mute a connection
         self._write_paused = False
         self._read_paused_by_bound = False
+        self._reading_paused = False  # what the transport was last told
         self.id = ""
         self.tls = listener.ssl_context is not None
         self._task: asyncio.Future[None] | None = None  # the request in progress, if it waits
@@ -193,10 +194,13 @@ class Connection(asyncio.BufferedProtocol):
         bound = self.server.queue_bound
         bound.add(frames)
         self._process()
-        if bound.full() and not self.closed and not self._read_paused_by_bound:
+        # Only a connection holding queued frames waits for the bound to free: one that
+        # handled all it read (a follower's fetch, a controller request) keeps being read,
+        # or the acks=all requests filling the queue would wait for fetches never read.
+        if self.pending and bound.full() and not self.closed and not self._read_paused_by_bound:
             self._read_paused_by_bound = True
-            self.transport.pause_reading()  # type: ignore[union-attr]
             bound.park(self)
+            self._sync_reading()
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -212,22 +216,33 @@ class Connection(asyncio.BufferedProtocol):
 
     def resume_from_queue_bound(self) -> None:
         self._read_paused_by_bound = False
-        if not self.closed and not self.muted:
-            self.transport.resume_reading()  # type: ignore[union-attr]
+        self._sync_reading()
 
     def mute(self) -> None:
         """Stop reading and handling requests (quota throttling, authentication)."""
         if not self.muted:
             self.muted = True
-            if not self.closed:
-                self.transport.pause_reading()  # type: ignore[union-attr]
+            self._sync_reading()
 
     def unmute(self) -> None:
         if self.muted:
             self.muted = False
-            if not self.closed and not self._read_paused_by_bound:
-                self.transport.resume_reading()  # type: ignore[union-attr]
             self._process()
+
+    def _sync_reading(self) -> None:
+        """Read the socket only while every request read so far has been handled, as
+        Kafka mutes a channel while its request is in flight: the requests a client
+        pipelines behind one that waits (an acks=all produce, a long poll) stay in the
+        socket buffer under TCP flow control, not in the broker's memory and its
+        queued.max.requests count. Also paused: muted, or parked by a full bound."""
+        paused = bool(self.pending) or self.muted or self._read_paused_by_bound
+        if paused == self._reading_paused or self.closed or self.transport is None:
+            return
+        self._reading_paused = paused
+        if paused:
+            self.transport.pause_reading()
+        else:
+            self.transport.resume_reading()
 
     def close(self, why: str = "") -> None:
         if self.closed:
@@ -242,6 +257,11 @@ class Connection(asyncio.BufferedProtocol):
     # --- request processing --------------------------------------------------------------
 
     def _process(self) -> None:
+        """Handle queued frames, then read more only if none is left waiting."""
+        self._handle_pending()
+        self._sync_reading()
+
+    def _handle_pending(self) -> None:
         """Handle queued frames in order until one has to wait or the client must drain."""
         handler = self.server.handler
         bound = self.server.queue_bound
