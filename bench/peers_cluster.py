@@ -56,9 +56,9 @@ LATENCY_WAIT_EVERY = 64
 MOLDAU1, MOLDAU6 = "Moldau, 1 partition", "Moldau, 6 partitions"
 FIXED_RATE = 5_000  # records/s, the one offered load for all (below each one's maximum)
 # Moldau latency, a second row: with librdkafka's default of up to 1,000,000 requests in
-# flight per connection, the topic's followers stalled a few records behind the leader
-# until replica.lag.time.max.ms (30 s) dropped them from the ISR; with one request in
-# flight (the producer batches meanwhile) they keep up.
+# flight per connection, the small requests of linger.ms 1 queue behind each other (a
+# connection's acks=all requests are answered one at a time, as in Kafka); with one
+# request in flight the producer batches what comes meanwhile.
 MOLDAU1_INFLIGHT1 = "Moldau, 1 partition, 1 request in flight"
 MOLDAU_E2E_CONF = {MOLDAU1: ("acks=all",),
                    MOLDAU1_INFLIGHT1: ("acks=all", "max.in.flight.requests.per.connection=1")}
@@ -381,17 +381,18 @@ def report(clock: s.Stopwatch, out: peers.Results, count: int, loads: list[float
         "once the in-sync replicas have it (the high watermark). Its 50% is of its maximum "
         "at linger.ms 5 and 1 MiB batches; at linger.ms 1 the same rate comes in many "
         "smaller requests, each replicated on its own. The first Moldau row keeps "
-        "librdkafka's default of up to 1,000,000 requests in flight per connection: there "
-        "the ack and e2e latencies of about 30 s, whatever the rate, are a stall, not a "
-        "queue. In a run of that kind at 5,000 records/s both followers stopped 5 records "
-        "behind the leader until replica.lag.time.max.ms (30 s) dropped them from the ISR "
-        "(broker log: `Shrinking ISR from 2,1,3 to 2 ... Out of sync replicas: (brokerId: "
-        "1, endOffset: 1959), (brokerId: 3, endOffset: 1959)`, leader endOffset 1964); the "
-        "high watermark then moved, the waiting requests were answered and the followers "
-        "rejoined within 0.1 s. A Moldau replication fault under many pipelined acks=all "
-        "requests, reported, not fixed here. The second row sets "
+        "librdkafka's default of up to 1,000,000 requests in flight per connection. As in "
+        "Kafka, a connection's requests are handled one at a time and an acks=all request "
+        "holds its connection until the in-sync replicas have it, so these small requests "
+        "queue behind each other whenever one's replication takes longer than the gap to "
+        "the next. (Until this suite found it, the requests queued that way also filled "
+        "queued.max.requests, which stopped the leader reading its followers' fetches: a "
+        "30 s stall until replica.lag.time.max.ms dropped the followers from the ISR. "
+        "Fixed: a connection is read only once its request in flight is answered, and one "
+        "with nothing queued is never parked; broker/tests/replication/"
+        "test_pipelined_acks_all.py.) The second row sets "
         "max.in.flight.requests.per.connection=1 (the producer batches what comes while "
-        "one request is out), where the followers keep up.",
+        "one request is out).",
         "- NATS JetStream: `peerbench -mode e2e` on an R3 stream (asynchronous publishes, each "
         "acknowledged once a majority stored it; an ordered push consumer on the first "
         "server, which delivers what the stream has stored).",
