@@ -388,8 +388,8 @@ def report(clock: s.Stopwatch, out: peers.Results, count: int, loads: list[float
         "the next. (Until this suite found it, the requests queued that way also filled "
         "queued.max.requests, which stopped the leader reading its followers' fetches: a "
         "30 s stall until replica.lag.time.max.ms dropped the followers from the ISR. "
-        "Fixed: a connection is read only once its request in flight is answered, and one "
-        "with nothing queued is never parked; broker/tests/replication/"
+        "Fixed: the bound now parks only connections holding queued requests, never one "
+        "whose requests are all handled, such as a follower's; broker/tests/replication/"
         "test_pipelined_acks_all.py.) The second row sets "
         "max.in.flight.requests.per.connection=1 (the producer batches what comes while "
         "one request is out).",

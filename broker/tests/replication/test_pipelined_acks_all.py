@@ -4,8 +4,8 @@ queued behind the first one into memory, they filled queued.max.requests, and th
 full bound then stopped the leader reading its followers' fetches: the first produce
 waited for replication that waited for it, until replica.lag.time.max.ms dropped the
 followers from the ISR (a 30 s stall with Kafka's defaults, found by the replicated
-peers benchmark). Like Kafka, a connection is now read only once the request in flight
-is answered, and a connection whose requests are all handled is never parked."""
+peers benchmark). The bound now parks only the connections that hold queued requests,
+never one whose requests are all handled, as a follower's are."""
 
 from __future__ import annotations
 

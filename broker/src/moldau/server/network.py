@@ -227,15 +227,15 @@ class Connection(asyncio.BufferedProtocol):
     def unmute(self) -> None:
         if self.muted:
             self.muted = False
+            self._sync_reading()
             self._process()
 
     def _sync_reading(self) -> None:
-        """Read the socket only while every request read so far has been handled, as
-        Kafka mutes a channel while its request is in flight: the requests a client
-        pipelines behind one that waits (an acks=all produce, a long poll) stay in the
-        socket buffer under TCP flow control, not in the broker's memory and its
-        queued.max.requests count. Also paused: muted, or parked by a full bound."""
-        paused = bool(self.pending) or self.muted or self._read_paused_by_bound
+        """Read the socket unless muted or parked by a full queued.max.requests bound.
+        (Reading is not paused while a request waits: the requests a client pipelines
+        behind it are read meanwhile, which keeps a pipelining producer fast; the bound
+        limits the memory they take.)"""
+        paused = self.muted or self._read_paused_by_bound
         if paused == self._reading_paused or self.closed or self.transport is None:
             return
         self._reading_paused = paused
@@ -257,11 +257,6 @@ class Connection(asyncio.BufferedProtocol):
     # --- request processing --------------------------------------------------------------
 
     def _process(self) -> None:
-        """Handle queued frames, then read more only if none is left waiting."""
-        self._handle_pending()
-        self._sync_reading()
-
-    def _handle_pending(self) -> None:
         """Handle queued frames in order until one has to wait or the client must drain."""
         handler = self.server.handler
         bound = self.server.queue_bound
