@@ -123,7 +123,6 @@ class Connection(asyncio.BufferedProtocol):
         self.muted = False  # quotas and authentication may mute a connection
         self._write_paused = False
         self._read_paused_by_bound = False
-        self._reading_paused = False  # what the transport was last told
         self.id = ""
         self.tls = listener.ssl_context is not None
         self._task: asyncio.Future[None] | None = None  # the request in progress, if it waits
@@ -235,11 +234,9 @@ class Connection(asyncio.BufferedProtocol):
         (Reading is not paused while a request waits: the requests a client pipelines
         behind it are read meanwhile, which keeps a pipelining producer fast; the bound
         limits the memory they take.)"""
-        paused = self.muted or self._read_paused_by_bound
-        if paused == self._reading_paused or self.closed or self.transport is None:
+        if self.closed or self.transport is None:
             return
-        self._reading_paused = paused
-        if paused:
+        if self.muted or self._read_paused_by_bound:  # both calls are idempotent
             self.transport.pause_reading()
         else:
             self.transport.resume_reading()
