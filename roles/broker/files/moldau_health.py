@@ -3,10 +3,14 @@ is this broker registered in /brokers/ids, and is every partition's ISR as large
 replica set? It reads ZooKeeper, where the controller records ISRs, with the
 zookeeper.connect (chroot included) of the broker's server.properties.
 
+With --wait SECONDS it is the whole gate in one run: it reads systemd's NRestarts of the
+unit first and checks every --interval seconds until the broker is healthy or the time
+is up (one process and one ZooKeeper session per gate, not one per attempt).
+
 Exit codes: 0 healthy, 1 not (the reasons on stdout), 2 ZooKeeper unreachable or the
 file unreadable, 4 the service exited since the gate began (systemd's NRestarts grew past
---restarts): waiting longer is pointless, a crash loop does not heal.
-`--controller` prints the controller's broker id (or -1) instead."""
+the count at the start, or --restarts): waiting longer is pointless, a crash loop does
+not heal. `--controller` prints the controller's broker id (or -1) instead."""
 
 from __future__ import annotations
 
@@ -15,9 +19,11 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import KazooException, NoNodeError
 
 from moldau.cluster import zk_data, zk_tls
 from moldau.security.tls import TlsConfigError
@@ -47,9 +53,9 @@ def under_replicated(zk: KazooClient) -> list[str]:
 
 def service_start_time(unit: str) -> float | None:
     """When the unit's main process started (seconds since the epoch), from /proc."""
-    shown = subprocess.run(["systemctl", "show", "-p", "MainPID", "--value", unit],
-                           capture_output=True, text=True, check=False)
     try:
+        shown = subprocess.run(["systemctl", "show", "-p", "MainPID", "--value", unit],
+                               capture_output=True, text=True, check=False)
         pid = int(shown.stdout.strip() or 0)
         if pid <= 0:
             return None
@@ -77,11 +83,11 @@ def registration_problem(zk: KazooClient, broker_id: int, unit: str) -> str | No
 
 
 def unit_restarts(unit: str) -> int:
-    shown = subprocess.run(["systemctl", "show", "-p", "NRestarts", "--value", unit],
-                           capture_output=True, text=True, check=False)
     try:
+        shown = subprocess.run(["systemctl", "show", "-p", "NRestarts", "--value", unit],
+                               capture_output=True, text=True, check=False)
         return int(shown.stdout.strip() or 0)
-    except ValueError:
+    except (OSError, ValueError):  # no systemd here: no restarts to count
         return 0
 
 
@@ -92,22 +98,75 @@ def controller_id(zk: KazooClient) -> int:
         return -1
 
 
-def connect(properties: str) -> tuple[KazooClient | None, dict[str, str]]:
+def connect(properties: str) -> tuple[KazooClient | None, dict[str, str], str]:
     """A started ZooKeeper client for the broker's zookeeper.connect (chroot included) and
-    the properties; (None, {}) after printing why when the file or ZooKeeper fails."""
+    the properties; (None, {}, why) when the file or ZooKeeper fails."""
     try:
         props = load_properties(properties)
         options = zk_tls.kazoo_options(props)  # TLS when the broker uses it
     except (ToolError, TlsConfigError) as exc:
-        print(f"cannot read {exc}")
-        return None, {}
+        return None, {}, f"cannot read {exc}"
     zk = KazooClient(hosts=props["zookeeper.connect"], read_only=False, **options)
     try:
         zk.start(timeout=15)
     except Exception as exc:  # kazoo raises its own timeout type
-        print(f"ZooKeeper {props['zookeeper.connect']} unreachable: {exc}")
-        return None, {}
-    return zk, props
+        return None, {}, f"ZooKeeper {props['zookeeper.connect']} unreachable: {exc}"
+    return zk, props, ""
+
+
+class Gate:
+    """The checks of one gate over one ZooKeeper session, opened at the first check."""
+
+    def __init__(self, properties: str, unit: str) -> None:
+        self.properties = properties
+        self.unit = unit
+        self.zk: KazooClient | None = None
+        self.props: dict[str, str] = {}
+
+    def check(self) -> tuple[int, str]:
+        """One look: (exit code, what to print)."""
+        if self.zk is None:
+            self.zk, self.props, why = connect(self.properties)
+            if self.zk is None:
+                return 2, why
+        broker_id = int(self.props["broker.id"])
+        try:
+            stale = registration_problem(self.zk, broker_id, self.unit)
+            problems = [stale] if stale else []
+            problems += under_replicated(self.zk)
+        except KazooException as exc:  # the session is reconnecting: look again
+            return 2, f"ZooKeeper read failed: {exc!r}"
+        return (1, "\n".join(problems)) if problems else (0, f"broker {broker_id} healthy")
+
+    def close(self) -> None:
+        if self.zk is not None:
+            self.zk.stop()
+            self.zk.close()
+
+
+def crash_loop(unit: str, restarts: int) -> str | None:
+    """Why waiting is pointless, when systemd restarted the unit since the gate began."""
+    now = unit_restarts(unit)
+    if now > restarts:
+        return (f"{unit} exited and systemd restarted it {now - restarts} time(s) "
+                "since the gate began (a crash loop): see its log lines")
+    return None
+
+
+def wait_healthy(check: Callable[[], tuple[int, str]], crashed: Callable[[], str | None],
+                 wait: float, interval: float,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> tuple[int, str]:
+    """Checks until healthy, a crash loop, or `wait` seconds are over; the last answer."""
+    deadline = clock() + wait
+    while True:
+        reason = crashed()
+        if reason:
+            return 4, reason
+        code, text = check()
+        if code == 0 or clock() >= deadline:
+            return code, text
+        sleep(max(0.0, min(interval, deadline - clock())))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,30 +175,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--controller", action="store_true", help="print the controller id")
     parser.add_argument("--unit", default="moldau-broker", help="the broker's systemd unit")
     parser.add_argument("--restarts", type=int, default=None,
-                        help="systemd's NRestarts of the unit when the gate began")
+                        help="systemd's NRestarts of the unit when the gate began "
+                             "(default: when this run began)")
+    parser.add_argument("--wait", type=float, default=0.0,
+                        help="seconds to keep checking until the broker is healthy")
+    parser.add_argument("--interval", type=float, default=0.5,
+                        help="seconds between two checks while waiting")
     args = parser.parse_args(argv)
-    if args.restarts is not None and not args.controller:
-        now = unit_restarts(args.unit)
-        if now > args.restarts:
-            print(f"{args.unit} exited and systemd restarted it {now - args.restarts} time(s) "
-                  "since the gate began (a crash loop): see its log lines")
-            return 4
-    zk, props = connect(args.properties)
-    if zk is None:
-        return 2
-    try:
-        if args.controller:
+    if args.controller:
+        zk, _, why = connect(args.properties)
+        if zk is None:
+            print(why)
+            return 2
+        try:
             print(controller_id(zk))
             return 0
-        broker_id = int(props["broker.id"])
-        stale = registration_problem(zk, broker_id, args.unit)
-        problems = [stale] if stale else []
-        problems += under_replicated(zk)
-        print("\n".join(problems) if problems else f"broker {broker_id} healthy")
-        return 1 if problems else 0
+        finally:
+            zk.stop()
+            zk.close()
+    restarts = args.restarts if args.restarts is not None else unit_restarts(args.unit)
+    gate = Gate(args.properties, args.unit)
+    try:
+        code, text = wait_healthy(gate.check, lambda: crash_loop(args.unit, restarts),
+                                  args.wait, args.interval)
     finally:
-        zk.stop()
-        zk.close()
+        gate.close()
+    print(text)
+    return code
 
 
 if __name__ == "__main__":
