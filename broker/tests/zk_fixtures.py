@@ -5,6 +5,7 @@
   stopped at the end. A missing java or zookeeper.jar fails the tests (make test installs
   them), it does not skip them. The nodes die with the pytest process even when it is
   killed before its teardown.
+* `zk_single` (session): the same with one standalone server.
 * `zk_chroot`: a fresh chroot path ("/t-<hex>") per test, so tests never see each other's
   znodes: `KafkaZkClient(zk_ensemble.connect_string, zk_chroot)`.
 * `zk_client`: a started KafkaZkClient on that chroot (6 s sessions), closed afterwards.
@@ -23,15 +24,27 @@ from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
 ZK_TICK_MS = 500  # ZooKeeper allows sessions of 2 to 20 ticks: 1 s to 10 s
 
 
-@pytest.fixture(scope="session")
-def zk_ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
-    ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp("zk"), size=3, tick_time=ZK_TICK_MS,
+def running_ensemble(tmp_path_factory: pytest.TempPathFactory,
+                     size: int) -> Iterator[ZooKeeperEnsemble]:
+    ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp("zk"), size=size, tick_time=ZK_TICK_MS,
                                  die_with_parent=True)
     ensemble.start(timeout=60)
     try:
         yield ensemble
     finally:
         ensemble.stop()
+
+
+@pytest.fixture(scope="session")
+def zk_ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
+    yield from running_ensemble(tmp_path_factory, 3)
+
+
+@pytest.fixture(scope="session")
+def zk_single(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
+    """One standalone ZooKeeper server, for suites that need znodes but no quorum (and
+    not the 3-node ensemble's start-up time)."""
+    yield from running_ensemble(tmp_path_factory, 1)
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""Fixtures of the deployment suite: the real ZooKeeper ensemble of the broker tests (the
-health gate's tests read and write znodes in it)."""
+"""Fixtures of the deployment suite: a real one-server ZooKeeper from the broker tests'
+fixtures (the health gate's tests read and write znodes in it)."""
 
 from __future__ import annotations
 
@@ -8,4 +8,4 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "broker" / "tests"))
 
-from zk_fixtures import zk_ensemble  # noqa: F401  (the real ZooKeeper ensemble)
+from zk_fixtures import zk_single  # noqa: F401  (a real one-server ZooKeeper)

@@ -1,5 +1,5 @@
 """The broker role's health gate (roles/broker/files/moldau_health.py) against a real
-ZooKeeper ensemble: with --wait it keeps looking until the ISR is full again, gives up
+ZooKeeper server: with --wait it keeps looking until the ISR is full again, gives up
 with the reasons when the time is over, and stops at once on a crash loop. The wait
 loop's timing on a fake clock is checked on its own."""
 
@@ -25,16 +25,16 @@ from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
 
 
 @pytest.fixture
-def cluster(zk_ensemble: ZooKeeperEnsemble, tmp_path: Path) -> Iterator[tuple[KazooClient, Path]]:
+def cluster(zk_single: ZooKeeperEnsemble, tmp_path: Path) -> Iterator[tuple[KazooClient, Path]]:
     """Broker 1 registered, topic t with partition 0 on brokers 1 and 2, ISR [1] (short);
     the client writes under the chroot the broker's server.properties names."""
     chroot = f"/gate-{uuid.uuid4().hex[:8]}"
-    root = KazooClient(hosts=zk_ensemble.connect_string)
+    root = KazooClient(hosts=zk_single.connect_string)
     root.start(timeout=15)
     root.ensure_path(chroot)
     root.stop()
     root.close()
-    zk = KazooClient(hosts=zk_ensemble.connect_string + chroot)
+    zk = KazooClient(hosts=zk_single.connect_string + chroot)
     zk.start(timeout=15)
     zk.create(zk_data.broker_path(1), b"{}", makepath=True)
     zk.create(zk_data.topic_path("t"), json.dumps({"partitions": {"0": [1, 2]}}).encode(),
@@ -42,7 +42,7 @@ def cluster(zk_ensemble: ZooKeeperEnsemble, tmp_path: Path) -> Iterator[tuple[Ka
     zk.create(zk_data.partition_state_path("t", 0), json.dumps({"leader": 1, "isr": [1]}).encode(),
               makepath=True)
     properties = tmp_path / "server.properties"
-    properties.write_text(f"broker.id=1\nzookeeper.connect={zk_ensemble.connect_string}{chroot}\n")
+    properties.write_text(f"broker.id=1\nzookeeper.connect={zk_single.connect_string}{chroot}\n")
     try:
         yield zk, properties
     finally:
