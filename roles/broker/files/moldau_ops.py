@@ -265,8 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("holds").add_argument("broker", type=int)
     sub.add_parser("leads").add_argument("broker", type=int)
     args = parser.parse_args(argv)
-    zk, props = connect(args.properties)
+    zk, props, why = connect(args.properties)
     if zk is None:
+        print(why)
         return 2
     try:
         cluster = read_cluster(zk, int(props.get("min.insync.replicas", "1")))
