@@ -25,7 +25,9 @@ to the kernel's autotuning. A connection with no traffic either way for
 
 Responses are a list of parts: bytes, and `FileRecords` (segment file ranges). On a
 plaintext connection file ranges go out with `sendfile`, straight from the page cache;
-on TLS they are read with pread and encrypted.
+on TLS they are read with pread and encrypted. The bytes of the responses to the
+requests handled in one pass (what one read brought in) leave in one write: a send is a
+system call that also wakes the client, which cost more than handling a small produce.
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ log = logging.getLogger("kafka.network.SocketServer")
 # A connection stops handling requests while its unsent responses exceed this.
 WRITE_HIGH_WATER = 4 * 1024 * 1024
 WRITE_LOW_WATER = 1 * 1024 * 1024
+# Response bytes gathered for one write go out once they reach this much, so the
+# transport's high-water mark still pauses a pass that answers a long pipeline.
+COALESCE_BYTES = 256 * 1024
 
 
 @dataclass
@@ -128,6 +133,8 @@ class Connection(asyncio.BufferedProtocol):
         self._task: asyncio.Future[None] | None = None  # the request in progress, if it waits
         self.response_meta: Any = None  # the handler's note for on_sent (RequestMetrics)
         self._send_started = 0
+        self._unsent: list[Any] = []  # response bytes of this pass, not yet written
+        self._unsent_bytes = 0
         self.last_active = time.monotonic()  # bytes in or a response out (idle closing)
 
     # --- asyncio callbacks -------------------------------------------------------------
@@ -254,7 +261,14 @@ class Connection(asyncio.BufferedProtocol):
     # --- request processing --------------------------------------------------------------
 
     def _process(self) -> None:
-        """Handle queued frames in order until one has to wait or the client must drain."""
+        """Handle queued frames in order until one has to wait or the client must drain;
+        the responses of the pass leave together."""
+        try:
+            self._handle_pending()
+        finally:
+            self._flush()
+
+    def _handle_pending(self) -> None:
         handler = self.server.handler
         bound = self.server.queue_bound
         while self.pending and not (self.busy or self.closed or self.muted or self._write_paused):
@@ -295,7 +309,9 @@ class Connection(asyncio.BufferedProtocol):
             # A long-polled fetch ends here: its file ranges go out with a plain sendfile
             # when the socket takes them, as in _process; asyncio's loop.sendfile costs
             # far more per range (futures, writer registration, pausing reads).
-            if not self._send(result):
+            sent_at_once = self._send(result)
+            self._flush()
+            if not sent_at_once:
                 return  # _send_rest finishes the response and carries on
             self._sent()
         self.busy = False
@@ -307,13 +323,14 @@ class Connection(asyncio.BufferedProtocol):
         A response with file ranges that cannot be sent at once finishes on a task."""
         transport = self.transport
         assert transport is not None
-        if len(parts) == 1:
-            transport.write(parts[0])  # type: ignore[arg-type]
-            return True
         for i, part in enumerate(parts):
             if type(part) is not FileRecords:
-                transport.write(part)  # type: ignore[arg-type]
+                self._unsent.append(part)
+                self._unsent_bytes += len(part)  # type: ignore[arg-type]
+                if self._unsent_bytes >= COALESCE_BYTES:
+                    self._flush()
                 continue
+            self._flush()  # what precedes the file range goes first
             if self.tls or transport.get_write_buffer_size():
                 # finish on a task (TLS copies; plaintext waits for the buffer to drain)
                 self.busy = True
@@ -326,6 +343,18 @@ class Connection(asyncio.BufferedProtocol):
                 self._task = asyncio.ensure_future(self._send_rest([rest, *parts[i + 1:]]))
                 return False
         return True
+
+    def _flush(self) -> None:
+        """Write the gathered response bytes in one call (one send when the socket
+        takes them)."""
+        unsent = self._unsent
+        if not unsent:
+            return
+        self._unsent = []
+        self._unsent_bytes = 0
+        if self.closed or self.transport is None:
+            return
+        self.transport.write(unsent[0] if len(unsent) == 1 else b"".join(unsent))
 
     def _sendfile_now(self, part: FileRecords) -> int:
         """sendfile as much as the socket takes without blocking."""
