@@ -122,3 +122,18 @@ def test_answers_before_a_waiting_request_leave_before_it_waits() -> None:
     writes = asyncio.run(scenario())
     # the waiting answer, then the pass it resumed, each in one write
     assert writes == [frame(b"now a"), frame(b"late wait"), frame(b"now b") + frame(b"now c")]
+
+
+def test_answers_before_a_malformed_request_are_sent_before_the_connection_closes() -> None:
+    from moldau.protocol.errors import ProtocolError
+
+    def handler(conn: Connection, request: bytearray) -> list[bytes]:
+        if request == b"garbage":
+            raise ProtocolError("garbage is not a request")
+        return echo(conn, request)
+
+    transport = RecordingTransport()
+    conn = connect(handler, transport)
+    receive(conn, frame(b"a") + frame(b"b") + frame(b"garbage") + frame(b"c"))
+    assert conn.closed
+    assert transport.writes == [frame(b"answer to a") + frame(b"answer to b")]

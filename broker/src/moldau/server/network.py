@@ -254,6 +254,7 @@ class Connection(asyncio.BufferedProtocol):
         if why:
             log.info("Closing connection %s (%s): %s", self.id, self.session.client_id or "-",
                      why)
+        self._flush()  # the answers to the requests before the one that failed still go
         self.closed = True
         if self.transport is not None:
             self.transport.abort()
