@@ -109,9 +109,10 @@ def run() -> str:
     ensemble = ZooKeeperEnsemble(workdir / "zk", size=1, die_with_parent=True).start()
     broker = BrokerProcess(str(workdir / "broker"), 1, ensemble.connect_string + "/bench",
                            properties=dict(s.AUTOTUNED_SOCKETS))
-    floor, floor_address = _start_floor(workdir)
+    floor: subprocess.Popen[bytes] | None = None
     results: dict[str, list[tuple[float, float]]] = {"broker": [], "floor": []}
     try:
+        floor, floor_address = _start_floor(workdir)
         broker.start()
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(60)
@@ -127,7 +128,8 @@ def run() -> str:
                 address, target_pid = targets[name]
                 results[name].append(drive(address, frames, requests, target_pid))
     finally:
-        floor.kill()
+        if floor is not None:
+            floor.kill()
         broker.stop()
         ensemble.stop()
         shutil.rmtree(workdir, ignore_errors=True)

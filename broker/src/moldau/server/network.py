@@ -133,7 +133,7 @@ class Connection(asyncio.BufferedProtocol):
         self._task: asyncio.Future[None] | None = None  # the request in progress, if it waits
         self.response_meta: Any = None  # the handler's note for on_sent (RequestMetrics)
         self._send_started = 0
-        self._unsent: list[Any] = []  # response bytes of this pass, not yet written
+        self._unsent: list[bytes | bytearray] = []  # response bytes of this pass, not yet written
         self._unsent_bytes = 0
         self.last_active = time.monotonic()  # bytes in or a response out (idle closing)
 
@@ -320,8 +320,9 @@ class Connection(asyncio.BufferedProtocol):
             self._process()
 
     def _send(self, parts: Parts) -> bool:
-        """Send a response; True when it went out (or into the transport's buffer) at once.
-        A response with file ranges that cannot be sent at once finishes on a task."""
+        """Send a response; True when it is done at once: its bytes gathered for the pass's
+        write (`_flush`), its file ranges sent. A response with file ranges that cannot be
+        sent at once finishes on a task."""
         transport = self.transport
         assert transport is not None
         for i, part in enumerate(parts):
