@@ -70,3 +70,28 @@ def test_a_follower_asks_again_soon_when_its_leader_only_lags_the_controller() -
     assert retry_delay_s(75, 0.02) == 0.02  # never longer than the configured backoff
     for code in (74, 56, -1):  # FENCED_LEADER_EPOCH waits for our own LeaderAndIsr
         assert retry_delay_s(code, 1.0) == 1.0
+
+
+def test_a_follower_caught_up_to_the_leader_is_not_throttled() -> None:
+    """Kafka's shouldFollowerThrottle: only a follower short of the leader's high watermark
+    waits for tokens. One that caught up (a new replica now in the ISR) fetches freely, or
+    every acks=all produce would wait while the bucket is empty."""
+    from types import SimpleNamespace
+
+    from moldau.replication.replica_fetcher import FetcherConfig, FetchState, ReplicaFetcher
+    from moldau.replication.throttle import ReplicationThrottle
+
+    clock = Clock()
+    throttle = ReplicationThrottle("follower", 2, lambda topic: LogConfig.from_properties(
+        {"follower.replication.throttled.replicas": "*"}), lambda: 1000.0)
+    throttle.quota = ByteRateQuota(lambda: 1000.0, clock)
+    throttle.quota.available()
+    throttle.quota.record(5000)  # the bucket is empty: the moving partitions took it all
+    fetcher = SimpleNamespace(throttle=throttle, config=FetcherConfig(broker_id=2))
+    moving = FetchState(SimpleNamespace(topic="t", index=0), truncating=False)
+    moving.lag = 700
+    in_sync = FetchState(SimpleNamespace(topic="t", index=1), truncating=False,
+                         caught_up=True)
+    fresh = FetchState(SimpleNamespace(topic="t", index=2), truncating=False)  # no answer yet
+    limits = ReplicaFetcher._throttled_limits(fetcher, [moving, in_sync, fresh])  # type: ignore[arg-type]
+    assert limits == {("t", 0): 0, ("t", 2): 0}

@@ -77,6 +77,9 @@ class FetchState:
     truncating: bool = True
     delayed_until: float = 0.0
     lag: int = 0  # the leader's high watermark minus our log end (FetcherLagMetrics)
+    # Kafka's isReplicaInSync: the last answer found us at the leader's high watermark.
+    # Such a follower is not throttled: with acks=all every produce waits for it.
+    caught_up: bool = False
 
     @property
     def tp(self) -> TopicPartition:
@@ -228,7 +231,7 @@ class ReplicaFetcher:
         throttle = self.throttle
         if throttle is None:
             return {}
-        throttled = [s.tp for s in states if throttle.applies(*s.tp)]
+        throttled = [s.tp for s in states if not s.caught_up and throttle.applies(*s.tp)]
         if not throttled:
             return {}
         available = throttle.quota.available()
@@ -324,6 +327,7 @@ class ReplicaFetcher:
         if plog.log_start_offset < data.log_start_offset <= plog.high_watermark:
             plog.delete_records(data.log_start_offset)
         state.lag = max(data.high_watermark - plog.log_end_offset, 0)
+        state.caught_up = state.lag == 0
         if records:
             self.on_appended(partition, len(records))
 
