@@ -136,7 +136,7 @@ class NetworkControllerChannel:
     async def leader_and_isr(self, broker_id: int, decisions: list[PartitionDecision]) -> None:
         if broker_id == self.local_id:
             await self.broker.load_topic_overrides({d.topic for d in decisions})
-            errors = self.broker.apply_leader_and_isr(decisions)
+            errors = await self.broker.apply_leader_and_isr(decisions)
             self._report_offline(broker_id, [tp for tp, code in errors.items()
                                              if code == KAFKA_STORAGE_ERROR])
             return
@@ -172,7 +172,7 @@ class NetworkControllerChannel:
     async def stop_replica(self, broker_id: int, partitions: list[tuple[str, int]],
                            delete: bool) -> None:
         if broker_id == self.local_id:
-            self.broker.apply_stop_replica(partitions, delete)
+            await self.broker.apply_stop_replica(partitions, delete)
             return
         self._send(broker_id, STOP_REPLICA, self.versions.stop_replica, stop_replica_request(
             partitions, delete, self.local_id, self.epochs.get(broker_id, -1),

@@ -110,6 +110,10 @@ class ReplicaFetcher:
         self.connection: BrokerConnection | None = None
         self._failed_connects = 0  # in a row: each doubles the next setup timeout
         self._wake = asyncio.Event()
+        # the partitions of the fetch waiting at the leader, and whether restart_long_poll
+        # closed its connection on purpose
+        self._in_flight: dict[TopicPartition, FetchState] | None = None
+        self._restarting = False
         # Python 3.11's wait_for can swallow a cancellation when the awaited response
         # fails at the same moment: the loop checks this flag as well
         self.closed = False
@@ -126,6 +130,21 @@ class ReplicaFetcher:
 
     def remove(self, tp: TopicPartition) -> None:
         self.states.pop(tp, None)
+
+    def restart_long_poll(self) -> None:
+        """Partitions joined (or rejoined, at a new leader epoch) while a fetch waits at the
+        leader without them. That fetch can wait replica.fetch.wait.max.ms for data on its
+        other partitions, and the leader answers one request per connection at a time: an
+        in-sync follower left out so long holds every acks=all produce to the partition.
+        Drop the waiting fetch with its connection; the next one asks for everything."""
+        in_flight = self._in_flight
+        if in_flight is None or self.connection is None:
+            return
+        now = _now()
+        if any(in_flight.get(tp) is not state for tp, state in self.states.items()
+               if state.delayed_until <= now):
+            self._restarting = True
+            self._disconnect()
 
     async def _run(self) -> None:
         log.info("[%s] Starting", self.name)
@@ -151,6 +170,9 @@ class ReplicaFetcher:
             except asyncio.CancelledError:
                 raise
             except (OSError, ConnectionError, TimeoutError) as exc:
+                if self._restarting:  # restart_long_poll: fetch again now, reconnected
+                    self._restarting = False
+                    continue
                 log.warning("[%s] Error in fetch from broker %d: %s", self.name,
                             self.leader_id, exc)
                 self._disconnect()
@@ -248,9 +270,15 @@ class ReplicaFetcher:
             await asyncio.sleep(0.05)
             return
         request = self._fetch_request(states, version, limits)
-        response = await connection.request(
-            FETCH, version, request,
-            self.config.socket_timeout_ms / 1000 + self.config.max_wait_ms / 1000)
+        self._in_flight = {s.tp: s for s in states}
+        try:
+            response = await connection.request(
+                FETCH, version, request,
+                self.config.socket_timeout_ms / 1000 + self.config.max_wait_ms / 1000)
+        finally:
+            self._in_flight = None
+        if self._restarting:  # the answer came before the restart could drop it
+            self._restarting = False
         if response.error_code:
             log.warning("[%s] Fetch from broker %d failed with error %d", self.name,
                         self.leader_id, response.error_code)
@@ -416,6 +444,16 @@ class ReplicaFetcherManager:
                 self.throttle, self.on_storage_error)
         fetcher.add(partition)
         self.assigned[tp] = key
+
+    def follows(self, tp: TopicPartition, leader_id: int) -> bool:
+        key = self.assigned.get(tp)
+        return key is not None and key[0] == leader_id
+
+    def restart_long_polls(self) -> None:
+        """After a LeaderAndIsr: fetchers that got partitions while a fetch was waiting
+        ask again at once (ReplicaFetcher.restart_long_poll)."""
+        for fetcher in self.fetchers.values():
+            fetcher.restart_long_poll()
 
     def remove_partitions(self, tps: list[TopicPartition]) -> None:
         for tp in tps:

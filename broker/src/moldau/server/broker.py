@@ -51,6 +51,7 @@ from .broker_metrics import (
 )
 from .config import BrokerConfig
 from .controlled_shutdown import controlled_shutdown
+from .cooperative import CooperativePause
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
 from .handlers import register_handlers
 from .metadata_cache import BrokerEndpoints, MetadataCache, PartitionInfo, TopicInfo
@@ -460,13 +461,15 @@ class Broker:
                 overrides = await self.zk.call("get_entity_config", "topics", topic)
                 self.topic_configs.set_overrides(topic, overrides)
 
-    def apply_leader_and_isr(self, decisions: list[PartitionDecision]
-                             ) -> dict[tuple[str, int], int]:
+    async def apply_leader_and_isr(self, decisions: list[PartitionDecision]
+                                   ) -> dict[tuple[str, int], int]:
         """Become leader or follower of each partition; followers fetch from their leader.
         Returns the error code of each partition that failed."""
         errors: dict[tuple[str, int], int] = {}
         assert self.fetchers is not None
+        pause = CooperativePause()
         for d in decisions:
+            await pause.maybe()
             if self.broker_id not in d.replicas:
                 continue
             if (d.topic, d.partition) in self.offline_partitions:
@@ -474,6 +477,13 @@ class Broker:
                 continue
             state = LeaderAndIsr(d.leader, d.leader_epoch, d.isr, d.replicas,
                                  d.controller_epoch, d.zk_version, d.adding)
+            # Kafka restarts a follower's fetch only for a new leader or leader epoch: a
+            # new ISR or replica list alone keeps its place (and the fetch in flight)
+            existing = self.replica_manager.get_partition(d.topic, d.partition)
+            keeps_following = (existing is not None and not existing.is_leader
+                               and existing.state.leader == d.leader
+                               and existing.state.leader_epoch == d.leader_epoch
+                               and self.fetchers.follows((d.topic, d.partition), d.leader))
             try:
                 partition = self.replica_manager.become_leader_or_follower(
                     d.topic, d.partition, d.topic_id, state,
@@ -487,13 +497,14 @@ class Broker:
                 continue  # an older leader epoch: ignored
             if partition.is_leader or d.leader < 0:
                 self.fetchers.remove_partitions([(d.topic, d.partition)])
-            else:
+            elif not keeps_following:
                 self.fetchers.add_partition(partition, d.leader)
             if d.topic == OFFSETS_TOPIC:
                 if partition.is_leader:
                     self.group_coordinator.on_elected(d.partition)
                 else:
                     self.group_coordinator.on_resigned(d.partition)
+        self.fetchers.restart_long_polls()
         return errors
 
     async def _write_isr(self, partition: Partition, isr: list[int]) -> int:
@@ -526,10 +537,13 @@ class Broker:
         for info in topics.values():
             cache.put_topic(info)
 
-    def apply_stop_replica(self, partitions: list[tuple[str, int]], delete: bool) -> None:
+    async def apply_stop_replica(self, partitions: list[tuple[str, int]], delete: bool
+                                 ) -> None:
         if self.fetchers is not None:
             self.fetchers.remove_partitions(partitions)
+        pause = CooperativePause()
         for topic, index in partitions:
+            await pause.maybe()
             if topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_resigned(index)
             self.replica_manager.stop_replica(topic, index, delete)

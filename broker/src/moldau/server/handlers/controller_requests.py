@@ -71,7 +71,7 @@ class LeaderAndIsrHandler(_ControlRequest):
         except KafkaError as exc:
             return self._response(version, decisions, exc.code, {})
         await self.broker.load_topic_overrides({d.topic for d in decisions})
-        errors = self.broker.apply_leader_and_isr(decisions)
+        errors = await self.broker.apply_leader_and_isr(decisions)
         return self._response(version, decisions, 0, errors)
 
     @staticmethod
@@ -109,7 +109,7 @@ class UpdateMetadataHandler(_ControlRequest):
 class StopReplicaHandler(_ControlRequest):
     MIN_VERSION, MAX_VERSION = 0, 4
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
         groups = read_stop_replica(request, ctx.api_version)
         code = 0
         try:
@@ -119,7 +119,7 @@ class StopReplicaHandler(_ControlRequest):
         else:
             for delete, partitions in groups.items():
                 if partitions:
-                    self.broker.apply_stop_replica(partitions, delete)
+                    await self.broker.apply_stop_replica(partitions, delete)
         R = StopReplicaResponse
         return R(error_code=code, partition_errors=[
             R.StopReplicaPartitionError(topic_name=t, partition_index=i, error_code=code)
