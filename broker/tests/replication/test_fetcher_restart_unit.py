@@ -1,5 +1,6 @@
-"""A follower's fetch waiting at the leader is dropped when partitions joined the fetcher
-after it was sent (ReplicaFetcher.restart_long_poll), and only then."""
+"""How long a follower's fetch may wait at the leader: it is dropped when partitions
+joined the fetcher after it was sent (ReplicaFetcher.restart_long_poll), and it waits no
+longer than until a partition backing off may fetch again (ReplicaFetcher._max_wait_ms)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from moldau.replication.replica_fetcher import FetchState, ReplicaFetcher
+from moldau.replication.replica_fetcher import FetcherConfig, FetchState, ReplicaFetcher
 
 
 def _fetcher(states: list[FetchState], in_flight: list[FetchState] | None) -> Any:
@@ -70,3 +71,19 @@ def test_nothing_happens_without_a_fetch_in_flight() -> None:
     fetcher = _fetcher([_state(0)], None)
     _restart(fetcher)
     assert fetcher.disconnects == 0
+
+
+def test_the_long_poll_ends_when_a_partition_left_out_may_fetch_again() -> None:
+    async def waits(states: list[FetchState]) -> int:
+        fake: Any = SimpleNamespace(states={s.tp: s for s in states},
+                                    config=FetcherConfig(broker_id=1, max_wait_ms=500))
+        return ReplicaFetcher._max_wait_ms(fake)
+
+    async def scenario() -> tuple[int, int]:
+        soon = asyncio.get_running_loop().time() + 0.05  # UNKNOWN_LEADER_EPOCH's retry
+        return (await waits([_state(0), _state(1)]),
+                await waits([_state(0), _state(1, delayed_until=soon)]))
+
+    everyone_in, one_backing_off = asyncio.run(scenario())
+    assert everyone_in == 500
+    assert 0 <= one_backing_off <= 50

@@ -8,6 +8,7 @@ import os
 import pytest
 from storage_helpers import as_stored, batch, crash
 
+from moldau.storage.checkpoints import read_leader_epoch_checkpoint
 from moldau.storage.config import LogConfig
 from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET, LeaderEpochCache
 from moldau.storage.log import PartitionLog
@@ -141,7 +142,39 @@ def test_checkpoint_is_reloaded_and_cleaned(tmp_path):
     cache = LeaderEpochCache(str(tmp_path))
     assert entries(cache) == [(1, 0), (2, 30), (5, 40)]
     cache.clear()
+    cache.flush()  # durable writes happen in the background; flush waits for them
     assert path.read_text() == "0\n0\n"
+
+
+def test_background_writes_land_in_order_and_flush_waits_for_them(tmp_path):
+    cache = LeaderEpochCache(str(tmp_path))  # sync: fsynced writes off the caller's thread
+    for epoch in range(1, 41):
+        cache.assign(epoch, epoch * 10)
+    cache.truncate_from_end(300)
+    cache.flush()
+    reloaded = LeaderEpochCache(str(tmp_path))
+    assert entries(reloaded) == [(e, e * 10) for e in range(1, 30)]
+
+
+def test_a_failed_background_write_surfaces_at_flush(tmp_path):
+    directory = tmp_path / "gone"
+    directory.mkdir()
+    cache = LeaderEpochCache(str(directory))
+    directory.rmdir()  # the write cannot create its temp file
+    cache.assign(1, 0)
+    with pytest.raises(OSError):
+        cache.flush()
+    cache.flush()  # reported once: the next flush has nothing left to wait for
+
+
+def test_a_log_flush_puts_the_epochs_on_disk_before_its_recovery_point_moves(tmp_path):
+    d = str(tmp_path / "t-0")
+    log = PartitionLog(d, LogConfig(), sync=True)
+    log.append_as_leader(batch(3), 7)
+    log.flush()
+    assert log.recovery_point == 3
+    assert read_leader_epoch_checkpoint(os.path.join(d, "leader-epoch-checkpoint")) == [(7, 0)]
+    log.close()
 
 
 # --- the cache inside a partition log ------------------------------------------------------------

@@ -269,7 +269,7 @@ class ReplicaFetcher:
         if not states:  # everything is throttled and over its rate: wait for tokens
             await asyncio.sleep(0.05)
             return
-        request = self._fetch_request(states, version, limits)
+        request = self._fetch_request(states, version, limits, self._max_wait_ms())
         self._in_flight = {s.tp: s for s in states}
         try:
             response = await connection.request(
@@ -312,8 +312,19 @@ class ReplicaFetcher:
                     if isinstance(exc, KafkaStorageError) and self.on_storage_error:
                         self.on_storage_error(state.partition, exc)
 
+    def _max_wait_ms(self) -> int:
+        """How long the leader may hold this fetch: replica.fetch.wait.max.ms, but no
+        longer than until a partition backing off (left out of it) may fetch again: after
+        UNKNOWN_LEADER_EPOCH that is 50 ms, and an in-sync follower kept out for a whole
+        long poll holds every acks=all produce to its partition that long."""
+        now = _now()
+        due = [s.delayed_until for s in self.states.values() if s.delayed_until > now]
+        if not due:
+            return self.config.max_wait_ms
+        return max(0, min(self.config.max_wait_ms, int((min(due) - now) * 1000)))
+
     def _fetch_request(self, states: list[FetchState], version: int,
-                       limits: dict[TopicPartition, int]) -> Any:
+                       limits: dict[TopicPartition, int], max_wait_ms: int) -> Any:
         F = FetchRequest
         by_topic: dict[Any, list[Any]] = {}
         names: dict[Any, str] = {}
@@ -328,7 +339,7 @@ class ReplicaFetcher:
                                     if version >= TRUNCATION_ON_FETCH_VERSION else -1),
                 log_start_offset=p.log.log_start_offset,
                 partition_max_bytes=limits.get(s.tp, self.config.partition_max_bytes)))
-        request = F(replica_id=self.config.broker_id, max_wait_ms=self.config.max_wait_ms,
+        request = F(replica_id=self.config.broker_id, max_wait_ms=max_wait_ms,
                     min_bytes=self.config.min_bytes, max_bytes=self.config.max_bytes,
                     isolation_level=0, session_id=0, session_epoch=-1,
                     topics=[F.FetchTopic(topic=names[k], topic_id=k if version >= 13 else None,

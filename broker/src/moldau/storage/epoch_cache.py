@@ -4,11 +4,21 @@ An ordered list of (epoch, start offset): the first offset each leader epoch wro
 answers OffsetsForLeaderEpoch (where does epoch E end?) so a follower truncates exactly
 the records a new leader does not have, and it is kept in `leader-epoch-checkpoint`,
 rewritten on every change.
+
+The memory is what counts while the broker runs; the file is for the next start. Its
+writes (each fsynced before it replaces the file, so a crash leaves the old or the new
+content, never a torn one) run in order on one background thread: a LeaderAndIsr
+bumping the epochs of fifty partitions would otherwise hold the broker's event loop for
+fifty fsyncs. A crash can lose the newest writes, which is safe as long as the log's
+recovery point never passes records whose epoch is not on disk (recovery rebuilds the
+epochs of the records after it): PartitionLog.flush calls flush() here first.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from .checkpoints import (
     LEADER_EPOCH_CHECKPOINT,
@@ -20,12 +30,23 @@ from .checkpoints import (
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
 
+log = logging.getLogger(__name__)
+_writer: ThreadPoolExecutor | None = None  # shared by every log: writes stay in order
+
+
+def _checkpoint_writer() -> ThreadPoolExecutor:
+    global _writer
+    if _writer is None:
+        _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="epoch-checkpoint")
+    return _writer
+
 
 class LeaderEpochCache:
     def __init__(self, directory: str, *, sync: bool = True) -> None:
         self.path = os.path.join(directory, LEADER_EPOCH_CHECKPOINT)
         self.sync = sync
         self.entries: list[EpochEntry] = []
+        self._written: Future[None] | None = None  # the latest background write
         # Loaded through the assign rules, as Kafka does, so a non-monotonic file is cleaned.
         for entry in read_leader_epoch_checkpoint(self.path):
             self._assign(entry.epoch, entry.start_offset)
@@ -104,5 +125,22 @@ class LeaderEpochCache:
         self.entries = []
         self._save()
 
+    def flush(self) -> None:
+        """Wait until the file holds what memory holds; OSError when a write failed."""
+        written, self._written = self._written, None
+        if written is not None:
+            written.result()
+
     def _save(self) -> None:
-        write_leader_epoch_checkpoint(self.path, self.entries, sync=self.sync)
+        if not self.sync:  # without fsync a write is cheap: do it now
+            write_leader_epoch_checkpoint(self.path, self.entries, sync=False)
+            return
+        written = _checkpoint_writer().submit(
+            write_leader_epoch_checkpoint, self.path, list(self.entries), sync=True)
+        written.add_done_callback(self._report_failure)
+        self._written = written
+
+    def _report_failure(self, written: Future[None]) -> None:
+        error = written.exception()
+        if error is not None:
+            log.error("Writing %s failed: %s", self.path, error)

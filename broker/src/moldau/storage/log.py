@@ -10,6 +10,7 @@ to which the log is known to be flushed, so recovery after a crash starts there.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 import random
 import time
@@ -660,6 +661,10 @@ class PartitionLog:
     def flush(self, up_to: int | None = None) -> None:
         """fsync segments holding offsets below up_to (default: everything); moves the
         recovery point there."""
+        try:  # the epochs of what the recovery point passes must be on disk first
+            self.epochs.flush()
+        except OSError as exc:
+            raise KafkaStorageError(f"flushing {self.directory} failed: {exc}") from exc
         up_to = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
         if up_to <= self.recovery_point:
             return
@@ -690,6 +695,8 @@ class PartitionLog:
 
     def close(self) -> None:
         self.closed = True  # a compaction pass built meanwhile is discarded, not installed
+        with contextlib.suppress(OSError):  # no write may land after a delete; flush() reports
+            self.epochs.flush()
         if self.producer_state.producers:
             # A snapshot at the log end: the next start replays nothing.
             self.producer_state.take_snapshot(self.log_end_offset, sync=self.sync)
