@@ -64,14 +64,27 @@ class Cluster:
 
     def create_topic(self, prefix: str, partitions: int = 3, replication_factor: int = 3,
                      **config: str) -> str:
+        from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import NewTopic
 
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-        admin = self.admin()  # held until the answer: its destruction fails the future
-        futures = admin.create_topics(
-            [NewTopic(name, partitions, replication_factor, config=config)],
-            operation_timeout=30)
-        futures[name].result(30)
+        deadline = time.monotonic() + 30
+        while True:
+            admin = self.admin()  # held until the answer: its destruction fails the future
+            futures = admin.create_topics(
+                [NewTopic(name, partitions, replication_factor, config=config)],
+                operation_timeout=30)
+            try:
+                futures[name].result(30)
+                break
+            except KafkaException as exc:
+                # librdkafka sends CreateTopics to the controller its metadata names and
+                # does not retry NOT_CONTROLLER: right after a fault test the controller
+                # may have moved. Kafka's Java admin client retries; so does this helper.
+                if (exc.args[0].code() != KafkaError.NOT_CONTROLLER
+                        or time.monotonic() > deadline):
+                    raise
+                time.sleep(0.5)
         self.wait_for(lambda: all(len(p.isrs) == replication_factor
                                   for p in self.partitions(name).values()),
                       30, f"{name}: every partition with a full ISR")
