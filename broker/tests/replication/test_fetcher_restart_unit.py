@@ -15,7 +15,7 @@ from moldau.replication.replica_fetcher import FetcherConfig, FetchState, Replic
 def _fetcher(states: list[FetchState], in_flight: list[FetchState] | None) -> Any:
     fake: Any = SimpleNamespace(
         states={s.tp: s for s in states},
-        _in_flight=None if in_flight is None else {s.tp: s for s in in_flight},
+        _in_flight=in_flight,
         connection=object(), _restarting=False, disconnects=0)
 
     def disconnect() -> None:

@@ -110,9 +110,9 @@ class ReplicaFetcher:
         self.connection: BrokerConnection | None = None
         self._failed_connects = 0  # in a row: each doubles the next setup timeout
         self._wake = asyncio.Event()
-        # the partitions of the fetch waiting at the leader, and whether restart_long_poll
+        # the states of the fetch waiting at the leader, and whether restart_long_poll
         # closed its connection on purpose
-        self._in_flight: dict[TopicPartition, FetchState] | None = None
+        self._in_flight: list[FetchState] | None = None
         self._restarting = False
         # Python 3.11's wait_for can swallow a cancellation when the awaited response
         # fails at the same moment: the loop checks this flag as well
@@ -141,7 +141,8 @@ class ReplicaFetcher:
         if in_flight is None or self.connection is None:
             return
         now = _now()
-        if any(in_flight.get(tp) is not state for tp, state in self.states.items()
+        asked = set(in_flight)  # FetchState compares by identity: a re-added one is new
+        if any(state not in asked for state in self.states.values()
                if state.delayed_until <= now):
             self._restarting = True
             self._disconnect()
@@ -270,7 +271,7 @@ class ReplicaFetcher:
             await asyncio.sleep(0.05)
             return
         request = self._fetch_request(states, version, limits, self._max_wait_ms())
-        self._in_flight = {s.tp: s for s in states}
+        self._in_flight = states
         try:
             response = await connection.request(
                 FETCH, version, request,
