@@ -8,12 +8,15 @@ again once the fault is over.
 * SIGSTOP of a leader for longer than its ZooKeeper session, then SIGCONT: it must find its
   session gone, register again and follow the leader elected meanwhile;
 * loss of one node of the three-node ZooKeeper ensemble during writes;
-* a rolling restart (SIGTERM, one broker at a time), with writes acknowledged throughout.
+* a rolling restart (SIGTERM, one broker at a time), with writes acknowledged throughout;
+* a leader's ISR write that landed in ZooKeeper while its answer was lost (as across a
+  session expiry): the leader must adopt what ZooKeeper holds, not stay stuck.
 
 Every test leaves all brokers running with every ISR full, even when it fails."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import time
@@ -180,3 +183,43 @@ def test_rolling_restart(cluster: Cluster) -> None:
         stall = judge(run, watch, "rolling restart")
     # leadership moves before each broker exits: writes never wait long
     assert stall <= 3.0, f"acknowledgements stalled for {stall:.2f}s during the restarts"
+
+
+def test_an_isr_write_whose_answer_was_lost(cluster: Cluster) -> None:
+    """ZooKeeper holds an ISR the leader wrote but never heard back about (kazoo retries a
+    write cut off by a connection loss or session expiry, and the retry meets the landed
+    write as a version conflict). Only the leader writes the ISR within a leader epoch, so
+    it must adopt what ZooKeeper holds and go on changing it. Waiting for the controller
+    would wait forever: no controller request follows a leader's own ISR write (the
+    cluster scenario's power loss left partitions under-replicated so). No broker stops
+    or starts here, since that makes the controller re-read every partition state."""
+    restore(cluster)
+    topic = cluster.create_topic("isr-answer-lost", partitions=1)
+    with cluster.zookeeper() as zk:
+        def state() -> tuple[Any, int]:
+            found = zk.get_partition_state(topic, 0)
+            assert found is not None
+            return found
+
+        current, version = state()
+        leader = current.leader
+        paused = max(b for b in cluster.brokers if b != leader)
+        # the "lost" write: this leader, this leader epoch, one follower left out
+        zk.update_partition_state(
+            topic, 0, dataclasses.replace(current, isr=[leader, paused]), version)
+        pid = cluster.brokers[paused].pid()
+        assert pid is not None
+        shrinks = log_text(cluster, leader).count("Shrinking ISR")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            # past replica.lag.time.max.ms (3 s), within the session (6 s): the leader
+            # drops the paused follower, with a write based on the version it knows
+            cluster.wait_for(lambda: log_text(cluster, leader).count("Shrinking ISR")
+                             > shrinks, 0.9 * SESSION_S, "the leader shrinking its ISR")
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        cluster.wait_for(lambda: sorted(state()[0].isr) == sorted(cluster.brokers), 30,
+                         "the full ISR in ZooKeeper again")
+        assert state()[0].leader_epoch == current.leader_epoch  # no controller election
+    assert "from this leader's earlier write" in log_text(cluster, leader)
+    restore(cluster)

@@ -20,7 +20,12 @@ from moldau.cluster import zk_data, zk_tls
 from moldau.cluster.config_changes import ConfigChangeListener
 from moldau.cluster.controller import Controller, PartitionDecision
 from moldau.cluster.zk_async import AsyncZk
-from moldau.cluster.zk_client import KafkaZkClient, ZkNodeExistsError, ZooKeeperUnavailableError
+from moldau.cluster.zk_client import (
+    KafkaZkClient,
+    ZkBadVersionError,
+    ZkNodeExistsError,
+    ZooKeeperUnavailableError,
+)
 from moldau.coordinator.group.coordinator import CoordinatorConfig, GroupCoordinator
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC, OffsetsLog
 from moldau.errors import KafkaStorageError
@@ -57,7 +62,7 @@ from .handlers import register_handlers
 from .metadata_cache import BrokerEndpoints, MetadataCache, PartitionInfo, TopicInfo
 from .network import ConnectionLimits, Listener, SocketServer, SocketSettings
 from .producer_ids import ProducerIdManager
-from .replica_manager import LeaderAndIsr, Partition, ReplicaManager
+from .replica_manager import LeaderAndIsr, Partition, RecordedIsr, ReplicaManager
 from .request_metrics import RequestMetrics
 from .requests import RequestDispatcher
 from .topic_admin import TopicAdmin
@@ -507,17 +512,40 @@ class Broker:
         self.fetchers.restart_long_polls()
         return errors
 
-    async def _write_isr(self, partition: Partition, isr: list[int]) -> int:
+    async def _write_isr(self, partition: Partition, isr: list[int]) -> RecordedIsr:
         """A leader's ISR change: a conditional write of the partition state, then a
         notification for the controller (Kafka's ZooKeeper-mode path)."""
         state = partition.state
         new_state = zk_data.PartitionState(leader=state.leader, leader_epoch=state.leader_epoch,
                                            isr=isr, controller_epoch=state.controller_epoch)
-        version = await self.zk.call("update_partition_state", partition.topic,
-                                     partition.index, new_state, state.zk_version)
+        try:
+            version = await self.zk.call("update_partition_state", partition.topic,
+                                         partition.index, new_state, state.zk_version)
+        except ZkBadVersionError:
+            recorded = await self._own_recorded_isr(partition)
+            if recorded is None:
+                raise
+            return recorded
         await self.zk.call("create_isr_change_notification",
                            [(partition.topic, partition.index)])
-        return version
+        return RecordedIsr(list(isr), version)
+
+    async def _own_recorded_isr(self, partition: Partition) -> RecordedIsr | None:
+        """After a conflicting ISR write: the recorded ISR when the znode still has this
+        leader and leader epoch. Then only this leader wrote it since our version, with an
+        earlier write whose answer was lost (a ZooKeeper session expiry or connection loss
+        while it was out: kazoo's retry then meets the landed write as a conflict)."""
+        state = partition.state
+        found = await self.zk.call("get_partition_state", partition.topic, partition.index)
+        if found is None:
+            return None
+        recorded, version = found
+        if (recorded.leader, recorded.leader_epoch) != (state.leader, state.leader_epoch):
+            return None  # the controller moved on: its LeaderAndIsr is coming
+        log.info("[Partition %s broker=%d] ZooKeeper holds ISR %s at version %d from this "
+                 "leader's earlier write (version %d expected); adopting it", partition.name,
+                 self.broker_id, ",".join(map(str, recorded.isr)), version, state.zk_version)
+        return RecordedIsr(list(recorded.isr), version)
 
     def apply_update_metadata(self, live: list[zk_data.BrokerRegistration],
                               decisions: list[PartitionDecision], deleted: list[str]) -> None:

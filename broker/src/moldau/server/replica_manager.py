@@ -160,8 +160,18 @@ class Partition:
                     future.set_result(None)
 
 
-# writes a leader's new ISR to ZooKeeper; returns the new partition state version
-IsrWriter = Callable[[Partition, list[int]], Awaitable[int]]
+@dataclass(frozen=True)
+class RecordedIsr:
+    """The ISR ZooKeeper holds for a partition's current leader epoch, and the version of
+    its state znode."""
+
+    isr: list[int]
+    zk_version: int
+
+
+# writes a leader's new ISR to ZooKeeper; returns what ZooKeeper then holds (the written
+# ISR, or the leader's own earlier write when that one landed but its answer was lost)
+IsrWriter = Callable[[Partition, list[int]], Awaitable[RecordedIsr]]
 
 
 class ReplicaManager:
@@ -220,23 +230,32 @@ class ReplicaManager:
         task.add_done_callback(self._isr_tasks.discard)
 
     async def _write_isr(self, partition: Partition, new_isr: list[int]) -> None:
-        state = partition.state
+        epoch = partition.state.leader_epoch
         assert self.isr_writer is not None
+        recorded: RecordedIsr | None = None
         try:
-            version = await self.isr_writer(partition, new_isr)
+            recorded = await self.isr_writer(partition, new_isr)
         except Exception as exc:  # a conflict or an outage: the controller's word stands
             self.failed_isr_updates.mark()
             log.info("[Partition %s broker=%d] Failed to update the ISR to %s: %s; waiting "
                      "for the controller's state", partition.name, self.broker_id,
                      _ids(new_isr), exc)
-            version = None
         if partition.pending_isr is new_isr:
             partition.pending_isr = None
-        if version is not None and partition.state is state:
-            state.isr = list(new_isr)
-            state.zk_version = version
+        # Only this partition's leader changes the ISR within a leader epoch, so what
+        # ZooKeeper recorded is newer than any state of the same epoch with an older
+        # version, including one a LeaderAndIsr brought while the write was out (read by
+        # the controller before the write landed). Dropping it would leave the leader on a
+        # stale version: every later ISR change would fail, and no controller request
+        # comes to repair it.
+        current = partition.state
+        if (recorded is not None and current.leader_epoch == epoch
+                and current.zk_version < recorded.zk_version):
+            current.isr = list(recorded.isr)
+            current.zk_version = recorded.zk_version
             log.info("[Partition %s broker=%d] ISR updated to %s and zkVersion updated to "
-                     "[%d]", partition.name, self.broker_id, _ids(new_isr), version)
+                     "[%d]", partition.name, self.broker_id, _ids(recorded.isr),
+                     recorded.zk_version)
         partition.maybe_increment_high_watermark()
         partition.wake()
 
