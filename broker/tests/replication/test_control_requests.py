@@ -41,10 +41,11 @@ def topic_ids(name: str) -> uuid.UUID:
 
 @pytest.mark.parametrize("version", range(8))
 def test_leader_and_isr(version: int) -> None:
-    request = cc.leader_and_isr_request(DECISIONS, 1, 55, [])
+    # the partitions' states were written by a controller of epoch 2; epoch 5 sends them
+    request = cc.leader_and_isr_request(DECISIONS, 1, 55, [], 5)
     back = round_trip(cc.LEADER_AND_ISR, version, request)
     assert cc.decisions_from_leader_and_isr(back, version, topic_ids) == DECISIONS
-    assert back.controller_epoch == 2
+    assert back.controller_epoch == 5
     assert back.broker_epoch == (55 if version >= 2 else -1)
 
 

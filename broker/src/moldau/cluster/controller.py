@@ -24,7 +24,11 @@ from uuid import UUID
 
 from moldau.cluster import zk_data
 from moldau.cluster.reassignment import PartitionReassigner, Reassignment, reassignments_in_znode
-from moldau.cluster.zk_client import ZkBadVersionError, ZooKeeperUnavailableError
+from moldau.cluster.zk_client import (
+    ControllerMovedError,
+    ZkBadVersionError,
+    ZooKeeperUnavailableError,
+)
 from moldau.errors import (
     BrokerNotAvailableError,
     ElectionNotNeededError,
@@ -163,6 +167,12 @@ class Controller:
             except ZooKeeperUnavailableError as exc:  # an outage, not a bug: no traceback
                 log.error("[Controller id=%d] Could not process event %s: %s",
                           self.broker_id, event, exc)
+            except ControllerMovedError as exc:  # another broker was elected meanwhile
+                log.info("[Controller id=%d] Stopped processing event %s: %s",
+                         self.broker_id, event, exc)
+                if event == "ask" and not payload[2].done():
+                    payload[2].set_exception(NotControllerError(str(exc)))
+                self.post("elect")  # finds the new holder of /controller and resigns
             except Exception:
                 log.exception("[Controller id=%d] Error processing event %s", self.broker_id,
                               event)
@@ -197,6 +207,10 @@ class Controller:
             result = await fn(*args)
         except ZkBadVersionError:
             raise  # _handle runs it again
+        except ControllerMovedError as exc:
+            if not future.done():
+                future.set_exception(NotControllerError(str(exc)))
+            raise
         except Exception as exc:
             if not future.done():
                 future.set_exception(exc)
@@ -378,7 +392,8 @@ class Controller:
             leader = live[0] if live else NO_LEADER
             state = zk_data.PartitionState(leader=leader, leader_epoch=0, isr=live or replicas,
                                            controller_epoch=self.epoch)
-            await self.zk.call("create_partition_states", name, {index: state})
+            await self.zk.call("create_partition_states", name, {index: state},
+                               self._epoch_zk_version())
             decision = self._decision(name, topic, index, state, 0)
             state_change_log.info(
                 "[Controller id=%d epoch=%d] Changed partition %s-%d from NewPartition to "
@@ -442,7 +457,7 @@ class Controller:
         new_state = zk_data.PartitionState(leader=leader, leader_epoch=state.leader_epoch + 1,
                                            isr=isr, controller_epoch=self.epoch)
         new_version = await self.zk.call("update_partition_state", name, index, new_state,
-                                         version)
+                                         version, self._epoch_zk_version())
         decision = self._decision(name, topic, index, new_state, new_version)
         topic.partitions[index] = decision
         if why == "unclean election" and self.on_unclean_election is not None:
@@ -457,6 +472,15 @@ class Controller:
                 "[Controller id=%d epoch=%d] Partition %s-%d is offline: no replica in the "
                 "ISR %s is alive", self.broker_id, self.epoch, name, index, isr)
         return decision
+
+    def _epoch_zk_version(self) -> int:
+        """The /controller_epoch version this controller's election left. Each partition
+        state write checks it in the same multi-op (Kafka's checkControllerAndUpdate): a
+        controller that lost its office and has not heard yet (its session expired and
+        another broker won) must not hand out leader epochs that the brokers, which
+        have heard from the new one, then refuse as stale, while the new controller
+        announces the state it read before."""
+        return int(self.zk.client.controller_epoch_zk_version)
 
     def _decision(self, name: str, topic: TopicState, index: int,
                   state: zk_data.PartitionState, version: int) -> PartitionDecision:

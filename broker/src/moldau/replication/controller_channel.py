@@ -144,7 +144,8 @@ class NetworkControllerChannel:
         names = {d.topic_id: d.topic for d in decisions}
         self._send(broker_id, LEADER_AND_ISR, version,
                    leader_and_isr_request(decisions, self.local_id, self.epochs.get(broker_id, -1),
-                                          self._leaders(decisions)),
+                                          self._leaders(decisions),
+                                          self._controller_epoch(decisions)),
                    lambda response: self._report_offline(
                        broker_id, offline_partitions(response, version, names)))
 
@@ -210,11 +211,14 @@ class NetworkControllerChannel:
 # --- request building (and reading back, for the receiving broker) -------------------------
 
 def leader_and_isr_request(decisions: list[PartitionDecision], controller_id: int,
-                           broker_epoch: int, live_leaders: list[Any]) -> Any:
+                           broker_epoch: int, live_leaders: list[Any],
+                           controller_epoch: int) -> Any:
+    """The request carries the sending controller's epoch, each partition the epoch of the
+    controller that wrote its state: a new controller announcing states its predecessor
+    wrote must not look stale to a broker that has already heard from it."""
     by_topic: dict[str, list[PartitionDecision]] = {}
     for d in decisions:
         by_topic.setdefault(d.topic, []).append(d)
-    controller_epoch = max((d.controller_epoch for d in decisions), default=0)
     return LeaderAndIsrRequest(
         controller_id=controller_id, controller_epoch=controller_epoch,
         broker_epoch=broker_epoch, type=0, live_leaders=live_leaders,
