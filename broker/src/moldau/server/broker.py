@@ -521,14 +521,16 @@ class Broker:
         try:
             version = await self.zk.call("update_partition_state", partition.topic,
                                          partition.index, new_state, state.zk_version)
+            recorded = RecordedIsr(list(isr), version)
         except ZkBadVersionError:
-            recorded = await self._own_recorded_isr(partition)
-            if recorded is None:
+            found = await self._own_recorded_isr(partition)
+            if found is None:
                 raise
-            return recorded
+            recorded = found
+        # also after adopting: the lost write's notification may never have been made
         await self.zk.call("create_isr_change_notification",
                            [(partition.topic, partition.index)])
-        return RecordedIsr(list(isr), version)
+        return recorded
 
     async def _own_recorded_isr(self, partition: Partition) -> RecordedIsr | None:
         """After a conflicting ISR write: the recorded ISR when the znode still has this
