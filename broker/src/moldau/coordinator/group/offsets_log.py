@@ -97,17 +97,18 @@ class OffsetsLog:
             return (mapped or type(exc)).code
 
     async def load(self, index: int) -> list[Entry]:
-        """Every group record and committed offset of the partition up to its high
-        watermark, in log order (the caller keeps the last of each key). Yields to the
-        event loop between reads, so a large partition does not stall the broker."""
+        """Every group record and committed offset of the partition up to its log end,
+        in log order (the caller keeps the last of each key). As in Kafka, not only up to
+        the high watermark: a new leader may not know the old one's yet, and what it
+        holds beyond is the latest state, committed once the followers catch up. Yields
+        to the event loop between reads, so a large partition does not stall the broker."""
         partition = self._partition(index)
         partition_log = partition.log
         offset = partition_log.log_start_offset
         entries: list[Entry] = []
         skipped = 0
-        while offset < partition_log.high_watermark:
-            data = partition_log.read(offset, self.load_buffer_size,
-                                      max_offset=partition_log.high_watermark)
+        while offset < partition_log.log_end_offset:
+            data = partition_log.read(offset, self.load_buffer_size)
             buffer = partition_log.read_bytes(data)
             if not buffer:
                 break
