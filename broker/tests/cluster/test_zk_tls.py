@@ -6,8 +6,11 @@ cannot read), and bad settings fail with the key to fix while ZooKeeper keeps se
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +23,7 @@ from tls_material import TlsMaterial, make_tls_material
 from moldau.cluster import zk_data as zd
 from moldau.cluster.zk_client import KafkaZkClient, ZooKeeperUnavailableError
 from moldau.cluster.zk_ensemble import ZkServerTls, ZooKeeperEnsemble
-from moldau.cluster.zk_tls import tls_context
+from moldau.cluster.zk_tls import StoreWatchingContext, tls_context
 from moldau.devcluster.brokers import BrokerProcess
 from moldau.security.tls import TlsConfigError
 
@@ -113,6 +116,51 @@ def test_an_untrusted_server_fails_with_the_tls_error_and_zookeeper_keeps_servin
     finally:
         plain.stop()
         plain.close()
+
+
+def replace_file(source: Path, target: Path) -> None:
+    """As a deployment tool writes a file: a new one renamed over the old."""
+    staging = target.with_suffix(".new")
+    shutil.copyfile(source, staging)
+    os.replace(staging, target)
+
+
+def test_the_broker_context_follows_its_trust_store_at_the_next_connection(
+        secure_zk, tls, tmp_path) -> None:
+    # A CA rotation or renewal rewrites the store files under a running broker: its next
+    # ZooKeeper connection must use them. Here the trust store first holds another CA (the
+    # handshake fails), then the right one arrives while the same client keeps retrying.
+    other_ca = make_tls_material(tmp_path / "other")
+    trust = tmp_path / "zk-trust.pem"
+    shutil.copyfile(other_ca.ca_cert, trust)
+    source = StoreWatchingContext(client_settings(
+        tls, **{"zookeeper.ssl.truststore.location": str(trust)}))
+    client = KafkaZkClient(secure_zk.secure_connect_string, session_timeout_ms=6000,
+                           connection_timeout_ms=30000, tls_context=source)
+    fixed = threading.Timer(3.0, replace_file, (tls.ca_cert, trust))
+    fixed.start()
+    try:
+        client.start()
+        assert "zookeeper" in client._client().get_children("/")
+        assert client._tls_handler is not None and client._tls_handler.last_error is None
+    finally:
+        fixed.cancel()
+        client.close()
+
+
+def test_a_half_written_store_keeps_the_last_good_context(tls, tmp_path) -> None:
+    trust = tmp_path / "zk-trust.pem"
+    shutil.copyfile(tls.ca_cert, trust)
+    source = StoreWatchingContext(client_settings(
+        tls, **{"zookeeper.ssl.truststore.location": str(trust)}))
+    first = source()
+    assert source() is first  # unchanged files: no rebuild
+    staging = tmp_path / "cut.pem"
+    staging.write_bytes(tls.ca_cert.read_bytes()[:40])
+    os.replace(staging, trust)
+    assert source() is first  # unreadable: the last good context stays
+    replace_file(tls.ca_cert, trust)
+    assert source() is not first  # readable again: rebuilt
 
 
 @pytest.mark.parametrize(("override", "key", "words"), [

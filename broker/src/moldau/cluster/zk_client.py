@@ -128,11 +128,12 @@ class KafkaZkClient:
         chroot: str | None = None,
         session_timeout_ms: int = 18000,
         connection_timeout_ms: int | None = None,
-        tls_context: ssl.SSLContext | None = None,
+        tls_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         secure_acls: bool = False,
         max_in_flight: int = 10,
     ) -> None:
-        """`tls_context`: connect to ZooKeeper's secure port with it (zk_tls.tls_context).
+        """`tls_context`: connect to ZooKeeper's secure port with it (zk_tls.tls_context),
+        or with what it returns at each connection (zk_tls.StoreWatchingContext).
         `secure_acls`: zookeeper.set.acl, the znodes this client creates get Kafka's
         secure ACLs (zk_tls.acls_for); it needs a client certificate in `tls_context`.
         `max_in_flight`: zookeeper.max.in.flight.requests, the most requests pipelined at

@@ -7,15 +7,20 @@ ZooKeeper's defaults: protocol TLSv1.2, and a store type taken from the file nam
 `*.type` is unset (.pem = PEM, .p12/.pfx = PKCS12), as ZooKeeper's X509Util does.
 
 kazoo builds its own SSL context from file names only, so the broker hands it a connection
-handler that wraps each socket with the context built here instead.
+handler that wraps each socket with the context built here instead. The broker's context
+is rebuilt for a connection when its key or trust store files changed (StoreWatchingContext):
+renewed certificates and a CA rotation reach ZooKeeper at the next reconnect, without a
+broker restart.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kazoo.handlers.threading import SequentialThreadingHandler
@@ -32,6 +37,8 @@ _KEYS = ("keystore.location", "keystore.password", "keystore.type", "truststore.
          "cipher.suites", "endpoint.identification.algorithm")
 _TYPE_BY_SUFFIX = {".pem": "PEM", ".p12": "PKCS12", ".pfx": "PKCS12", ".jks": "JKS"}
 _SSL_KEY = re.compile(r"(?<![\w.])ssl\.")
+
+log = logging.getLogger("moldau.cluster.zk_tls")
 
 # Kafka's ZkData.defaultAcls for a secure client: the creator (here the certificate's
 # subject, authenticated by ZooKeeper's x509 provider) may do anything, everyone may read;
@@ -73,6 +80,50 @@ def tls_context(values: Mapping[str, Any]) -> ssl.SSLContext | None:
                              ) from None
 
 
+class StoreWatchingContext:
+    """The ZooKeeper client context of a broker's settings, rebuilt when a store file
+    changed since it was built (checked at each connection: they are rare). A rebuild
+    that fails (a file half-written mid-rotation) keeps the last good context."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        settings = tls_settings(values)
+        if settings is None:
+            raise ValueError(f"{ENABLE} is not true")
+        self._values = dict(values)
+        self._files = [str(settings[f"ssl.{store}.location"])
+                       for store in ("keystore", "truststore")
+                       if settings.get(f"ssl.{store}.location")]
+        self._signature = self._stat()
+        context = tls_context(self._values)
+        assert context is not None
+        self.context = context  # raises above with the key to fix: a startup error
+
+    def _stat(self) -> tuple[tuple[int, int, int] | None, ...]:
+        def one(path: str) -> tuple[int, int, int] | None:
+            try:
+                found = os.stat(path)
+            except OSError:
+                return None
+            return found.st_ino, found.st_size, found.st_mtime_ns
+        return tuple(one(path) for path in self._files)
+
+    def __call__(self) -> ssl.SSLContext:
+        signature = self._stat()
+        if signature != self._signature:
+            try:
+                context = tls_context(self._values)
+            except (TlsConfigError, OSError) as exc:
+                log.warning("Keeping the previous ZooKeeper TLS context: the changed stores "
+                            "do not load: %s", exc)
+            else:
+                assert context is not None
+                self.context = context
+                self._signature = signature
+                log.info("ZooKeeper TLS stores changed: the next connections use them (%s)",
+                         ", ".join(self._files))
+        return self.context
+
+
 def kazoo_options(values: Mapping[str, Any]) -> dict[str, Any]:
     """KazooClient keyword arguments for a tool reading a broker's properties (or a
     `-zk-tls-config-file`): a TLS handler when `zookeeper.ssl.client.enable` is on."""
@@ -103,9 +154,10 @@ class TlsHandler(SequentialThreadingHandler):
     """kazoo's threading handler whose connections are TLS sockets from `context`; the
     last handshake failure is kept, for the error raised when no server can be reached."""
 
-    def __init__(self, context: ssl.SSLContext) -> None:
+    def __init__(self, context: ssl.SSLContext | Callable[[], ssl.SSLContext]) -> None:
+        """`context`: one for every connection, or a callable asked at each connection."""
         super().__init__()
-        self.context = context
+        self.context_source = context if callable(context) else (lambda: context)
         self.last_error: str | None = None
 
     def create_connection(self, address: tuple[str, int], hostname: str | None = None,
@@ -113,7 +165,8 @@ class TlsHandler(SequentialThreadingHandler):
                           ) -> ssl.SSLSocket:
         plain = socket.create_connection(address, timeout)
         try:
-            sock = self.context.wrap_socket(plain, server_hostname=hostname or address[0])
+            sock = self.context_source().wrap_socket(plain,
+                                                     server_hostname=hostname or address[0])
         except (ssl.SSLError, ssl.CertificateError, OSError) as exc:
             plain.close()
             self.last_error = f"TLS handshake with {address[0]}:{address[1]} failed: {exc}"

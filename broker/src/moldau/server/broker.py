@@ -297,7 +297,8 @@ class Broker:
         assert zk_config is not None
         try:
             zk_tls.check_secure_acls(self.config.values)
-            tls_context = zk_tls.tls_context(self.config.values)
+            tls_context = (zk_tls.StoreWatchingContext(self.config.values)
+                           if zk_tls.tls_settings(self.config.values) is not None else None)
         except TlsConfigError as exc:
             raise StartupError(f"ZooKeeper client: {exc}") from exc
         client = KafkaZkClient(
