@@ -12,7 +12,8 @@ talks to the lab brokers over the network the way an application does.
                                                until DIR/stop appears (DIR/ready once
                                                records flow), then every record must be
                                                acknowledged and read back, and neither
-                                               client may have reported an error
+                                               client may have reported an error (DIR/
+                                               group-log: why nothing was read in 60 s)
 --pki DIR: connect over SSL with DIR/ca.crt and the client certificate DIR/client-admin.*
 (the certificates role's directory on the control node). --replicas N: the replication
 factor of the topics (3; the broker role's one-broker scenario uses 1).
@@ -21,6 +22,8 @@ Exit 0 when the check holds; otherwise 1 with the reason."""
 from __future__ import annotations
 
 import argparse
+import collections
+import logging
 import os
 import sys
 import time
@@ -37,6 +40,35 @@ REPLICAS = 3  # --replicas
 
 def client_config(bootstrap: str, **extra: object) -> dict[str, object]:
     return {"bootstrap.servers": bootstrap, **SECURITY, **extra}
+
+
+class GroupTrace:
+    """librdkafka's consumer group log (debug=cgrp), kept in memory: a consumer that
+    reads nothing reports why (coordinator lookups, offset fetches) when the check fails."""
+
+    def __init__(self) -> None:
+        self.lines: collections.deque[str] = collections.deque(maxlen=5000)
+        self.logger = logging.getLogger(f"librdkafka-{id(self)}")
+        self.logger.propagate = False
+        self.logger.setLevel(logging.DEBUG)
+        handler = logging.Handler()
+        handler.emit = lambda record: self.lines.append(record.getMessage())  # type: ignore[method-assign]
+        self.logger.addHandler(handler)
+
+    def config(self) -> dict[str, object]:
+        return {"debug": "cgrp", "logger": self.logger}
+
+    def summary(self, limit: int = 15) -> str:
+        """The last distinct lines that say what the group is waiting for."""
+        words = ("error", "coordinator is", "changing coordinator", "offset", "wait-broker")
+        picked: list[str] = []
+        for line in reversed(self.lines):
+            text = line.split("]: ", 1)[-1]
+            if any(w in text.lower() for w in words) and text not in picked:
+                picked.append(text)
+            if len(picked) == limit:
+                break
+        return "\n".join(reversed(picked)) or "(no group log)"
 
 
 def use_pki(directory: str, certificate: bool = True) -> None:
@@ -105,9 +137,11 @@ def roundtrip(bootstrap: str, topic: str, count: int) -> None:
                          on_delivery=lambda err, _msg: err and failures.append(str(err)))
     if producer.flush(90) or failures:
         raise SystemExit(f"produce failed: {failures[:3]} ({len(failures)} errors)")
+    trace = GroupTrace()
     consumer = Consumer(client_config(bootstrap, **{"group.id": f"verify-{run}",
                                                     "auto.offset.reset": "earliest",
-                                                    "enable.auto.commit": False}))
+                                                    "enable.auto.commit": False},
+                                      **trace.config()))
     partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
     consumer.assign([TopicPartition(topic, p) for p in partitions])
     mine: list[bytes] = []  # this run's records (the topic may hold earlier runs')
@@ -119,7 +153,8 @@ def roundtrip(bootstrap: str, topic: str, count: int) -> None:
             mine.append(message.value())
     consumer.close()
     if sorted(mine) != sorted(sent) or len(mine) != len(set(mine)):
-        raise SystemExit(f"read back {len(mine)} of {count} records (duplicates or losses)")
+        raise SystemExit(f"read back {len(mine)} of {count} records (duplicates or losses); "
+                         f"the consumer's group log:\n{trace.summary()}")
     print(f"{topic}: {count} records produced with acks=all and read back")
 
 
@@ -138,9 +173,10 @@ def stream(bootstrap: str, topic: str, control: str) -> None:
     producer = Producer(client_config(bootstrap, **{
         "acks": "all", "enable.idempotence": True, "message.timeout.ms": 60000,
         "linger.ms": 5, "error_cb": on_error}))
+    trace = GroupTrace()
     consumer = Consumer(client_config(bootstrap, **{
         "group.id": f"stream-{run}", "auto.offset.reset": "earliest",
-        "enable.auto.commit": False, "error_cb": on_error}))
+        "enable.auto.commit": False, "error_cb": on_error}, **trace.config()))
     partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
     consumer.assign([TopicPartition(topic, p) for p in partitions])
     sent: list[bytes] = []
@@ -166,6 +202,7 @@ def stream(bootstrap: str, topic: str, control: str) -> None:
     ready = os.path.join(control, "ready")
     stop = os.path.join(control, "stop")
     started = next_send = time.monotonic()
+    reported = False
     while not os.path.exists(stop):
         if time.monotonic() >= next_send:  # 20 records a second: steady, cheap on 2 cores
             value = f"{run}-{len(sent)}".encode()
@@ -178,6 +215,11 @@ def stream(bootstrap: str, topic: str, control: str) -> None:
             open(ready, "w").close()
         if time.monotonic() - started > 900:
             raise SystemExit("no stop file after 15 minutes")
+        if not received and time.monotonic() - started > 60 and not reported:
+            reported = True  # the caller gives up waiting for DIR/ready: this says why
+            with open(os.path.join(control, "group-log"), "w") as out:
+                out.write(f"nothing read after 60 s; the consumer's group log:\n"
+                          f"{trace.summary()}\n")
     remaining = producer.flush(90)
     deadline = time.monotonic() + TIMEOUT_S
     while len(received) < len(acked) and time.monotonic() < deadline:
@@ -189,7 +231,8 @@ def stream(bootstrap: str, topic: str, control: str) -> None:
     if errors:
         problems.append(f"{len(errors)} client errors: {errors[:5]}")
     if sorted(received) != sorted(sent) or len(received) != len(set(received)):
-        problems.append(f"read back {len(received)} ({len(set(received))} distinct) of {len(sent)}")
+        problems.append(f"read back {len(received)} ({len(set(received))} distinct) of "
+                        f"{len(sent)}; the consumer's group log:\n{trace.summary()}")
     if problems:
         raise SystemExit(f"{topic}: " + "; ".join(problems))
     print(f"{topic}: {len(sent)} records produced and read back over "
