@@ -43,13 +43,16 @@ class BrokerSender:
     """The queue of requests to one broker and the task that sends them."""
 
     def __init__(self, broker_id: int, registration: zk_data.BrokerRegistration,
-                 listener: str, client_id: str, ssl_context: ssl.SSLContext | None,
+                 listener: str, client_id: str,
+                 ssl_context_for: Callable[[], ssl.SSLContext | None],
                  timeout_s: float) -> None:
         self.broker_id = broker_id
         self.registration = registration
         self.listener = listener
         self.client_id = client_id
-        self.ssl_context = ssl_context
+        # asked at each connection: the store files may have changed since (a certificate
+        # renewal or CA rotation reloads the listeners)
+        self.ssl_context_for = ssl_context_for
         self.timeout_s = timeout_s
         # (api key, version, request, what to do with the answer)
         self.queue: asyncio.Queue[tuple[int, int, Any, OnResponse | None]] = asyncio.Queue()
@@ -86,7 +89,7 @@ class BrokerSender:
             raise ConnectionError(f"broker {self.broker_id} has no {self.listener} listener")
         self.connection = await BrokerConnection.connect(
             endpoint.host or "localhost", endpoint.port, client_id=self.client_id,
-            ssl_context=self.ssl_context, timeout_s=self.timeout_s)
+            ssl_context=self.ssl_context_for(), timeout_s=self.timeout_s)
         return self.connection
 
     def close(self) -> None:
@@ -121,7 +124,7 @@ class NetworkControllerChannel:
             if broker_id != self.local_id and broker_id not in self.senders:
                 self.senders[broker_id] = BrokerSender(
                     broker_id, registration, self.broker.config.inter_broker_listener_name,
-                    f"controller-{self.local_id}", self.ssl_context_for(),
+                    f"controller-{self.local_id}", self.ssl_context_for,
                     self.broker.config["controller.socket.timeout.ms"] / 1000)
 
     def _send(self, broker_id: int, api_key: int, version: int, body: Any,

@@ -92,7 +92,7 @@ class ReplicaFetcher:
     def __init__(self, name: str, leader_id: int, config: FetcherConfig,
                  versions: InterBrokerVersions,
                  endpoint: Callable[[int], tuple[str, int] | None],
-                 ssl_context: ssl.SSLContext | None,
+                 ssl_context_for: Callable[[], ssl.SSLContext | None],
                  on_appended: Callable[[Partition, int], None],
                  throttle: ReplicationThrottle | None = None,
                  on_storage_error: Callable[[Partition, Exception], None] | None = None
@@ -104,7 +104,9 @@ class ReplicaFetcher:
         self.config = config
         self.versions = versions
         self.endpoint = endpoint
-        self.ssl_context = ssl_context
+        # asked at each connection: the store files may have changed since the fetcher
+        # started (a certificate renewal or CA rotation reloads the listeners)
+        self.ssl_context_for = ssl_context_for
         self.on_appended = on_appended
         self.states: dict[TopicPartition, FetchState] = {}
         self.connection: BrokerConnection | None = None
@@ -197,7 +199,7 @@ class ReplicaFetcher:
         try:
             self.connection = await BrokerConnection.connect(
                 address[0], address[1], client_id=f"broker-{config.broker_id}-fetcher",
-                ssl_context=self.ssl_context, timeout_s=timeout_ms / 1000,
+                ssl_context=self.ssl_context_for(), timeout_s=timeout_ms / 1000,
                 receive_buffer_bytes=config.socket_receive_buffer_bytes)
         except (OSError, TimeoutError):
             self._failed_connects = min(self._failed_connects + 1, 16)
@@ -452,7 +454,7 @@ class ReplicaFetcherManager:
         if fetcher is None:
             fetcher = self.fetchers[key] = ReplicaFetcher(
                 f"ReplicaFetcherThread-{key[1]}-{leader_id}", leader_id, self.config,
-                self.versions, self.endpoint, self.ssl_context_for(), self.on_appended,
+                self.versions, self.endpoint, self.ssl_context_for, self.on_appended,
                 self.throttle, self.on_storage_error)
         fetcher.add(partition)
         self.assigned[tp] = key
