@@ -133,8 +133,9 @@ def test_the_broker_context_follows_its_trust_store_at_the_next_connection(
     other_ca = make_tls_material(tmp_path / "other")
     trust = tmp_path / "zk-trust.pem"
     shutil.copyfile(other_ca.ca_cert, trust)
-    source = StoreWatchingContext(client_settings(
+    source = StoreWatchingContext.of(client_settings(
         tls, **{"zookeeper.ssl.truststore.location": str(trust)}))
+    assert source is not None
     client = KafkaZkClient(secure_zk.secure_connect_string, session_timeout_ms=6000,
                            connection_timeout_ms=30000, tls_context=source)
     fixed = threading.Timer(3.0, replace_file, (tls.ca_cert, trust))
@@ -151,8 +152,9 @@ def test_the_broker_context_follows_its_trust_store_at_the_next_connection(
 def test_a_half_written_store_keeps_the_last_good_context(tls, tmp_path) -> None:
     trust = tmp_path / "zk-trust.pem"
     shutil.copyfile(tls.ca_cert, trust)
-    source = StoreWatchingContext(client_settings(
+    source = StoreWatchingContext.of(client_settings(
         tls, **{"zookeeper.ssl.truststore.location": str(trust)}))
+    assert source is not None
     first = source()
     assert source() is first  # unchanged files: no rebuild
     staging = tmp_path / "cut.pem"

@@ -85,18 +85,22 @@ class StoreWatchingContext:
     changed since it was built (checked at each connection: they are rare). A rebuild
     that fails (a file half-written mid-rotation) keeps the last good context."""
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
-        settings = tls_settings(values)
-        if settings is None:
-            raise ValueError(f"{ENABLE} is not true")
+    def __init__(self, values: Mapping[str, Any], settings: Mapping[str, Any],
+                 context: ssl.SSLContext) -> None:
         self._values = dict(values)
         self._files = [str(settings[f"ssl.{store}.location"])
                        for store in ("keystore", "truststore")
                        if settings.get(f"ssl.{store}.location")]
         self._signature = self._stat()
-        context = tls_context(self._values)
-        assert context is not None
-        self.context = context  # raises above with the key to fix: a startup error
+        self.context = context
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> StoreWatchingContext | None:
+        """None when `zookeeper.ssl.client.enable` is off; a TlsConfigError naming the
+        key to fix when the stores do not load (a startup error)."""
+        settings = tls_settings(values)
+        context = tls_context(values)
+        return None if settings is None or context is None else cls(values, settings, context)
 
     def _stat(self) -> tuple[tuple[int, int, int] | None, ...]:
         def one(path: str) -> tuple[int, int, int] | None:

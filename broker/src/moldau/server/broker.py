@@ -297,8 +297,7 @@ class Broker:
         assert zk_config is not None
         try:
             zk_tls.check_secure_acls(self.config.values)
-            tls_context = (zk_tls.StoreWatchingContext(self.config.values)
-                           if zk_tls.tls_settings(self.config.values) is not None else None)
+            tls_context = zk_tls.StoreWatchingContext.of(self.config.values)
         except TlsConfigError as exc:
             raise StartupError(f"ZooKeeper client: {exc}") from exc
         client = KafkaZkClient(
