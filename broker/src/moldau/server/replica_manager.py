@@ -11,7 +11,6 @@ futures that appends and high-watermark moves complete.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -330,22 +329,41 @@ class ReplicaManager:
 
     # --- waiting ----------------------------------------------------------------------------
 
-    async def wait_for_change(self, partitions: Iterable[Partition], timeout_s: float) -> None:
-        """Wait until any of the partitions gets data or changes state, or the timeout."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
+    @staticmethod
+    def watch(partitions: Iterable[Partition]) -> asyncio.Future[None]:
+        """A future that the next change of any of the partitions completes, registered
+        now: a caller that reads, then returns a coroutine that waits (a long-polled
+        fetch, whose task starts a loop pass later), must not miss a change between."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         for partition in partitions:
             partition.waiters.append(future)
+        return future
+
+    async def wait_for_change(self, partitions: Iterable[Partition], timeout_s: float,
+                              watched: asyncio.Future[None] | None = None) -> None:
+        """Wait until any of the partitions gets data or changes state, or the timeout
+        (from `watched`, the partitions' watch() future, when the caller registered
+        earlier). A timer completes the future, rather than asyncio.wait_for: that adds a
+        future, callbacks and a loop pass to every long-polled fetch and acks=all wait."""
+        partitions = list(partitions)
+        future = self.watch(partitions) if watched is None else watched
+        timer = asyncio.get_running_loop().call_later(timeout_s, _complete, future)
         try:
-            await asyncio.wait_for(future, timeout_s)
-        except TimeoutError:
-            pass
+            await future
         finally:
-            if not future.done():
-                future.cancel()
-            for partition in partitions:
-                with contextlib.suppress(ValueError):  # a wake() already took it
-                    partition.waiters.remove(future)
+            timer.cancel()
+            self.unwatch(partitions, future)
+
+    @staticmethod
+    def unwatch(partitions: Iterable[Partition], future: asyncio.Future[None]) -> None:
+        """Forget a watch() future (completed or not)."""
+        if not future.done():
+            future.cancel()
+        for partition in partitions:
+            try:  # noqa: SIM105 - a try is free; contextlib.suppress builds an object
+                partition.waiters.remove(future)
+            except ValueError:  # a wake() already took it
+                pass
 
     def shutdown(self) -> None:
         for task in self._isr_tasks:
@@ -353,6 +371,11 @@ class ReplicaManager:
         for partition in self.partitions.values():
             partition.wake()
         self.partitions.clear()
+
+
+def _complete(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _ids(replicas: Iterable[int]) -> str:

@@ -17,6 +17,7 @@ truncation on fetch, IBP 2.7 and later).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -103,7 +104,10 @@ class FetchHandler:
         if (request.max_wait_ms <= 0 or total >= request.min_bytes or answer_now
                 or not partitions):
             return self._accounted(response, replica_id)
-        return self._long_poll(request, wanted, partitions, version, replica_id)
+        # watch now: the long poll's task starts a loop pass later, and an append in
+        # between (the next produce, answered first) would wait out max_wait_ms
+        watched = self.broker.replica_manager.watch(partitions)
+        return self._long_poll(request, wanted, partitions, version, replica_id, watched)
 
     def _accounted(self, response: Any, replica_id: int) -> Any:
         """Count the answer in BrokerTopicMetrics: bytes out (replication bytes for a
@@ -134,16 +138,20 @@ class FetchHandler:
         partition = self.broker.replica_manager.partitions.get((topic, index))
         return partition is not None and replica_id in partition.state.adding
 
-    async def _long_poll(self, request: Any, wanted: list[Any],
-                         partitions: list[Partition], version: int, replica_id: int) -> Any:
+    async def _long_poll(self, request: Any, wanted: list[Any], partitions: list[Partition],
+                         version: int, replica_id: int,
+                         watched: asyncio.Future[None] | None) -> Any:
         deadline = time.monotonic() + request.max_wait_ms / 1000
         rm = self.broker.replica_manager
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                if watched is not None:  # the task started after the deadline
+                    rm.unwatch(partitions, watched)
                 break
             with self.broker.purgatory["Fetch"].waiting(len(partitions)):
-                await rm.wait_for_change(partitions, remaining)
+                await rm.wait_for_change(partitions, remaining, watched)
+            watched = None  # registered anew after each read, in the same loop pass
             response, total, partitions, answer_now = self._read(request, wanted, version,
                                                                  replica_id, again=True)
             if total >= request.min_bytes or answer_now or not partitions:

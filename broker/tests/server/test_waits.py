@@ -1,0 +1,135 @@
+"""The waits of the request path without asyncio.wait_for: a long poll's watch registered
+before its task starts (no lost wake-up), wait_for_change's timeout, and the one timer
+a BrokerConnection keeps for the timeouts of all its requests."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from moldau.client.broker_connection import BrokerConnection
+from moldau.protocol.headers import encode_response
+from moldau.protocol.messages.api_versions_request import ApiVersionsRequest
+from moldau.protocol.messages.api_versions_response import ApiVersionsResponse
+from moldau.server.replica_manager import Partition, ReplicaManager
+
+API_VERSIONS = 18
+
+
+def _manager() -> ReplicaManager:
+    return ReplicaManager(1, None)  # type: ignore[arg-type]  # waits need no logs
+
+
+def _partition() -> Any:
+    partition: Any = SimpleNamespace(waiters=[])
+    partition.wake = lambda: Partition.wake(partition)
+    return partition
+
+
+def test_a_change_between_watch_and_wait_is_not_missed() -> None:
+    async def scenario() -> float:
+        partition = _partition()
+        watched = ReplicaManager.watch([partition])
+        partition.wake()  # an append before the long poll's task runs
+        started = time.monotonic()
+        await _manager().wait_for_change([partition], 5.0, watched)
+        assert partition.waiters == []
+        return time.monotonic() - started
+
+    assert asyncio.run(scenario()) < 1.0
+
+
+def test_wait_for_change_times_out_and_unregisters() -> None:
+    async def scenario() -> None:
+        partitions = [_partition(), _partition()]
+        started = time.monotonic()
+        await _manager().wait_for_change(partitions, 0.05)
+        assert 0.04 < time.monotonic() - started < 2.0
+        assert all(p.waiters == [] for p in partitions)
+
+    asyncio.run(scenario())
+
+
+def test_a_wake_ends_the_wait_and_leaves_no_waiter_behind() -> None:
+    async def scenario() -> None:
+        woken, quiet = _partition(), _partition()
+        asyncio.get_running_loop().call_later(0.01, woken.wake)
+        await _manager().wait_for_change([woken, quiet], 5.0)
+        assert woken.waiters == [] and quiet.waiters == []
+
+    asyncio.run(scenario())
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _answer(connection: BrokerConnection, correlation: int) -> None:
+    frame = encode_response(correlation, API_VERSIONS, 3, ApiVersionsResponse(error_code=0))
+    connection.on_frame(bytearray(frame[4:]))
+
+
+def _request(connection: BrokerConnection, timeout_s: float) -> Any:
+    return connection.request(API_VERSIONS, 3, ApiVersionsRequest(
+        client_software_name="t", client_software_version="1"), timeout_s)
+
+
+def test_requests_answered_in_time_leave_the_connection_open() -> None:
+    async def scenario() -> None:
+        transport = _Transport()
+        connection = BrokerConnection(transport, "t")
+        loop = asyncio.get_running_loop()
+        for correlation in (1, 2, 3):
+            loop.call_soon(_answer, connection, correlation)
+            answer = await _request(connection, 0.05)
+            assert answer.error_code == 0
+        await asyncio.sleep(0.1)  # the timer fires with nothing pending: nothing happens
+        assert not connection.closed and not transport.closed
+
+    asyncio.run(scenario())
+
+
+def test_a_request_past_its_timeout_fails_and_closes_the_connection() -> None:
+    async def scenario() -> None:
+        transport = _Transport()
+        connection = BrokerConnection(transport, "t")
+        slow = asyncio.ensure_future(_request(connection, 10.0))
+        await asyncio.sleep(0)
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await _request(connection, 0.05)  # a shorter deadline re-arms the timer
+        assert time.monotonic() - started < 2.0
+        assert connection.closed and transport.closed
+        with pytest.raises(ConnectionError):  # the others fail with the connection
+            await slow
+
+    asyncio.run(scenario())
+
+
+def test_the_timer_follows_the_earliest_pending_deadline() -> None:
+    async def scenario() -> None:
+        connection = BrokerConnection(_Transport(), "t")
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.02, _answer, connection, 1)
+        assert (await _request(connection, 0.04)).error_code == 0
+        # the timer armed for the first request fires while the second is pending: it
+        # must re-arm for the second's deadline, not fail it early
+        second = asyncio.ensure_future(_request(connection, 0.3))
+        await asyncio.sleep(0.1)
+        assert not second.done() and not connection.closed
+        _answer(connection, 2)
+        assert (await second).error_code == 0
+
+    asyncio.run(scenario())
