@@ -13,6 +13,8 @@ Message.decode, so a truncated or malformed buffer never escapes as anything els
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any, ClassVar, NamedTuple
 from uuid import UUID
 
@@ -49,6 +51,10 @@ def in_range(version: int, span: tuple[int, int] | None) -> bool:
     return span is not None and span[0] <= version <= span[1]
 
 
+# Struct.__eq__'s getter of (every field, _unknown_tags), per class
+_FIELD_GETTERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
+
+
 class Struct:
     """Base of every generated struct: equality by fields and a readable repr."""
 
@@ -57,11 +63,18 @@ class Struct:
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = ()
 
     def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
+        cls = type(self)
+        if type(other) is not cls:
             return NotImplemented
-        return all(getattr(self, f.name) == getattr(other, f.name) for f in self.FIELDS) and (
-            self._unknown_tags == other._unknown_tags  # type: ignore[attr-defined]
-        )
+        if other is self:
+            return True
+        # The encoders compare every struct-typed tagged field with its default: one
+        # C-level getter of all fields per class, not a generator of getattr calls.
+        fields = _FIELD_GETTERS.get(cls)
+        if fields is None:
+            fields = _FIELD_GETTERS[cls] = attrgetter(
+                *(f.name for f in cls.FIELDS), "_unknown_tags")
+        return bool(fields(self) == fields(other))
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 
@@ -302,6 +315,9 @@ def write_uuid_array(out: bytearray, value: list) -> None:
 
 def write_tagged(out: bytearray, tags: list[tuple[int, bytes]]) -> None:
     """Write a tagged-field section from (tag, encoded value) pairs, sorted by tag."""
+    if not tags:  # the common case: no tagged field differs from its default
+        out.append(0)
+        return
     write_uvarint(out, len(tags))
     for tag, data in sorted(tags, key=lambda item: item[0]):
         write_uvarint(out, tag)
