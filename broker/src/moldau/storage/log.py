@@ -40,6 +40,8 @@ from .segment import (
 from .validation import AppendInfo, validate_for_follower, validate_for_leader
 
 _INT32_MAX = 0x7FFFFFFF
+# How many appends PartitionLog remembers the position of (see _recent)
+RECENT_APPENDS = 16
 
 # Fetch isolation levels (FetchRequest.IsolationLevel).
 READ_UNCOMMITTED = 0
@@ -95,6 +97,12 @@ class PartitionLog:
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []  # base offsets of segments, for bisect
         self.pending_deletes: list[tuple[int, LogSegment]] = []  # (due ms, segment)
+        # Base offset -> (segment, file position, size) of the first batch of each recent
+        # append to the active segment. A caught-up follower's next fetch starts at one of
+        # them (as do a consumer's at the high watermark), and reading from there then
+        # needs no index lookup and no pread of batch headers. Cleared whenever segments
+        # roll, go, or are cut or replaced, so an entry is always right.
+        self._recent: dict[int, tuple[LogSegment, int, int]] = {}
         self.unflushed_messages = 0
         self.last_flush_ms = now_ms()
         self.closed = False
@@ -351,6 +359,9 @@ class PartitionLog:
         """Segment and file position of the batch that holds offset (or of the log end)."""
         if offset >= self.log_end_offset:
             return self._log_end
+        recent = self._recent.get(offset)
+        if recent is not None:
+            return OffsetMetadata(offset, recent[0].base_offset, recent[1])
         segment = self.segments[max(0, bisect.bisect_right(self._bases, offset) - 1)]
         header = segment.translate_offset(offset)
         position = header.position if header else segment.size
@@ -409,7 +420,14 @@ class PartitionLog:
         data = info.data
         if len(data) != info.valid_bytes:
             data = data[: info.valid_bytes]
+        position = segment.size
         segment.append(data, info.batches)
+        if info.batches:
+            first = info.batches[0]
+            recent = self._recent
+            recent[first.base_offset] = (segment, position, first.size)
+            if len(recent) > RECENT_APPENDS:
+                del recent[next(iter(recent))]
         self._log_end = OffsetMetadata(info.last_offset + 1, segment.base_offset, segment.size)
         unflushed = self.unflushed_messages = self.unflushed_messages + info.record_count
         if unflushed >= self.config.flush_messages:
@@ -436,6 +454,7 @@ class PartitionLog:
         if active.base_offset == base and active.size == 0:
             return active  # rolling an empty segment to its own offset changes nothing
         active.on_become_inactive()
+        self._recent.clear()
         segment = self._open_segment(base)
         self._add(segment)
         if self.log_end_offset == base:
@@ -461,6 +480,9 @@ class PartitionLog:
             )
         if start_offset >= end.offset:
             return FetchData(OffsetMetadata(start_offset), None)
+        recent = self._recent.get(start_offset)
+        if recent is not None:
+            return self._read_recent(start_offset, recent, end, max_bytes, min_one_batch)
         # Walk the segments by index: slicing the list would copy it, O(segment count).
         segments = self.segments
         end_base = end.segment_base_offset
@@ -476,6 +498,17 @@ class PartitionLog:
             if found is not None:
                 return FetchData(*found)
         return FetchData(OffsetMetadata(start_offset), None)
+
+    @staticmethod
+    def _read_recent(start_offset: int, recent: tuple[LogSegment, int, int],
+                     end: OffsetMetadata, max_bytes: int, min_one_batch: bool) -> FetchData:
+        """LogSegment.read for a batch whose position _recent knows: the same slice."""
+        segment, position, batch_size = recent
+        # the batch is in the active segment, and end (past it) is there too
+        size = max(max_bytes, batch_size) if min_one_batch else max_bytes
+        size = max(0, min(size, end.position - position))
+        return FetchData(OffsetMetadata(start_offset, segment.base_offset, position),
+                         FileSlice(segment.fd, position, size))
 
     def _bound(self, offset: int) -> OffsetMetadata:
         if offset == self._high_watermark.offset:
@@ -574,6 +607,7 @@ class PartitionLog:
             doomed.append(segment)
         if not doomed:
             return 0
+        self._recent.clear()
         if doomed[-1] is self.active_segment:
             self.roll()
         for segment in doomed:
@@ -592,6 +626,7 @@ class PartitionLog:
         ones are renamed `.deleted` (removed after file.delete.delay.ms), then the new one
         takes its final name. A crash in between is completed at the next load."""
         due = now_ms() + self.config.file_delete_delay_ms
+        self._recent.clear()
         for segment in old:
             i = self.segments.index(segment)
             del self.segments[i]
@@ -622,6 +657,7 @@ class PartitionLog:
         if offset <= self.segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
             return True
+        self._recent.clear()
         while self.segments[-1].base_offset >= offset:
             self.segments.pop().delete()
             self._bases.pop()
@@ -639,6 +675,7 @@ class PartitionLog:
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
+        self._recent.clear()
         for segment in self.segments:
             segment.delete()
         self.segments, self._bases = [], []
