@@ -14,6 +14,7 @@ from moldau.coordinator.group.group import GroupState
 from moldau.coordinator.group.offsets_log import OffsetsLog
 from moldau.coordinator.group.records import OffsetAndMetadata, read_key
 from moldau.errors import (
+    CoordinatorLoadInProgressError,
     FencedInstanceIdError,
     GroupMaxSizeReachedError,
     IllegalGenerationError,
@@ -294,3 +295,35 @@ def test_offsets_of_an_empty_group_expire_and_the_group_goes() -> None:
         assert "simple" not in c.groups
         c.shutdown()
     run(scenario)
+
+
+def test_a_coming_election_answers_load_in_progress_not_not_coordinator() -> None:
+    """While a LeaderAndIsr that makes this broker lead the group's offsets partition is
+    applied, or once this broker's metadata names it the leader, a client is told to
+    retry here (librdkafka abandons a manual assignment's offset fetch on
+    NOT_COORDINATOR); otherwise NOT_COORDINATOR sends it to look elsewhere."""
+    async def body() -> None:
+        c = GroupCoordinator(CoordinatorConfig(offsets_partitions=1), MemoryOffsetsLog(),
+                             asyncio.get_running_loop())
+        with pytest.raises(NotCoordinatorError):
+            c.fetch_offsets("g", None)
+        c.expect_elections([0])
+        with pytest.raises(CoordinatorLoadInProgressError):
+            c.fetch_offsets("g", None)
+        c.end_expected([0])
+        with pytest.raises(NotCoordinatorError):
+            c.fetch_offsets("g", None)
+        c.named_leader = lambda partition: partition == 0
+        with pytest.raises(CoordinatorLoadInProgressError):
+            c.fetch_offsets("g", None)
+        c.expect_elections([0])
+        c.on_elected(0)
+        assert c.expected == set()
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert c.fetch_offsets("g", None) == {}
+        c.on_resigned(0)
+        c.named_leader = lambda _partition: False
+        with pytest.raises(NotCoordinatorError):
+            c.fetch_offsets("g", None)
+    run(body)

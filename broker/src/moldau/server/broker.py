@@ -207,7 +207,7 @@ class Broker:
                                  compression=c["offsets.topic.compression.codec"],
                                  commit_timeout_ms=c["offsets.commit.timeout.ms"],
                                  load_buffer_size=c["offsets.load.buffer.size"])
-        return GroupCoordinator(CoordinatorConfig(
+        coordinator = GroupCoordinator(CoordinatorConfig(
             offsets_partitions=c["offsets.topic.num.partitions"],
             min_session_timeout_ms=c["group.min.session.timeout.ms"],
             max_session_timeout_ms=c["group.max.session.timeout.ms"],
@@ -217,6 +217,12 @@ class Broker:
             offsets_retention_ms=c["offsets.retention.minutes"] * 60 * 1000,
             offsets_retention_check_interval_ms=c["offsets.retention.check.interval.ms"],
         ), offsets_log, asyncio.get_running_loop())
+        coordinator.named_leader = self._named_offsets_leader
+        return coordinator
+
+    def _named_offsets_leader(self, partition: int) -> bool:
+        info = self.metadata.partition(OFFSETS_TOPIC, partition)
+        return info is not None and info.leader == self.broker_id
 
     def _replica_fetchers(self) -> ReplicaFetcherManager:
         c = self.config
@@ -470,6 +476,19 @@ class Broker:
                                    ) -> dict[tuple[str, int], int]:
         """Become leader or follower of each partition; followers fetch from their leader.
         Returns the error code of each partition that failed."""
+        assert self.fetchers is not None
+        # groups of the offsets partitions this request makes us lead must be retried
+        # here, not looked for elsewhere, while the request is applied in slices
+        coming = [d.partition for d in decisions
+                  if d.topic == OFFSETS_TOPIC and d.leader == self.broker_id]
+        self.group_coordinator.expect_elections(coming)
+        try:
+            return await self._apply_leader_and_isr(decisions)
+        finally:
+            self.group_coordinator.end_expected(coming)
+
+    async def _apply_leader_and_isr(self, decisions: list[PartitionDecision]
+                                    ) -> dict[tuple[str, int], int]:
         errors: dict[tuple[str, int], int] = {}
         assert self.fetchers is not None
         pause = CooperativePause()

@@ -111,6 +111,11 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.owned: set[int] = set()  # offsets partitions loaded and served here
         self.loading: set[int] = set()
+        # offsets partitions that a LeaderAndIsr being applied makes this broker lead
+        self.expected: set[int] = set()
+        # whether this broker's metadata names it the leader of an offsets partition
+        # (the broker sets it; a LeaderAndIsr may not have reached the coordinator yet)
+        self.named_leader: Callable[[int], bool] = lambda _partition: False
         self._timers: dict[str, GroupTimers] = {}
         self._member_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Future[Any]] = set()
@@ -129,15 +134,29 @@ class GroupCoordinator:
         if not self.active:
             raise CoordinatorNotAvailableError("the group coordinator is not active")
         partition = self.partition_of(group_id)
-        if partition in self.loading:
+        if partition in self.owned:
+            return
+        # A client that another broker's fresher metadata sends here, before this broker
+        # has taken the partition on, must retry rather than look elsewhere: librdkafka
+        # gives up a manual assignment's offset fetch on NOT_COORDINATOR for good.
+        if (partition in self.loading or partition in self.expected
+                or self.named_leader(partition)):
             raise CoordinatorLoadInProgressError(
                 f"the coordinator is loading partition {partition} of the offsets topic")
-        if partition not in self.owned:
-            raise NotCoordinatorError(f"this broker is not the coordinator of {group_id}")
+        raise NotCoordinatorError(f"this broker is not the coordinator of {group_id}")
+
+    def expect_elections(self, partitions: Iterable[int]) -> None:
+        """A LeaderAndIsr that makes this broker lead these offsets partitions is being
+        applied: their groups get COORDINATOR_LOAD_IN_PROGRESS until it is."""
+        self.expected.update(p for p in partitions if p not in self.owned)
+
+    def end_expected(self, partitions: Iterable[int]) -> None:
+        self.expected.difference_update(partitions)
 
     def on_elected(self, partition: int) -> None:
         """This broker leads an offsets partition: load its groups and offsets, then serve
         them (COORDINATOR_LOAD_IN_PROGRESS until then)."""
+        self.expected.discard(partition)
         if partition in self.owned or partition in self.loading:
             return
         self.loading.add(partition)
@@ -146,6 +165,7 @@ class GroupCoordinator:
     def on_resigned(self, partition: int) -> None:
         """Leadership of an offsets partition moved away: forget its groups (members get
         NOT_COORDINATOR and find the new coordinator)."""
+        self.expected.discard(partition)
         self.loading.discard(partition)
         if partition not in self.owned:
             return
