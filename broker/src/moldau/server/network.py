@@ -135,9 +135,6 @@ class Connection(asyncio.BufferedProtocol):
         self._send_started = 0
         self._unsent: list[bytes | bytearray] = []  # response bytes of this pass, not yet written
         self._unsent_bytes = 0
-        # TCP_CORK is set while a response with file ranges goes out (see _cork)
-        self._can_cork = False
-        self._corked = False
         self.last_active = time.monotonic()  # bytes in or a response out (idle closing)
 
     # --- asyncio callbacks -------------------------------------------------------------
@@ -164,7 +161,6 @@ class Connection(asyncio.BufferedProtocol):
                 send_buffer = self.server.settings.send_buffer_bytes
                 if send_buffer != -1:
                     self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
-                self._can_cork = not self.tls and hasattr(socket, "TCP_CORK")
         if self.tls:
             ssl_object = transport.get_extra_info("ssl_object")
             cert = ssl_object.getpeercert(binary_form=True) if ssl_object else None
@@ -336,53 +332,31 @@ class Connection(asyncio.BufferedProtocol):
                 if self._unsent_bytes >= COALESCE_BYTES:
                     self._flush()
                 continue
-            if self._can_cork and not self._corked:
-                self._cork(True)
-            self._flush(uncork=False)  # what precedes the file range goes first
+            self._flush()  # what precedes the file range goes first
             if self.tls or transport.get_write_buffer_size():
                 # finish on a task (TLS copies; plaintext waits for the buffer to drain)
-                self._uncork()
                 self.busy = True
                 self._task = asyncio.ensure_future(self._send_rest(parts[i:]))
                 return False
             sent = self._sendfile_now(part)
             if sent < part.size:
-                self._uncork()
                 self.busy = True
                 rest = FileRecords(part.fd, part.position + sent, part.size - sent)
                 self._task = asyncio.ensure_future(self._send_rest([rest, *parts[i + 1:]]))
                 return False
         return True
 
-    def _flush(self, uncork: bool = True) -> None:
+    def _flush(self) -> None:
         """Write the gathered response bytes in one call (one send when the socket
-        takes them), then let a corked response go."""
+        takes them)."""
         unsent = self._unsent
-        if unsent:
-            self._unsent = []
-            self._unsent_bytes = 0
-            if not self.closed and self.transport is not None:
-                self.transport.write(unsent[0] if len(unsent) == 1 else b"".join(unsent))
-        if uncork and self._corked:
-            self._uncork()
-
-    def _cork(self, on: bool) -> None:
-        """TCP_CORK holds what is written until it is cleared: a fetch response's header,
-        file ranges and the bytes between and after them then leave in full segments,
-        and the peer wakes once, not for the header, each range and the tail (a follower
-        read a response in up to three wake-ups, one system call and pass of its loop
-        each)."""
-        try:
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, int(on))  # type: ignore[union-attr]
-        except OSError:  # not a TCP socket (tests over socketpair), or closed
-            self._can_cork = False
-            self._corked = False
+        if not unsent:
             return
-        self._corked = on
-
-    def _uncork(self) -> None:
-        if self._corked:
-            self._cork(False)
+        self._unsent = []
+        self._unsent_bytes = 0
+        if self.closed or self.transport is None:
+            return
+        self.transport.write(unsent[0] if len(unsent) == 1 else b"".join(unsent))
 
     def _sendfile_now(self, part: FileRecords) -> int:
         """sendfile as much as the socket takes without blocking."""
