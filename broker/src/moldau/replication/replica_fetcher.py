@@ -27,6 +27,13 @@ from moldau.protocol.messages.fetch_request import FetchRequest
 from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
 from moldau.protocol.messages.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
 from moldau.protocol.records import complete_length
+from moldau.server.fetch_sessions import (
+    FETCH_SESSION_ID_NOT_FOUND,
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INVALID_FETCH_SESSION_EPOCH,
+    next_epoch,
+)
 from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 
 from .protocol_versions import InterBrokerVersions
@@ -52,6 +59,9 @@ LEADER_BEHIND_ERRORS = frozenset({
 })
 LEADER_BEHIND_RETRY_S = 0.05
 TRUNCATION_ON_FETCH_VERSION = 12  # Fetch v12 has last_fetched_epoch and diverging_epoch
+SESSIONS_VERSION = 7  # Fetch v7 has fetch sessions (KIP-227)
+# the leader lost the session (evicted, restarted) or it is out of step: open a new one
+SESSION_ERRORS = frozenset({FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH})
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 TopicPartition = tuple[str, int]
 
@@ -119,6 +129,11 @@ class ReplicaFetcher:
         # Python 3.11's wait_for can swallow a cancellation when the awaited response
         # fails at the same moment: the loop checks this flag as well
         self.closed = False
+        # the fetch session at the leader (KIP-227): its id (0: none yet), the epoch the
+        # next fetch carries, and each partition's fetch data as the session has it
+        self._session_id = 0
+        self._session_epoch = INITIAL_EPOCH
+        self._session_sent: dict[Any, tuple[Any, ...]] = {}
         self.task = asyncio.ensure_future(self._run())
 
     def add(self, partition: Partition) -> None:
@@ -208,9 +223,16 @@ class ReplicaFetcher:
         return self.connection
 
     def _disconnect(self) -> None:
+        self._reset_session()
         if self.connection is not None:
             self.connection.close()
             self.connection = None
+
+    def _reset_session(self) -> None:
+        """The next fetch is a full one that opens a new session; it names the old one,
+        which closes that at the leader (as Kafka's FetchSessionHandler does)."""
+        self._session_epoch = INITIAL_EPOCH
+        self._session_sent = {}
 
     # --- truncation -----------------------------------------------------------------------
 
@@ -278,15 +300,25 @@ class ReplicaFetcher:
             response = await connection.request(
                 FETCH, version, request,
                 self.config.socket_timeout_ms / 1000 + self.config.max_wait_ms / 1000)
+        except BaseException:
+            self._reset_session()  # the leader may or may not have applied it
+            raise
         finally:
             self._in_flight = None
         if self._restarting:  # the answer came before the restart could drop it
             self._restarting = False
         if response.error_code:
+            self._reset_session()
+            if response.error_code in SESSION_ERRORS:  # evicted, or out of step: anew
+                log.info("[%s] Fetch session %d at broker %d ended with error %d; starting "
+                         "a new one", self.name, request.session_id, self.leader_id,
+                         response.error_code)
+                return
             log.warning("[%s] Fetch from broker %d failed with error %d", self.name,
                         self.leader_id, response.error_code)
             await asyncio.sleep(self.config.backoff_ms / 1000)
             return
+        self._session_answered(request, response)
         by_key = {((s.partition.topic_id if version >= 13 else s.partition.topic),
                    s.partition.index): s for s in states}
         for topic in response.responses:
@@ -328,31 +360,66 @@ class ReplicaFetcher:
 
     def _fetch_request(self, states: list[FetchState], version: int,
                        limits: dict[TopicPartition, int], max_wait_ms: int) -> Any:
+        """The fetch for these partitions: a full one (opening a session), or within the
+        session only the partitions whose fetch data changed and those to forget."""
         F = FetchRequest
         by_topic: dict[Any, list[Any]] = {}
         names: dict[Any, str] = {}
+        sessions = version >= SESSIONS_VERSION
+        incremental = sessions and self._session_epoch != INITIAL_EPOCH
+        sent = self._session_sent
+        now_sent: dict[Any, tuple[Any, ...]] = {}
         for s in states:
             p = s.partition
             key = p.topic_id if version >= 13 else p.topic
+            data = (p.leader_epoch, p.log.log_end_offset,
+                    p.log.epochs.latest_epoch if version >= TRUNCATION_ON_FETCH_VERSION else -1,
+                    p.log.log_start_offset, limits.get(s.tp, self.config.partition_max_bytes))
+            now_sent[(key, p.index)] = data
+            if incremental and sent.get((key, p.index)) == data:
+                continue  # the session has it as it is
             names[key] = p.topic
             by_topic.setdefault(key, []).append(F.FetchPartition(
-                partition=p.index, current_leader_epoch=p.leader_epoch,
-                fetch_offset=p.log.log_end_offset,
-                last_fetched_epoch=(p.log.epochs.latest_epoch
-                                    if version >= TRUNCATION_ON_FETCH_VERSION else -1),
-                log_start_offset=p.log.log_start_offset,
-                partition_max_bytes=limits.get(s.tp, self.config.partition_max_bytes)))
+                partition=p.index, current_leader_epoch=data[0], fetch_offset=data[1],
+                last_fetched_epoch=data[2], log_start_offset=data[3],
+                partition_max_bytes=data[4]))
+        forgotten: dict[Any, list[int]] = {}
+        if incremental:
+            for key, index in sent.keys() - now_sent.keys():
+                forgotten.setdefault(key, []).append(index)
+        if sessions:
+            self._session_sent = now_sent
         request = F(replica_id=self.config.broker_id, max_wait_ms=max_wait_ms,
                     min_bytes=self.config.min_bytes, max_bytes=self.config.max_bytes,
-                    isolation_level=0, session_id=0, session_epoch=-1,
+                    isolation_level=0, session_id=self._session_id if sessions else 0,
+                    session_epoch=self._session_epoch if sessions else FINAL_EPOCH,
                     topics=[F.FetchTopic(topic=names[k], topic_id=k if version >= 13 else None,
                                          partitions=ps) for k, ps in by_topic.items()],
-                    forgotten_topics_data=[], rack_id="")
+                    forgotten_topics_data=[
+                        F.ForgottenTopic(topic=k if version < 13 else "",
+                                         topic_id=k if version >= 13 else None,
+                                         partitions=sorted(ps))
+                        for k, ps in forgotten.items()],
+                    rack_id="")
         if version >= 15:
             request.replica_id = -1
             request.replica_state = F.ReplicaState(replica_id=self.config.broker_id,
                                                    replica_epoch=-1)
         return request
+
+    def _session_answered(self, request: Any, response: Any) -> None:
+        """Follow the session the answer names: opened by a full fetch, or carried on."""
+        if request.session_epoch == FINAL_EPOCH:
+            return  # no sessions at this version
+        if request.session_epoch == INITIAL_EPOCH:
+            self._session_id = response.session_id
+            if response.session_id == 0:  # the leader keeps none (no slots): full again
+                self._reset_session()
+                return
+        elif response.session_id != self._session_id:
+            self._reset_session()
+            return
+        self._session_epoch = next_epoch(request.session_epoch)
 
     def _append(self, state: FetchState, data: Any) -> None:
         partition = state.partition

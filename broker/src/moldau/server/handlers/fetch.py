@@ -3,8 +3,9 @@ offset under read_committed), long-poll until min_bytes or max_wait_ms, and hand
 record data to the connection as file ranges, which plaintext connections send with
 sendfile.
 
-Fetch sessions (KIP-227) are not kept: every answer carries session id 0, which tells the
-client to send full fetch requests, as Kafka does when its session cache is full.
+Fetch sessions (KIP-227) are kept for followers only (moldau.server.fetch_sessions): a
+consumer's answer carries session id 0, which tells it to send full fetch requests, as
+Kafka does when its session cache is full.
 A follower's fetch (replica_id >= 0, CLUSTER_ACTION) reads up to the log end and tells the
 leader how far the follower got: that moves the high watermark and grows the ISR.
 
@@ -29,10 +30,19 @@ from moldau.errors import (
     UnknownLeaderEpochError,
     UnknownTopicIdError,
 )
+from moldau.protocol.messages.fetch_request import FetchRequest
 from moldau.protocol.messages.fetch_response import FetchResponse
 from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from moldau.storage.log import PartitionLog
 
+from ..fetch_sessions import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INVALID_FETCH_SESSION_EPOCH,
+    FetchSession,
+    FetchSessionCache,
+    next_epoch,
+)
 from ..replica_manager import Partition
 from ..replica_selector import NO_PREFERENCE, preferred_read_replica
 from ..responses import FileRecords
@@ -48,6 +58,9 @@ EpochEndOffset = FetchResponse.EpochEndOffset
 INT32_MAX = 2**31 - 1
 FETCH_SESSION_ID_NOT_FOUND = 70
 READ_COMMITTED = 1
+SESSIONS_VERSION = 7  # Fetch v7 brought fetch sessions
+# the session of a fetch and whether the fetch is incremental, or None
+SessionUse = tuple[FetchSession, bool] | None
 
 
 def check_leader_epoch(partition: Partition, requested: int) -> None:
@@ -88,26 +101,73 @@ class FetchHandler:
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+        self.sessions = FetchSessionCache(
+            broker.config["max.incremental.fetch.session.cache.slots"])
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
         replica_id = request.replica_id if version <= 14 else request.replica_state.replica_id
         if replica_id >= 0 and not ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
             return self._error_response(request, TopicAuthorizationFailedError.code)
-        if request.session_id != 0 or request.session_epoch > 0:
+        topics = request.topics
+        session: SessionUse = None
+        if replica_id >= 0 and version >= SESSIONS_VERSION:
+            session, error = self._session(request, version >= 13)
+            if error:
+                return FetchResponse(error_code=error, session_id=0, responses=[])
+            if session is not None and session[1]:
+                topics = session[0].topics(FetchRequest.FetchTopic)
+        elif request.session_id != 0 or request.session_epoch > 0:
             # an incremental request for a session we never created
             return FetchResponse(error_code=FETCH_SESSION_ID_NOT_FOUND, session_id=0,
                                  responses=[])
-        wanted = self._resolve(ctx, request, version, replica_id >= 0)
+        wanted = self._resolve(ctx, topics, version, replica_id >= 0)
         response, total, partitions, answer_now = self._read(request, wanted, version,
                                                              replica_id)
         if (request.max_wait_ms <= 0 or total >= request.min_bytes or answer_now
                 or not partitions):
-            return self._accounted(response, replica_id)
+            return self._answer(response, replica_id, session, version)
         # watch now: the long poll's task starts a loop pass later, and an append in
         # between (the next produce, answered first) would wait out max_wait_ms
         watched = self.broker.replica_manager.watch(partitions)
-        return self._long_poll(request, wanted, partitions, version, replica_id, watched)
+        return self._long_poll(request, wanted, partitions, version, replica_id, watched,
+                               session)
+
+    def _session(self, request: Any, by_id: bool) -> tuple[SessionUse, int]:
+        """A follower's fetch session (KIP-227, as Kafka's FetchManager.newContext): (the
+        session and whether this fetch is incremental, or None for a sessionless
+        fetch; an error code)."""
+        session_id, epoch = request.session_id, request.session_epoch
+        if session_id != 0 and epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+            self.sessions.remove(session_id)  # closed; a new one starts, or none
+        elif session_id != 0:
+            session = self.sessions.get(session_id)
+            if session is None:
+                return None, FETCH_SESSION_ID_NOT_FOUND
+            if epoch != session.epoch:
+                return None, INVALID_FETCH_SESSION_EPOCH
+            session.epoch = next_epoch(epoch)
+            session.update(request.topics, request.forgotten_topics_data, by_id)
+            return (session, True), 0
+        if epoch != INITIAL_EPOCH:
+            return None, 0  # a full fetch without a session
+        created = self.sessions.create()
+        if created is None:
+            return None, 0  # no slots: answered with session id 0
+        created.update(request.topics, [], by_id)
+        return (created, False), 0
+
+    def _answer(self, response: Any, replica_id: int, session: SessionUse,
+                version: int) -> Any:
+        """The final answer: an incremental one keeps only the partitions with news."""
+        if session is not None:
+            fetch_session, incremental = session
+            if incremental:
+                fetch_session.filter(response, version >= 13)
+            else:
+                fetch_session.remember(response, version >= 13)
+            response.session_id = fetch_session.id
+        return self._accounted(response, replica_id)
 
     def _accounted(self, response: Any, replica_id: int) -> Any:
         """Count the answer in BrokerTopicMetrics: bytes out (replication bytes for a
@@ -140,7 +200,7 @@ class FetchHandler:
 
     async def _long_poll(self, request: Any, wanted: list[Any], partitions: list[Partition],
                          version: int, replica_id: int,
-                         watched: asyncio.Future[None] | None) -> Any:
+                         watched: asyncio.Future[None] | None, session: SessionUse) -> Any:
         deadline = time.monotonic() + request.max_wait_ms / 1000
         rm = self.broker.replica_manager
         while True:
@@ -155,16 +215,16 @@ class FetchHandler:
             response, total, partitions, answer_now = self._read(request, wanted, version,
                                                                  replica_id, again=True)
             if total >= request.min_bytes or answer_now or not partitions:
-                return self._accounted(response, replica_id)
-        return self._accounted(self._read(request, wanted, version, replica_id, again=True)[0],
-                               replica_id)
+                return self._answer(response, replica_id, session, version)
+        return self._answer(self._read(request, wanted, version, replica_id, again=True)[0],
+                            replica_id, session, version)
 
-    def _resolve(self, ctx: RequestContext, request: Any, version: int,
+    def _resolve(self, ctx: RequestContext, topics: list[Any], version: int,
                  from_follower: bool) -> list[Any]:
         """[(topic name or None, topic id, topic entry, authorized)] in request order."""
         metadata = self.broker.metadata
         resolved = []
-        for topic in request.topics:
+        for topic in topics:
             if version >= 13:
                 name = metadata.topic_names.get(topic.topic_id)
                 topic_id = topic.topic_id
