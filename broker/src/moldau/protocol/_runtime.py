@@ -167,8 +167,21 @@ def bad_count(what: str, pos: int, n: int) -> ProtocolError:
     )
 
 
+# Topic ids decoded before: every follower fetch and its answer carry the same few, and
+# UUID(bytes=...) runs a Python-level __init__ each time. UUIDs are immutable; the cache
+# starts over when it is full.
+_UUIDS: dict[bytes, UUID] = {_ZERO_UUID_BYTES: ZERO_UUID}
+_UUIDS_MAX = 4096
+
+
 def as_uuid(raw: bytes) -> UUID:
-    return ZERO_UUID if raw == _ZERO_UUID_BYTES else UUID(bytes=raw)
+    found = _UUIDS.get(raw)
+    if found is None:
+        if len(_UUIDS) >= _UUIDS_MAX:
+            _UUIDS.clear()
+            _UUIDS[_ZERO_UUID_BYTES] = ZERO_UUID
+        found = _UUIDS[raw] = UUID(bytes=raw)
+    return found
 
 
 _ARRAY_STRUCTS: dict[tuple[str, int], struct.Struct] = {}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -592,5 +593,8 @@ def retry_delay_s(code: int, backoff_s: float) -> float:
 
 
 def _now() -> float:
-    return asyncio.get_running_loop().time()
+    # the clock of asyncio's loop.time(), without asking for the running loop (a getpid
+    # system call in CPython 3.11) at every fetch: the fetcher compares only its own
+    # readings of it
+    return time.monotonic()
 

@@ -55,6 +55,12 @@ if TYPE_CHECKING:
 PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse
 EpochEndOffset = FetchResponse.EpochEndOffset
+# The tagged struct fields every answer carries at their defaults, shared: the handler
+# only ever replaces them (a diverging epoch), and building three structs per partition
+# and read was a measurable part of serving a follower's fetch
+NO_DIVERGING_EPOCH = EpochEndOffset()
+NO_CURRENT_LEADER = FetchResponse.LeaderIdAndEpoch()
+NO_SNAPSHOT_ID = FetchResponse.SnapshotId()
 INT32_MAX = 2**31 - 1
 FETCH_SESSION_ID_NOT_FOUND = 70
 READ_COMMITTED = 1
@@ -263,7 +269,9 @@ class FetchHandler:
         for name, topic_id, topic, authorized in wanted:
             partitions_out = []
             for fp in topic.partitions:
-                out = PartitionData(partition_index=fp.partition, records=b"")
+                out = PartitionData(partition_index=fp.partition, records=b"",
+                                    diverging_epoch=NO_DIVERGING_EPOCH,
+                                    current_leader=NO_CURRENT_LEADER, snapshot_id=NO_SNAPSHOT_ID)
                 try:
                     if name is None:
                         raise UnknownTopicIdError(f"unknown topic id {topic.topic_id}")
