@@ -232,9 +232,9 @@ KEYS_LIST: list[ConfigKey] = [
          InterBrokerProtocol(),
          note="gates inter-broker request versions and the registration format"),
     impl("fetch.max.bytes", "int", 55 * 1024 * 1024, "M", at_least(1024)),
-    acc("max.incremental.fetch.session.cache.slots", "int", 1000, "M",
-        "no fetch sessions are kept: every Fetch answer carries session id 0, what Kafka "
-        "answers when this cache is full", at_least(0)),
+    impl("max.incremental.fetch.session.cache.slots", "int", 1000, "M", at_least(0),
+         note="bounds the followers' fetch sessions (KIP-227); consumers get none: "
+         "session id 0, what Kafka answers when this cache is full"),
     acc("fetch.purgatory.purge.interval.requests", "int", 1000, "M", ONE_LOOP),
     acc("producer.purgatory.purge.interval.requests", "int", 1000, "M", ONE_LOOP),
     acc("delete.records.purgatory.purge.interval.requests", "int", 1, "M", ONE_LOOP),
