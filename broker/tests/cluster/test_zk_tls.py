@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
+import ssl
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,9 +46,29 @@ def secure_zk(tmp_path_factory: pytest.TempPathFactory, tls: TlsMaterial
                                  die_with_parent=True, tls=server_tls)
     ensemble.start(timeout=60)
     try:
+        first_handshake(ensemble, tls)
         yield ensemble
     finally:
         ensemble.stop()
+
+
+def first_handshake(zk: ZooKeeperEnsemble, tls: TlsMaterial, timeout: float = 60.0) -> None:
+    """A fresh ZooKeeper JVM's first TLS handshakes can take longer than a client's
+    6 s session timeout on a loaded machine (a CI rehearsal saw one time out at load
+    9): warm its TLS stack up once here, with time to spare, so the tests time what
+    they mean to."""
+    context = tls_context(client_settings(tls))
+    host, port = zk.secure_connect_string.split(",")[0].split(":")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout) as plain, \
+                    context.wrap_socket(plain, server_hostname=host):
+                return
+        except (OSError, ssl.SSLError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def client_settings(tls: TlsMaterial, **overrides: str) -> dict[str, str]:
