@@ -9,7 +9,11 @@ ZooKeeper node and the client share the machine's 2 cores, so RF 3 pays for thre
 copies of every byte on the same CPUs. ROUNDS rounds, RF 1 and RF 3 interleaved (the
 first of a round alternates), each on a fresh topic; the figures are medians, and the
 ratio is the median of the per-round ratios, so a noisy neighbour hits both sides of a
-round. The brokers' CPU seconds per GB say what each byte costs them, whatever the noise.
+round. The brokers' CPU seconds per GB say what each byte costs them, whatever the noise;
+the size of the producer's requests (from the brokers' RequestMetrics) says why they
+move: the producer sends requests at a nearly fixed rate, each acks=all request costs
+the brokers two follower fetch round trips, so fewer bytes per request cost more CPU
+per GB (docs/replication.md, "What replication costs").
 
 Failover: a topic of one partition (RF 3, min.insync.replicas 2) takes an acks=all
 record every 5 ms; its leader is killed with SIGKILL and the time from the kill to the
@@ -35,6 +39,7 @@ the client's part is the client's own timers:
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import re
 import shutil
@@ -43,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,18 +116,34 @@ def produce_mb_s(bootstrap: str, topic: str, total: int) -> float:
     return count * len(value) / (time.perf_counter() - t0) / 1e6
 
 
+def produce_requests(metrics_ports: list[int]) -> int:
+    """Produce requests the brokers have handled (RequestMetrics, over the JMX-like
+    endpoint MOLDAU_METRICS_PORT opens)."""
+    query = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,*"
+    count = 0
+    for port in metrics_ports:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/jmx?qry={query}",
+                                    timeout=10) as answer:
+            count += sum(bean.get("Count", 0) for bean in json.load(answer)["beans"])
+    return count
+
+
 def throughput_round(cluster: dict[int, Any], bootstrap: str, total: int,
-                     order: tuple[int, ...]) -> dict[int, tuple[float, float]]:
-    """MB/s and the brokers' CPU seconds per GB for each replication factor in order."""
+                     order: tuple[int, ...], metrics_ports: list[int]
+                     ) -> dict[int, tuple[float, float, float]]:
+    """MB/s, the brokers' CPU seconds per GB and the KB per produce request for each
+    replication factor in order."""
     result = {}
     for rf in order:
         topic = f"bench-rf{rf}-{uuid.uuid4().hex[:6]}"
         _create(bootstrap, topic, 6, rf)
         pids = [b.pid() for b in cluster.values()]
+        requests0 = produce_requests(metrics_ports)
         cpu0 = sum(cpu_seconds(p) for p in pids)
         rate = produce_mb_s(bootstrap, topic, total)
         cpu = sum(cpu_seconds(p) for p in pids) - cpu0
-        result[rf] = (rate, cpu / (total / 1e9))
+        requests = produce_requests(metrics_ports) - requests0
+        result[rf] = (rate, cpu / (total / 1e9), total / max(requests, 1) / 1e3)
     return result
 
 
@@ -238,7 +260,7 @@ def failover_trial(cluster: dict[int, Any], bootstrap: str, topic: str,
 def run() -> str:
     sys.path.insert(0, str(s.REPO / "broker" / "src"))
     from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
-    from moldau.devcluster.brokers import BrokerProcess
+    from moldau.devcluster.brokers import BrokerProcess, free_port
 
     clock = s.Stopwatch()
     quick = s.RUNS < 10
@@ -251,13 +273,16 @@ def run() -> str:
     props = {**s.AUTOTUNED_SOCKETS,
              "zookeeper.session.timeout.ms": str(SESSION_MS), "log.segment.bytes": str(1 << 30),
              "offsets.topic.replication.factor": "3", "auto.leader.rebalance.enable": "false"}
-    cluster = {i: BrokerProcess(str(workdir / f"broker{i}"), i, connect, properties=props)
+    metrics_ports = [free_port() for _ in (1, 2, 3)]
+    cluster = {i: BrokerProcess(str(workdir / f"broker{i}"), i, connect, properties=props,
+                                env={"MOLDAU_METRICS_PORT": str(metrics_ports[i - 1])})
                for i in (1, 2, 3)}
     try:
         for broker in cluster.values():
             broker.start()
         bootstrap = ",".join(b.bootstrap for b in cluster.values())
-        rounds = [throughput_round(cluster, bootstrap, total, (1, 3) if i % 2 == 0 else (3, 1))
+        rounds = [throughput_round(cluster, bootstrap, total, (1, 3) if i % 2 == 0 else (3, 1),
+                                   metrics_ports)
                   for i in range(1 if quick else ROUNDS)]
         failover_topic = "bench-failover"
         _create(bootstrap, failover_topic, 1, 3)
@@ -293,11 +318,13 @@ def _failover_rows(samples: list[Failover]) -> list[tuple[str, ...]]:
              f"{max(v):.2f} s") for name, v in parts]
 
 
-def _report(clock: s.Stopwatch, total: int, rounds: list[dict[int, tuple[float, float]]],
+def _report(clock: s.Stopwatch, total: int,
+            rounds: list[dict[int, tuple[float, float, float]]],
             samples: dict[str, list[Failover]]) -> str:
     median = statistics.median
     rate = {rf: median(r[rf][0] for r in rounds) for rf in (1, 3)}
     cpu = {rf: median(r[rf][1] for r in rounds) for rf in (1, 3)}
+    request_kb = {rf: median(r[rf][2] for r in rounds) for rf in (1, 3)}
     ratios = [r[3][0] / r[1][0] for r in rounds]
     ratio = median(ratios)
     spread = {rf: f"{min(r[rf][0] for r in rounds):.0f}-{max(r[rf][0] for r in rounds):.0f}"
@@ -315,9 +342,11 @@ def _report(clock: s.Stopwatch, total: int, rounds: list[dict[int, tuple[float, 
         "10-30% more CPU per GB in A/B runs, see bench/_support.py).",
         "",
         s.table(["replication", "MB/s (median)", "rounds' range", "brokers' CPU s per GB",
-                 "ratio to RF 1"], [
-            ("RF 1", f"{rate[1]:.0f}", spread[1], f"{cpu[1]:.2f}", "1.00"),
+                 "KB per produce request", "ratio to RF 1"], [
+            ("RF 1", f"{rate[1]:.0f}", spread[1], f"{cpu[1]:.2f}", f"{request_kb[1]:.0f}",
+             "1.00"),
             ("RF 3, min.insync.replicas 2", f"{rate[3]:.0f}", spread[3], f"{cpu[3]:.2f}",
+             f"{request_kb[3]:.0f}",
              f"{ratio:.2f} (rounds: {', '.join(f'{r:.2f}' for r in ratios)})"),
         ]),
     ]
