@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import cProfile
 import gc
+import json
 import math
 import os
 import platform
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import time
 import timeit
+import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -120,6 +122,13 @@ def produce_all(producer: Any, topic: str, value: bytes, count: int, partitions:
             producer.poll(0)
     if producer.flush(300) != 0:
         raise RuntimeError("confluent-kafka: records left unacknowledged")
+
+
+def jmx_beans(port: int | str, query: str = "*:*") -> list[dict[str, Any]]:
+    """The beans a broker's metrics endpoint (MOLDAU_METRICS_PORT) answers a JMX query with."""
+    url = f"http://127.0.0.1:{port}/jmx?qry={query}"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return json.load(answer)["beans"]
 
 
 def _three_digits(value: float) -> str:

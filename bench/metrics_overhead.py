@@ -80,12 +80,7 @@ def run() -> str:
 
 def _produce_counts(port: str) -> dict[str, int]:
     """Produce requests and the partitions they carried, as the broker counted them."""
-    import json
-    import urllib.request
-
-    url = f"http://127.0.0.1:{port}/jmx?qry=*:*"
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        beans = {b["name"]: b for b in json.load(answer)["beans"]}
+    beans = {b["name"]: b for b in s.jmx_beans(port)}
     return {"requests": sum(b["Count"] for n, b in beans.items() if n.startswith(
                 "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,")),
             "partitions": beans["kafka.server:type=BrokerTopicMetrics,"

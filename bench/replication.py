@@ -39,7 +39,6 @@ the client's part is the client's own timers:
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import re
 import shutil
@@ -48,7 +47,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,12 +118,8 @@ def produce_requests(metrics_ports: list[int]) -> int:
     """Produce requests the brokers have handled (RequestMetrics, over the JMX-like
     endpoint MOLDAU_METRICS_PORT opens)."""
     query = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,*"
-    count = 0
-    for port in metrics_ports:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/jmx?qry={query}",
-                                    timeout=10) as answer:
-            count += sum(bean.get("Count", 0) for bean in json.load(answer)["beans"])
-    return count
+    return sum(bean.get("Count", 0) for port in metrics_ports
+               for bean in s.jmx_beans(port, query))
 
 
 def throughput_round(cluster: dict[int, Any], bootstrap: str, total: int,
