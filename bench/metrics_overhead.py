@@ -35,7 +35,9 @@ _LIBC = ctypes.CDLL("libc.so.6", use_errno=True)
 
 def run() -> str:
     sys.path.insert(0, str(s.REPO / "broker" / "src"))
-    from broker import produce_python as produce  # the broker suite's producer loop (bench/broker.py)
+    from broker import (
+        produce_python as produce,  # the broker suite's producer loop (bench/broker.py)
+    )
     from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
     from moldau.devcluster.brokers import BrokerProcess, free_port
 
