@@ -643,7 +643,10 @@ def test_client_batches_are_stored_byte_for_byte(tmp_path, name):
 # --- disk faults ---------------------------------------------------------------------------------
 
 
-def test_eio_on_append_changes_nothing_and_reads_continue(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kind", [bytes, bytearray])
+def test_eio_on_append_changes_nothing_and_reads_continue(tmp_path, monkeypatch, kind):
+    # bytes: the batch is written uncopied, its patched front from AppendInfo.head
+    # (pwritev); bytearray: patched in place (pwrite). A short write then EIO either way.
     log = open_log(tmp_path, segment_bytes=1000)
     append_n(log, 6)
     before = check_log(log)
@@ -655,9 +658,13 @@ def test_eio_on_append_changes_nothing_and_reads_continue(tmp_path, monkeypatch)
             return real_pwrite(fd, bytes(data[:20]), offset)
         raise OSError(errno.EIO, "Input/output error")
 
+    def partial_then_eio_v(fd, buffers, offset):
+        return partial_then_eio(fd, b"".join(buffers), offset)
+
     monkeypatch.setattr(segment_module.os, "pwrite", partial_then_eio)
+    monkeypatch.setattr(segment_module.os, "pwritev", partial_then_eio_v)
     with pytest.raises(KafkaStorageError):
-        log.append_as_leader(batch(2, value_size=100, seed=50), 0)
+        log.append_as_leader(kind(batch(2, value_size=100, seed=50)), 0)
     monkeypatch.undo()
     assert log.log_end_offset == end
     assert check_log(log) == before

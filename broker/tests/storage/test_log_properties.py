@@ -166,7 +166,7 @@ class LogMachine(RuleBasedStateMachine):
     def append_as_leader(self, shape):
         raw = self._raw(shape)
         info = self.log.append_as_leader(raw, self.epoch, now=self.clock)
-        stored = bytes(info.data[: info.valid_bytes])
+        stored = info.stored()
         # only baseOffset and the leader epoch change for a CreateTime topic
         assert stored == as_stored(raw, self.leo, self.epoch)
         assert (info.first_offset, info.last_offset) == (self.leo, self.leo + shape["count"] - 1)
@@ -188,7 +188,7 @@ class LogMachine(RuleBasedStateMachine):
             self.model.append(self._record(raw))
             offset = self.model[-1].last + 1
         info = self.log.append_as_follower(data)
-        assert bytes(info.data[: info.valid_bytes]) == data
+        assert info.stored() == data
         self.leo = offset
 
     @rule()

@@ -43,7 +43,7 @@ def leader(raw, config=None, *, next_offset=0, epoch=7, now=NOW, from_client=Tru
 
 
 def stored(info) -> bytes:
-    return bytes(info.data[: info.valid_bytes])
+    return info.stored()
 
 
 def json_bytes(value):

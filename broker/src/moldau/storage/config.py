@@ -17,6 +17,8 @@ INT_MAX = 0x7FFFFFFF
 CLEANUP_POLICIES = ("delete", "compact")
 COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+# compression.type -> the codec id of a batch's attributes ("producer": none, keep the batch's)
+CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 class ConfigError(ValueError):
@@ -158,6 +160,23 @@ class LogConfig:
     @property
     def compact(self) -> bool:
         return "compact" in self.cleanup_policy
+
+    @functools.cached_property
+    def leader_checks(self) -> tuple[bool, int | None, int, bool, int, int, int]:
+        """What validating a produced batch reads of this config, worked out once (the
+        config is frozen): compact, the target codec id (None: the producer's), the
+        max.message.bytes, LogAppendTime, the timestamp bounds before and after the
+        broker's clock (LONG_MAX: none), segment.bytes."""
+        log_append = self.message_timestamp_type == "LogAppendTime"
+        return (
+            self.compact,
+            CODEC_IDS.get(self.compression_type),
+            self.max_message_bytes,
+            log_append,
+            LONG_MAX if log_append else self.message_timestamp_before_max_ms,
+            LONG_MAX if log_append else self.message_timestamp_after_max_ms,
+            self.segment_bytes,
+        )
 
     @property
     def delete(self) -> bool:

@@ -559,6 +559,7 @@ class TimeIndex(_Index):
     _KIND = "time index"
 
     _last_entry: TimestampOffset
+    last_timestamp: int  # _last_entry's timestamp, read by the append path without a call
 
     @property
     def last_entry(self) -> TimestampOffset:
@@ -574,6 +575,7 @@ class TimeIndex(_Index):
             self._last_entry = TimestampOffset(NO_TIMESTAMP, self._base_offset)
         else:
             self._last_entry = self.entry(self._entries - 1)
+        self.last_timestamp = self._last_entry.timestamp
 
     def _timestamp_at(self, n: int) -> int:
         assert self._mm is not None
@@ -623,6 +625,7 @@ class TimeIndex(_Index):
         _TIME_ENTRY.pack_into(self._mm, entries * 12, timestamp, relative)
         self._entries = entries + 1
         self._last_entry = TimestampOffset(timestamp, offset)
+        self.last_timestamp = timestamp
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """The entry with the largest timestamp <= target, or (NO_TIMESTAMP, base_offset).

@@ -378,21 +378,22 @@ class PartitionLog:
     ) -> AppendInfo:
         """Validate, assign offsets from the log end, and append. Raises a KafkaError with
         nothing written when the records are invalid."""
-        now = now_ms() if now is None else now
+        if now is None:
+            now = now_ms()
         info = validate_for_leader(
-            records,
-            next_offset=self.log_end_offset,
-            leader_epoch=leader_epoch,
-            config=self.config,
-            now_ms=now,
-            from_client=from_client,
+            records, self._log_end.offset, leader_epoch, self.config, now, from_client
         )
         if info.producer_batches:
             duplicate = self._check_producers(info)
             if duplicate is not None:
                 return duplicate
         self._append(info, now)
-        self.epochs.assign(leader_epoch, info.first_offset)
+        # epochs.assign(), called only when it would change something: its first test
+        first_offset = info.first_offset
+        epochs = self.epochs.entries
+        latest = epochs[-1] if epochs else None
+        if latest is None or latest.epoch != leader_epoch or latest.start_offset > first_offset:
+            self.epochs.assign(leader_epoch, first_offset)
         for pb in info.producer_batches:
             self._track_producer(pb.producer_id, pb.producer_epoch, pb.first_sequence,
                                  pb.last_sequence, pb.last_offset, pb.max_timestamp)
@@ -416,36 +417,27 @@ class PartitionLog:
         return info
 
     def _append(self, info: AppendInfo, now: int) -> None:
-        segment = self._maybe_roll(info, now)
+        segment = self.segments[-1]  # the active segment
+        config = self.config
+        if segment.roll_due(info.valid_bytes, info.last_offset, info.max_timestamp,
+                            config.segment_bytes, config.segment_ms, now):
+            segment = self.roll(info.first_offset)
         data = info.data
         if len(data) != info.valid_bytes:
             data = data[: info.valid_bytes]
         position = segment.size
-        segment.append(data, info.batches)
-        if info.batches:
-            first = info.batches[0]
+        batches = info.batches
+        segment.append(data, batches, info.head)
+        if batches:
+            first = batches[0]
             recent = self._recent
             recent[first.base_offset] = (segment, position, first.size)
             if len(recent) > RECENT_APPENDS:
                 del recent[next(iter(recent))]
         self._log_end = OffsetMetadata(info.last_offset + 1, segment.base_offset, segment.size)
         unflushed = self.unflushed_messages = self.unflushed_messages + info.record_count
-        if unflushed >= self.config.flush_messages:
+        if unflushed >= config.flush_messages:
             self.flush()
-
-    def _maybe_roll(self, info: AppendInfo, now: int) -> LogSegment:
-        segment = self.segments[-1]  # the active segment
-        config = self.config
-        if segment.roll_due(
-            info.valid_bytes,
-            info.last_offset,
-            info.max_timestamp,
-            config.segment_bytes,
-            config.segment_ms,
-            now,
-        ):
-            return self.roll(info.first_offset)
-        return segment
 
     def roll(self, base_offset: int | None = None) -> LogSegment:
         """Start a new active segment at base_offset (default: the log end offset)."""

@@ -17,10 +17,9 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from crc32c import crc32c
-
 from moldau.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 
+from .crc import crc32c
 from .files import atomic_write
 from .index import segment_file_name
 

@@ -21,8 +21,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
-from crc32c import crc32c
-
 from moldau.errors import CorruptRecordError, KafkaStorageError
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.records import (
@@ -35,6 +33,7 @@ from moldau.protocol.records import (
     RecordBatch,
 )
 
+from .crc import crc32c
 from .index import (
     OFFSET_INDEX_SUFFIX,
     TIME_INDEX_SUFFIX,
@@ -287,17 +286,29 @@ class LogSegment:
 
     # --- appends ----------------------------------------------------------------------
 
-    def append(self, data: bytes | bytearray | memoryview, batches: list[BatchHeader]) -> None:
+    def append(
+        self,
+        data: bytes | bytearray | memoryview,
+        batches: list[BatchHeader],
+        head: bytes | None = None,
+    ) -> None:
         """Append validated batches (offsets assigned). `batches` describes them, with
-        positions relative to the start of data. A failed write leaves nothing behind."""
+        positions relative to the start of data; `head`, if given, is written in place of
+        data's first len(head) bytes (a read-only batch patched without a copy). One
+        system call, unless a short write; a failed write leaves nothing behind."""
         start = self.size
         size = len(data)
         written = 0
         try:
-            if size:
+            if head is not None:
+                rest = (data if type(data) is memoryview else memoryview(data))[len(head) :]
+                written = os.pwritev(self.fd, (head, rest), start)
+                if written < size:  # a short write: go on from the patched bytes
+                    data = head + bytes(rest)
+            elif size:
                 written = os.pwrite(self.fd, data, start)  # one call, unless a short write
-                while written < size:
-                    written += os.pwrite(self.fd, memoryview(data)[written:], start + written)
+            while written < size:
+                written += os.pwrite(self.fd, memoryview(data)[written:], start + written)
         except OSError as exc:
             self._undo_write(start)
             raise KafkaStorageError(f"write to {self.log_path} failed: {exc}") from exc
@@ -310,29 +321,35 @@ class LogSegment:
         elif self._rolling_timestamp is None:
             self._rolling_timestamp = batches[0].max_timestamp
         # _index_batch for each batch, with the state in locals: an index entry is written
-        # only once index.interval.bytes have gone by since the last one.
+        # only once more than index.interval.bytes have gone by since the last one (Kafka's
+        # rule: with batches larger than the interval, that is one entry per batch).
         interval = self.index_interval_bytes
         since = self.bytes_since_last_index_entry
         max_timestamp = self.max_timestamp
-        for batch in batches:
-            if batch.max_timestamp > max_timestamp:
-                max_timestamp = self.max_timestamp = batch.max_timestamp
-                self.offset_of_max_timestamp = batch.last_offset
+        for position, _base, last_offset, batch_size, batch_max_timestamp, _epoch in batches:
+            if batch_max_timestamp > max_timestamp:
+                max_timestamp = self.max_timestamp = batch_max_timestamp
+                self.offset_of_max_timestamp = last_offset
             if since > interval:
                 self.bytes_since_last_index_entry = since  # as it was, should this raise
                 # _add_index_entries, inlined: a full index raises IndexFullError before it
-                # changes anything, as is_full() would have said. (A try is free here;
-                # contextlib.suppress would build a context manager per entry.)
+                # changes anything, as is_full() would have said (the next append rolls).
+                # A try is free here; contextlib.suppress would build an object per entry.
                 try:  # noqa: SIM105
-                    self.offset_index.append(batch.last_offset, start + batch.position)
+                    (self._offset_index or self.offset_index).append(
+                        last_offset, start + position
+                    )
                 except IndexFullError:
                     pass
-                try:  # noqa: SIM105
-                    self.time_index.maybe_append(max_timestamp, self.offset_of_max_timestamp)
-                except IndexFullError:
-                    pass
+                time_index = self._time_index or self.time_index
+                # maybe_append skips a timestamp not above its last one: skip the call too
+                if max_timestamp > time_index.last_timestamp:
+                    try:  # noqa: SIM105
+                        time_index.maybe_append(max_timestamp, self.offset_of_max_timestamp)
+                    except IndexFullError:
+                        pass
                 since = 0
-            since += batch.size
+            since += batch_size
         self.bytes_since_last_index_entry = since
 
     def _undo_write(self, size: int) -> None:
@@ -411,10 +428,15 @@ class LogSegment:
                 waited = self.time_waited_for_roll(now_ms, max_timestamp)
             if waited > segment_ms - self.roll_jitter_ms:
                 return True
+        if not 0 <= max_offset - self.base_offset <= _INT32_MAX:
+            return True
+        # is_full() of both indexes, without the calls (the time index keeps a last slot
+        # for the entry written on roll)
+        offset_index = self._offset_index or self.offset_index
+        time_index = self._time_index or self.time_index
         return (
-            self.offset_index.is_full()
-            or self.time_index.is_full()
-            or not 0 <= max_offset - self.base_offset <= _INT32_MAX
+            offset_index._entries >= offset_index._max_entries
+            or time_index._entries >= time_index._max_entries - 1
         )
 
     def time_waited_for_roll(self, now_ms: int, incoming_timestamp: int) -> int:

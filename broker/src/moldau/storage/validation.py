@@ -20,8 +20,6 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from crc32c import crc32c
-
 from moldau.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -51,16 +49,20 @@ from moldau.protocol.records import (
     set_max_timestamp,
 )
 
+from .config import CODEC_IDS as _CODEC_IDS
 from .config import LONG_MAX, LogConfig
+from .crc import crc32c
 from .segment import BatchHeader, batch_header
 
-_CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 _INT32_MAX = 0x7FFFFFFF
 
 _unpack_header = HEADER.unpack_from
 # baseOffset, batchLength, partitionLeaderEpoch: the front of a batch, outside the CRC.
 # Rewriting batchLength with its own value patches offset and epoch in one call.
-_patch_front = struct.Struct(">qii").pack_into
+_FRONT = struct.Struct(">qii")
+_patch_front = _FRONT.pack_into
+_pack_front = _FRONT.pack
+FRONT_SIZE = _FRONT.size  # 16: what a leader changes in a CreateTime batch
 _new_tuple = tuple.__new__  # a NamedTuple from a tuple, without its Python-level __new__
 
 
@@ -92,6 +94,14 @@ class AppendInfo:
     batches: list[BatchHeader] = field(default_factory=list)
     producer_batches: list[ProducerBatch] = field(default_factory=list)
     data: bytearray | memoryview | bytes = b""  # the bytes to write (patched in place)
+    # None, or the bytes written in place of data's first len(head) bytes: the patched
+    # front of a read-only batch that was not copied (see validate_for_leader)
+    head: bytes | None = None
+
+    def stored(self) -> bytes:
+        """The bytes the append writes (valid_bytes of them), as they land on disk."""
+        data = bytes(self.data[: self.valid_bytes])
+        return data if self.head is None else self.head + data[len(self.head) :]
 
 
 def writable(records: bytes | bytearray | memoryview) -> bytearray | memoryview:
@@ -111,7 +121,6 @@ def _first_magic(records: bytes | bytearray | memoryview) -> int:
 
 def validate_for_leader(
     records: bytes | bytearray | memoryview,
-    *,
     next_offset: int,
     leader_epoch: int,
     config: LogConfig,
@@ -122,25 +131,30 @@ def validate_for_leader(
 
     Raises CorruptRecordError, InvalidRecordError, RecordTooLargeError,
     RecordBatchTooLargeError or InvalidTimestampError, with nothing written.
+
+    A writable buffer (what the network layer hands over: a view of the request frame)
+    is patched in place. A read-only one holding one batch of a CreateTime topic (the
+    common produce) is not copied: its new first 16 bytes (baseOffset, batchLength,
+    partitionLeaderEpoch, outside the CRC) go to AppendInfo.head, written in their place.
+    Any other read-only input is copied once and patched.
     """
-    # writable(), its common case inlined: bytes from the network, copied once.
-    buf = bytearray(records) if type(records) is bytes else writable(records)
+    compact, target_codec, max_message_bytes, log_append, before, after, segment_bytes = (
+        config.leader_checks
+    )
+    kind = type(records)
+    if kind is bytes:
+        buf, readonly = records, True
+    elif kind is bytearray:
+        buf, readonly = records, False
+    else:
+        buf = records if kind is memoryview else memoryview(records)
+        readonly = buf.readonly
     # The fast path: well-formed v2 batches whose headers say all there is to check (no
     # compacted topic, no codec change), each header parsed once into a tuple. Anything
     # else, malformed input included, takes the general path, which reports it.
-    if config.compact:
-        return _validate_general(
-            buf,
-            next_offset=next_offset,
-            leader_epoch=leader_epoch,
-            config=config,
-            now_ms=now_ms,
-            from_client=from_client,
-        )
-    target_codec = _CODEC_IDS.get(config.compression_type)
-    end = len(buf)
     headers = None
-    if end >= HEADER_SIZE:
+    end = len(buf)
+    if end >= HEADER_SIZE and not compact:
         header = _unpack_header(buf, 0)
         # One well-formed batch, what a producer sends per partition, needs no _scan.
         # header[1] is the batchLength, header[3] the magic, header[5] the attributes.
@@ -155,23 +169,20 @@ def validate_for_leader(
             headers = _scan(buf, target_codec)
     if headers is None:
         return _validate_general(
-            buf,
+            writable(records),
             next_offset=next_offset,
             leader_epoch=leader_epoch,
             config=config,
             now_ms=now_ms,
             from_client=from_client,
         )
+    head = None
+    if readonly and (log_append or len(headers) > 1):
+        buf, readonly = bytearray(buf), False  # more than the front changes: one copy
+    view = buf = buf if type(buf) is memoryview else memoryview(buf)
 
     # Check each batch from its header (the checks, order and errors of _check_batch),
-    # patch its offsets in place, and describe the append.
-    view = buf if type(buf) is memoryview else memoryview(buf)
-    max_message_bytes = config.max_message_bytes
-    log_append = config.message_timestamp_type == "LogAppendTime"
-    before = after = LONG_MAX
-    if not log_append:  # CreateTime: Kafka bounds the timestamps
-        before = config.message_timestamp_before_max_ms
-        after = config.message_timestamp_after_max_ms
+    # patch its offsets (in place, or into head), and describe the append.
     offset = next_offset
     max_timestamp = offset_of_max_timestamp = -1
     record_count = 0
@@ -208,14 +219,18 @@ def validate_for_leader(
                 )
             if attributes & CONTROL_MASK:
                 raise InvalidRecordError("clients may not produce control batches")
+        # CreateTime: Kafka bounds the timestamps (LogAppendTime: both bounds LONG_MAX)
         if before != LONG_MAX and 0 <= base_timestamp < now_ms - before:
             raise _too_old(base_timestamp, before, now_ms)
         if after != LONG_MAX and batch_max_timestamp > now_ms + after:
             raise _too_new(batch_max_timestamp, after, now_ms)
-        _patch_front(buf, position, offset, length, leader_epoch)
-        if log_append:
-            set_max_timestamp(buf, LOG_APPEND_TIME, now_ms, pos=position)
-            batch_max_timestamp = now_ms
+        if readonly:  # one batch (see above)
+            head = _pack_front(offset, length, leader_epoch)
+        else:
+            _patch_front(buf, position, offset, length, leader_epoch)
+            if log_append:
+                set_max_timestamp(buf, LOG_APPEND_TIME, now_ms, pos=position)
+                batch_max_timestamp = now_ms
         last_offset = offset + last_offset_delta
         batches.append(
             _new_tuple(
@@ -244,8 +259,8 @@ def validate_for_leader(
         offset = last_offset + 1
     # Kafka checks this after validation, on the bytes to be written (recompression and
     # conversion change them), and after the per-batch max.message.bytes check.
-    if position > config.segment_bytes:
-        raise _set_too_large(position, config.segment_bytes)
+    if position > segment_bytes:
+        raise _set_too_large(position, segment_bytes)
     return AppendInfo(
         next_offset,
         offset - 1,
@@ -257,6 +272,7 @@ def validate_for_leader(
         batches,
         producer_batches,
         buf,
+        head,
     )
 
 
