@@ -114,6 +114,9 @@ class ModuleEmitter:
         """An expression that is true when value differs from the field's default."""
         default = self.default_expr(f)
         if f.kind == "struct" and default != "None":
+            inline = self.inline_default_test(f.struct, value)
+            if inline is not None:
+                return inline
             # Compared with a module-level instance that is never handed out.
             self.compare_structs.add(f.struct.name)
             return f"{value} != _DEFAULT_{f.struct.name}"
@@ -123,6 +126,22 @@ class ModuleEmitter:
         if default == "None":
             return f"{value} is not None"
         return f"{value} != {default}"
+
+    def inline_default_test(self, struct: StructDef, value: str) -> str | None:
+        """For a struct of scalar fields, the default test written out field by field: the
+        encoders run it for every tagged struct field (three per partition of a Fetch
+        answer), and Struct.__eq__ costs a call and two tuples each time. The result is
+        Struct.__eq__'s: another type, or None, differs; so do unknown tagged fields.
+        None for structs with other fields (they compare with __eq__)."""
+        if not all(f.kind in FIXED_TYPES or f.kind == "string" for f in struct.fields):
+            return None
+        tests = [f"(_v := {value}) is None", f"type(_v) is not {self.cls_alias(struct)}"]
+        for f in struct.fields:
+            default = self.default_expr(f)
+            tests.append(f"_v.{f.attr} is not None" if default == "None"
+                         else f"_v.{f.attr} != {default}")
+        tests.append("_v._unknown_tags is not None")
+        return " or ".join(tests)
 
     # --- minimum encoded sizes (bound array counts before allocating) --------------------
 

@@ -109,10 +109,8 @@ class Message(Struct):
         decoder = cls._DECODERS[cls._codec_index(version)]
         try:
             return decoder(buf, pos)
-        except ProtocolError as exc:
-            raise ProtocolError(f"{cls.NAME} v{version}: {exc}") from None
-        except _DECODE_FAILURES as exc:
-            raise ProtocolError(f"{cls.NAME} v{version}: malformed or truncated: {exc}") from None
+        except (ProtocolError, *_DECODE_FAILURES) as exc:
+            raise decode_failure(cls.NAME, version, exc) from None
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> Any:
@@ -129,15 +127,32 @@ class Message(Struct):
         encoder = self._ENCODERS[self._codec_index(version)]
         try:
             encoder(self, out)
-        except ProtocolError as exc:
-            raise type(exc)(f"{self.NAME} v{version}: {exc}") from None
-        except (struct.error, TypeError, AttributeError, ValueError, OverflowError) as exc:
-            raise ProtocolError(f"cannot encode {self.NAME} v{version}: {exc}") from None
+        except (ProtocolError, *_ENCODE_FAILURES) as exc:
+            raise encode_failure(self.NAME, version, exc) from None
 
     def encode(self, version: int) -> bytes:
         out = bytearray()
         self.encode_into(out, version)
         return bytes(out)
+
+
+def decode_failure(name: str, version: int, exc: Exception) -> ProtocolError:
+    """The ProtocolError a decoder's exception becomes (callers that run the generated
+    decoders directly, such as moldau.protocol.headers.decode_request, raise the same)."""
+    if isinstance(exc, ProtocolError):
+        return ProtocolError(f"{name} v{version}: {exc}")
+    return ProtocolError(f"{name} v{version}: malformed or truncated: {exc}")
+
+
+# Exceptions that mean "this message cannot be written in this version".
+_ENCODE_FAILURES = (struct.error, TypeError, AttributeError, ValueError, OverflowError)
+
+
+def encode_failure(name: str, version: int, exc: Exception) -> ProtocolError:
+    """The ProtocolError an encoder's exception becomes (see decode_failure)."""
+    if isinstance(exc, ProtocolError):
+        return type(exc)(f"{name} v{version}: {exc}")
+    return ProtocolError(f"cannot encode {name} v{version}: {exc}")
 
 
 # --- decoding helpers -------------------------------------------------------------------
@@ -285,9 +300,23 @@ def write_compact_nullable_string(out: bytearray, value: str | None) -> None:
         write_compact_string(out, value)
 
 
+# A bytes or records value is bytes-like, or an object that stands in for bytes that
+# are not in memory (the broker's FileRecords, a range of a segment file): it has a
+# len(), and the output buffer takes it with `splice(value)`, noting where the bytes
+# belong (moldau.server.responses.SpliceBuffer). A plain bytearray has no splice(): such
+# a value cannot be encoded into it.
+
+
+def _write_bytes_value(out: bytearray, value: Any) -> None:
+    try:
+        out += value
+    except TypeError:  # not bytes-like: a stand-in for bytes elsewhere
+        out.splice(value)  # type: ignore[attr-defined]
+
+
 def write_bytes(out: bytearray, value: bytes) -> None:
     out += INT32.pack(len(value))
-    out += value
+    _write_bytes_value(out, value)
 
 
 def write_nullable_bytes(out: bytearray, value: bytes | None) -> None:
@@ -299,7 +328,7 @@ def write_nullable_bytes(out: bytearray, value: bytes | None) -> None:
 
 def write_compact_bytes(out: bytearray, value: bytes) -> None:
     write_uvarint(out, len(value) + 1)
-    out += value
+    _write_bytes_value(out, value)
 
 
 def write_compact_nullable_bytes(out: bytearray, value: bytes | None) -> None:

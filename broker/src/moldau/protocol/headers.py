@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from ._runtime import _DECODE_FAILURES, decode_failure
 from .api import APIS
 from .errors import ProtocolError, UnsupportedVersionError
 from .messages.api_versions_response import ApiVersionsResponse
@@ -56,6 +57,12 @@ def decode_request_header(buf: memoryview) -> tuple[RequestHeader, int]:
     return RequestHeader.decode_from(buf, 0, version)
 
 
+# (api key, version) -> (request header version, its decoder, the body's class and
+# decoder), for the requests of known versions decoded so far: a request's header and
+# body then go straight to the generated decoders, without the version lookups.
+_REQUEST_CODECS: dict[tuple[int, int], tuple[int, Any, Any, Any]] = {}
+
+
 def decode_request(data: bytes | bytearray | memoryview) -> tuple[RequestHeader, Any]:
     """Decode a request (without its size prefix) into its header and body.
 
@@ -64,6 +71,27 @@ def decode_request(data: bytes | bytearray | memoryview) -> tuple[RequestHeader,
     ProtocolError for malformed bytes.
     """
     buf = data if isinstance(data, memoryview) else memoryview(data)
+    try:
+        key = _API_KEY_AND_VERSION.unpack_from(buf, 0)
+    except struct.error:
+        raise ProtocolError(f"request of {len(buf)} bytes is too short for a header") from None
+    codecs = _REQUEST_CODECS.get(key)
+    if codecs is None:
+        return _decode_request(buf)
+    header_version, header_decoder, cls, body_decoder = codecs
+    try:
+        header, pos = header_decoder(buf, 0)
+    except (ProtocolError, *_DECODE_FAILURES) as exc:
+        raise decode_failure("RequestHeader", header_version, exc) from None
+    try:
+        body, _end = body_decoder(buf, pos)
+    except (ProtocolError, *_DECODE_FAILURES) as exc:
+        raise decode_failure(cls.NAME, key[1], exc) from None
+    return header, body
+
+
+def _decode_request(buf: memoryview) -> tuple[RequestHeader, Any]:
+    """decode_request for a request of an API key and version not seen before."""
     header, pos = decode_request_header(buf)
     spec = APIS[header.request_api_key]
     if not spec.min_version <= header.request_api_version <= spec.max_version:
@@ -73,9 +101,14 @@ def decode_request(data: bytes | bytearray | memoryview) -> tuple[RequestHeader,
         )
         error.header = header  # type: ignore[attr-defined]  # so the caller can answer
         raise error
-    body, _end = spec.request.decode_from(buf, pos, header.request_api_version)
+    cls, version = spec.request, header.request_api_version
+    body, _end = cls.decode_from(buf, pos, version)
     # Bytes after the body are ignored, as Kafka's parser does: librdkafka 2.16 sends
     # Metadata v12 with fields of other versions at the end.
+    header_version = request_header_version(header.request_api_key, version)
+    _REQUEST_CODECS[(header.request_api_key, version)] = (
+        header_version, RequestHeader._DECODERS[RequestHeader._codec_index(header_version)],
+        cls, cls._DECODERS[cls._codec_index(version)])
     return header, body
 
 

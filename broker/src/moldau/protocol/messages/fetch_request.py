@@ -162,7 +162,6 @@ _C_ForgottenTopic.FIELDS = (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, (13, 32767), None, None, None, True, ZERO_UUID),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, (7, 32767), None, None, None, False, None),
 )
-_DEFAULT_ReplicaState = _C_ReplicaState()
 
 
 def _d_FetchPartition_0(m, p):
@@ -1070,7 +1069,7 @@ def _e_FetchTopic_0(o, w):
 
 
 def _e_FetchRequest_0(o, w):
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if (_v := o.replica_state) is None or type(_v) is not _C_ReplicaState or _v.replica_id != -1 or _v.replica_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o.forgotten_topics_data is None or o.forgotten_topics_data:
         raise non_default_absent('FetchRequest', 'forgotten_topics_data')
@@ -1085,7 +1084,7 @@ def _e_FetchRequest_0(o, w):
 
 
 def _e_FetchRequest_3(o, w):
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if (_v := o.replica_state) is None or type(_v) is not _C_ReplicaState or _v.replica_id != -1 or _v.replica_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o.forgotten_topics_data is None or o.forgotten_topics_data:
         raise non_default_absent('FetchRequest', 'forgotten_topics_data')
@@ -1100,7 +1099,7 @@ def _e_FetchRequest_3(o, w):
 
 
 def _e_FetchRequest_4(o, w):
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if (_v := o.replica_state) is None or type(_v) is not _C_ReplicaState or _v.replica_id != -1 or _v.replica_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o.forgotten_topics_data is None or o.forgotten_topics_data:
         raise non_default_absent('FetchRequest', 'forgotten_topics_data')
@@ -1136,7 +1135,7 @@ def _e_FetchTopic_5(o, w):
 
 
 def _e_FetchRequest_5(o, w):
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if (_v := o.replica_state) is None or type(_v) is not _C_ReplicaState or _v.replica_id != -1 or _v.replica_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o.forgotten_topics_data is None or o.forgotten_topics_data:
         raise non_default_absent('FetchRequest', 'forgotten_topics_data')
@@ -1163,7 +1162,7 @@ def _e_ForgottenTopic_7(o, w):
 
 
 def _e_FetchRequest_7(o, w):
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if (_v := o.replica_state) is None or type(_v) is not _C_ReplicaState or _v.replica_id != -1 or _v.replica_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchRequest')
@@ -1202,7 +1201,7 @@ def _e_FetchTopic_9(o, w):
 
 
 def _e_FetchRequest_9(o, w):
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if (_v := o.replica_state) is None or type(_v) is not _C_ReplicaState or _v.replica_id != -1 or _v.replica_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchRequest')
@@ -1220,7 +1219,7 @@ def _e_FetchRequest_9(o, w):
 
 
 def _e_FetchRequest_11(o, w):
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if (_v := o.replica_state) is None or type(_v) is not _C_ReplicaState or _v.replica_id != -1 or _v.replica_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('FetchRequest', 'replica_state')
     if o._unknown_tags:
         raise tagged_fields_unsupported('FetchRequest')
@@ -1278,7 +1277,7 @@ def _e_ForgottenTopic_12(o, w):
 
 
 def _e_FetchRequest_12(o, w):
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if (_v := o.replica_state) is None or type(_v) is not _C_ReplicaState or _v.replica_id != -1 or _v.replica_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('FetchRequest', 'replica_state')
     w += _S7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     if o.topics is None:
@@ -1328,7 +1327,7 @@ def _e_ForgottenTopic_13(o, w):
 
 
 def _e_FetchRequest_13(o, w):
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if (_v := o.replica_state) is None or type(_v) is not _C_ReplicaState or _v.replica_id != -1 or _v.replica_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('FetchRequest', 'replica_state')
     w += _S7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     if o.topics is None:
@@ -1382,7 +1381,7 @@ def _e_FetchRequest_15(o, w):
         t = bytearray()
         write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if (_v := o.replica_state) is None or type(_v) is not _C_ReplicaState or _v.replica_id != -1 or _v.replica_epoch != -1 or _v._unknown_tags is not None:
         t = bytearray()
         if o.replica_state is None:
             raise null_in_non_nullable('FetchRequest', 'replica_state')
@@ -1436,7 +1435,7 @@ def _e_FetchRequest_17(o, w):
         t = bytearray()
         write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if (_v := o.replica_state) is None or type(_v) is not _C_ReplicaState or _v.replica_id != -1 or _v.replica_epoch != -1 or _v._unknown_tags is not None:
         t = bytearray()
         if o.replica_state is None:
             raise null_in_non_nullable('FetchRequest', 'replica_state')

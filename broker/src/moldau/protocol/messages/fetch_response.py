@@ -195,9 +195,6 @@ _C_NodeEndpoint.FIELDS = (
     FieldSpec('port', 'Port', 'int32', None, None, (16, 32767), None, None, None, False, 0),
     FieldSpec('rack', 'Rack', 'string', None, None, (16, 32767), (16, 32767), None, None, False, None),
 )
-_DEFAULT_EpochEndOffset = _C_EpochEndOffset()
-_DEFAULT_LeaderIdAndEpoch = _C_LeaderIdAndEpoch()
-_DEFAULT_SnapshotId = _C_SnapshotId()
 
 
 def _d_PartitionData_0(m, p):
@@ -945,11 +942,11 @@ def _d_FetchResponse_16(m, p):
 
 
 def _e_PartitionData_0(o, w):
-    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if (_v := o.diverging_epoch) is None or type(_v) is not _C_EpochEndOffset or _v.epoch != -1 or _v.end_offset != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionData', 'diverging_epoch')
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if (_v := o.current_leader) is None or type(_v) is not _C_LeaderIdAndEpoch or _v.leader_id != -1 or _v.leader_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionData', 'current_leader')
-    if o.snapshot_id != _DEFAULT_SnapshotId:
+    if (_v := o.snapshot_id) is None or type(_v) is not _C_SnapshotId or _v.end_offset != -1 or _v.epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise non_default_absent('PartitionData', 'preferred_read_replica')
@@ -1008,11 +1005,11 @@ def _e_AbortedTransaction_4(o, w):
 
 
 def _e_PartitionData_4(o, w):
-    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if (_v := o.diverging_epoch) is None or type(_v) is not _C_EpochEndOffset or _v.epoch != -1 or _v.end_offset != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionData', 'diverging_epoch')
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if (_v := o.current_leader) is None or type(_v) is not _C_LeaderIdAndEpoch or _v.leader_id != -1 or _v.leader_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionData', 'current_leader')
-    if o.snapshot_id != _DEFAULT_SnapshotId:
+    if (_v := o.snapshot_id) is None or type(_v) is not _C_SnapshotId or _v.end_offset != -1 or _v.epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise non_default_absent('PartitionData', 'preferred_read_replica')
@@ -1055,11 +1052,11 @@ def _e_FetchResponse_4(o, w):
 
 
 def _e_PartitionData_5(o, w):
-    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if (_v := o.diverging_epoch) is None or type(_v) is not _C_EpochEndOffset or _v.epoch != -1 or _v.end_offset != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionData', 'diverging_epoch')
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if (_v := o.current_leader) is None or type(_v) is not _C_LeaderIdAndEpoch or _v.leader_id != -1 or _v.leader_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionData', 'current_leader')
-    if o.snapshot_id != _DEFAULT_SnapshotId:
+    if (_v := o.snapshot_id) is None or type(_v) is not _C_SnapshotId or _v.end_offset != -1 or _v.epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise non_default_absent('PartitionData', 'preferred_read_replica')
@@ -1115,11 +1112,11 @@ def _e_FetchResponse_7(o, w):
 
 
 def _e_PartitionData_11(o, w):
-    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if (_v := o.diverging_epoch) is None or type(_v) is not _C_EpochEndOffset or _v.epoch != -1 or _v.end_offset != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionData', 'diverging_epoch')
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if (_v := o.current_leader) is None or type(_v) is not _C_LeaderIdAndEpoch or _v.leader_id != -1 or _v.leader_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionData', 'current_leader')
-    if o.snapshot_id != _DEFAULT_SnapshotId:
+    if (_v := o.snapshot_id) is None or type(_v) is not _C_SnapshotId or _v.end_offset != -1 or _v.epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionData', 'snapshot_id')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionData')
@@ -1199,19 +1196,19 @@ def _e_PartitionData_12(o, w):
     w += _S0.pack(o.preferred_read_replica)
     write_compact_nullable_bytes(w, o.records)
     tags = list(o._unknown_tags or ())
-    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if (_v := o.diverging_epoch) is None or type(_v) is not _C_EpochEndOffset or _v.epoch != -1 or _v.end_offset != -1 or _v._unknown_tags is not None:
         t = bytearray()
         if o.diverging_epoch is None:
             raise null_in_non_nullable('PartitionData', 'diverging_epoch')
         _e_EpochEndOffset_12(o.diverging_epoch, t)
         tags.append((0, t))
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if (_v := o.current_leader) is None or type(_v) is not _C_LeaderIdAndEpoch or _v.leader_id != -1 or _v.leader_epoch != -1 or _v._unknown_tags is not None:
         t = bytearray()
         if o.current_leader is None:
             raise null_in_non_nullable('PartitionData', 'current_leader')
         _e_LeaderIdAndEpoch_12(o.current_leader, t)
         tags.append((1, t))
-    if o.snapshot_id != _DEFAULT_SnapshotId:
+    if (_v := o.snapshot_id) is None or type(_v) is not _C_SnapshotId or _v.end_offset != -1 or _v.epoch != -1 or _v._unknown_tags is not None:
         t = bytearray()
         if o.snapshot_id is None:
             raise null_in_non_nullable('PartitionData', 'snapshot_id')

@@ -150,7 +150,6 @@ _C_NodeEndpoint.FIELDS = (
     FieldSpec('host', 'Host', 'string', None, None, (1, 32767), None, None, None, False, ''),
     FieldSpec('port', 'Port', 'uint16', None, None, (1, 32767), None, None, None, False, 0),
 )
-_DEFAULT_LeaderIdAndEpoch = _C_LeaderIdAndEpoch()
 
 
 def _d_SnapshotId_0(m, p):
@@ -402,7 +401,7 @@ def _e_PartitionSnapshot_0(o, w):
         raise null_in_non_nullable('PartitionSnapshot', 'unaligned_records')
     write_compact_bytes(w, o.unaligned_records)
     tags = list(o._unknown_tags or ())
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if (_v := o.current_leader) is None or type(_v) is not _C_LeaderIdAndEpoch or _v.leader_id != 0 or _v.leader_epoch != 0 or _v._unknown_tags is not None:
         t = bytearray()
         if o.current_leader is None:
             raise null_in_non_nullable('PartitionSnapshot', 'current_leader')

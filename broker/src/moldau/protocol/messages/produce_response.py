@@ -152,7 +152,6 @@ _C_NodeEndpoint.FIELDS = (
     FieldSpec('port', 'Port', 'int32', None, None, (10, 32767), None, None, None, False, 0),
     FieldSpec('rack', 'Rack', 'string', None, None, (10, 32767), (10, 32767), None, None, False, None),
 )
-_DEFAULT_LeaderIdAndEpoch = _C_LeaderIdAndEpoch()
 
 
 def _d_PartitionProduceResponse_0(m, p):
@@ -808,7 +807,7 @@ def _d_ProduceResponse_10(m, p):
 
 
 def _e_PartitionProduceResponse_0(o, w):
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if (_v := o.current_leader) is None or type(_v) is not _C_LeaderIdAndEpoch or _v.leader_id != -1 or _v.leader_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionProduceResponse')
@@ -854,7 +853,7 @@ def _e_ProduceResponse_1(o, w):
 
 
 def _e_PartitionProduceResponse_2(o, w):
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if (_v := o.current_leader) is None or type(_v) is not _C_LeaderIdAndEpoch or _v.leader_id != -1 or _v.leader_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionProduceResponse')
@@ -888,7 +887,7 @@ def _e_ProduceResponse_2(o, w):
 
 
 def _e_PartitionProduceResponse_5(o, w):
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if (_v := o.current_leader) is None or type(_v) is not _C_LeaderIdAndEpoch or _v.leader_id != -1 or _v.leader_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionProduceResponse')
@@ -929,7 +928,7 @@ def _e_BatchIndexAndErrorMessage_8(o, w):
 
 
 def _e_PartitionProduceResponse_8(o, w):
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if (_v := o.current_leader) is None or type(_v) is not _C_LeaderIdAndEpoch or _v.leader_id != -1 or _v.leader_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
     if o._unknown_tags:
         raise tagged_fields_unsupported('PartitionProduceResponse')
@@ -978,7 +977,7 @@ def _e_BatchIndexAndErrorMessage_9(o, w):
 
 
 def _e_PartitionProduceResponse_9(o, w):
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if (_v := o.current_leader) is None or type(_v) is not _C_LeaderIdAndEpoch or _v.leader_id != -1 or _v.leader_epoch != -1 or _v._unknown_tags is not None:
         raise non_default_absent('PartitionProduceResponse', 'current_leader')
     w += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     if o.record_errors is None:
@@ -1040,7 +1039,7 @@ def _e_PartitionProduceResponse_10(o, w):
         _e_BatchIndexAndErrorMessage_9(item, w)
     write_compact_nullable_string(w, o.error_message)
     tags = list(o._unknown_tags or ())
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if (_v := o.current_leader) is None or type(_v) is not _C_LeaderIdAndEpoch or _v.leader_id != -1 or _v.leader_epoch != -1 or _v._unknown_tags is not None:
         t = bytearray()
         if o.current_leader is None:
             raise null_in_non_nullable('PartitionProduceResponse', 'current_leader')

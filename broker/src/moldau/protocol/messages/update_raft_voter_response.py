@@ -85,7 +85,6 @@ _C_CurrentLeader.FIELDS = (
     FieldSpec('host', 'Host', 'string', None, None, (0, 32767), None, None, None, False, ''),
     FieldSpec('port', 'Port', 'int32', None, None, (0, 32767), None, None, None, False, 0),
 )
-_DEFAULT_CurrentLeader = _C_CurrentLeader()
 
 
 def _d_CurrentLeader_0(m, p):
@@ -158,7 +157,7 @@ def _e_CurrentLeader_0(o, w):
 def _e_UpdateRaftVoterResponse_0(o, w):
     w += _S0.pack(o.throttle_time_ms, o.error_code)
     tags = list(o._unknown_tags or ())
-    if o.current_leader != _DEFAULT_CurrentLeader:
+    if (_v := o.current_leader) is None or type(_v) is not _C_CurrentLeader or _v.leader_id != -1 or _v.leader_epoch != -1 or _v.host != '' or _v.port != 0 or _v._unknown_tags is not None:
         t = bytearray()
         if o.current_leader is None:
             raise null_in_non_nullable('UpdateRaftVoterResponse', 'current_leader')
