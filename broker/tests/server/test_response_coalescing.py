@@ -137,3 +137,19 @@ def test_answers_before_a_malformed_request_are_sent_before_the_connection_close
     receive(conn, frame(b"a") + frame(b"b") + frame(b"garbage") + frame(b"c"))
     assert conn.closed
     assert transport.writes == [frame(b"answer to a") + frame(b"answer to b")]
+
+
+def test_the_responses_of_a_pass_are_reported_sent_once_written() -> None:
+    transport = RecordingTransport()
+    reported: list[tuple[Any, int, bool]] = []
+
+    def handler(conn: Connection, request: bytearray) -> list[bytes]:
+        conn.response_meta = bytes(request)  # what RequestMetrics leaves for on_sent
+        return echo(conn, request)
+
+    conn = connect(handler, transport)
+    conn.server.on_sent = lambda meta, started, sent: reported.append(
+        (meta, len(transport.writes), 0 < started <= sent))
+    receive(conn, frame(b"a") + frame(b"b"))
+    # both after the pass's one write, with its times
+    assert reported == [(b"a", 1, True), (b"b", 1, True)]

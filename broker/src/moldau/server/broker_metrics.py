@@ -49,6 +49,21 @@ class BrokerTopicStats:
                 for m in TOPIC_METERS}
         meters[name].mark(n)
 
+    def produced(self, topic: str, messages: int, nbytes: int) -> None:
+        """A partition's append of a produce request: MessagesInPerSec, BytesInPerSec and
+        TotalProduceRequestsPerSec, broker-wide and for the topic, in one call."""
+        meters = self.topics.get(topic)
+        if meters is None:
+            self.mark("TotalProduceRequestsPerSec", topic)  # makes the topic's meters
+            meters = self.topics[topic]
+        else:
+            self.all["TotalProduceRequestsPerSec"].mark(1)
+            meters["TotalProduceRequestsPerSec"].mark(1)
+        self.all["MessagesInPerSec"].mark(messages)
+        meters["MessagesInPerSec"].mark(messages)
+        self.all["BytesInPerSec"].mark(nbytes)
+        meters["BytesInPerSec"].mark(nbytes)
+
     def mark_broker(self, name: str, n: int) -> None:
         """A broker-wide only meter (replication traffic)."""
         self.all[name].mark(n)
@@ -232,6 +247,9 @@ class NoTopicStats(BrokerTopicStats):
     """BrokerTopicStats that count nothing (metrics switched off)."""
 
     def mark(self, name: str, topic: str, n: int = 1) -> None:
+        pass
+
+    def produced(self, topic: str, messages: int, nbytes: int) -> None:
         pass
 
     def mark_broker(self, name: str, n: int) -> None:

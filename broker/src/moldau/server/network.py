@@ -135,6 +135,9 @@ class Connection(asyncio.BufferedProtocol):
         self._send_started = 0
         self._unsent: list[bytes | bytearray] = []  # response bytes of this pass, not yet written
         self._unsent_bytes = 0
+        # (response_meta, send start or 0) of the responses whose last bytes are in
+        # _unsent: reported to on_sent when _flush writes them
+        self._unsent_meta: list[tuple[Any, int]] = []
         self.last_active = time.monotonic()  # bytes in or a response out (idle closing)
 
     # --- asyncio callbacks -------------------------------------------------------------
@@ -286,10 +289,9 @@ class Connection(asyncio.BufferedProtocol):
                 return
             if result is None or type(result) is list:
                 if result:
-                    self._send_started = time.monotonic_ns()
                     if not self._send(result):
                         return  # the rest of the response goes out on a task
-                    self._sent()
+                    self._gathered()
                 continue
             self.busy = True
             self._task = asyncio.ensure_future(self._finish(result))
@@ -306,15 +308,15 @@ class Connection(asyncio.BufferedProtocol):
             self.close()
             return
         if result and not self.closed:
-            self._send_started = time.monotonic_ns()
             # A long-polled fetch ends here: its file ranges go out with a plain sendfile
             # when the socket takes them, as in _process; asyncio's loop.sendfile costs
             # far more per range (futures, writer registration, pausing reads).
             sent_at_once = self._send(result)
+            if sent_at_once:
+                self._gathered()
             self._flush()
             if not sent_at_once:
                 return  # _send_rest finishes the response and carries on
-            self._sent()
         self.busy = False
         if not self.closed:
             self._process()
@@ -325,6 +327,7 @@ class Connection(asyncio.BufferedProtocol):
         sent at once finishes on a task."""
         transport = self.transport
         assert transport is not None
+        self._send_started = 0  # bytes only: the send starts with the pass's write
         for i, part in enumerate(parts):
             if type(part) is not FileRecords:
                 self._unsent.append(part)
@@ -332,6 +335,8 @@ class Connection(asyncio.BufferedProtocol):
                 if self._unsent_bytes >= COALESCE_BYTES:
                     self._flush()
                 continue
+            if not self._send_started:
+                self._send_started = time.monotonic_ns()
             self._flush()  # what precedes the file range goes first
             if self.tls or transport.get_write_buffer_size():
                 # finish on a task (TLS copies; plaintext waits for the buffer to drain)
@@ -346,17 +351,36 @@ class Connection(asyncio.BufferedProtocol):
                 return False
         return True
 
+    def _gathered(self) -> None:
+        """A response is all sent but for the bytes gathered for the pass's write: its
+        send is reported when _flush writes them."""
+        meta = self.response_meta
+        if meta is not None:
+            self.response_meta = None
+            self._unsent_meta.append((meta, self._send_started))
+
     def _flush(self) -> None:
         """Write the gathered response bytes in one call (one send when the socket
-        takes them)."""
+        takes them), then report the responses they complete as sent: the clock is read
+        twice per write, not per response."""
         unsent = self._unsent
-        if not unsent:
+        metas = self._unsent_meta
+        if not unsent and not metas:
             return
-        self._unsent = []
-        self._unsent_bytes = 0
-        if self.closed or self.transport is None:
-            return
-        self.transport.write(unsent[0] if len(unsent) == 1 else b"".join(unsent))
+        started = time.monotonic_ns()
+        if unsent:
+            self._unsent = []
+            self._unsent_bytes = 0
+            if not self.closed and self.transport is not None:
+                self.transport.write(unsent[0] if len(unsent) == 1 else b"".join(unsent))
+        if metas:
+            self._unsent_meta = []
+            sent = time.monotonic_ns()
+            self.last_active = sent / 1e9  # the clock of time.monotonic()
+            on_sent = self.server.on_sent
+            if on_sent is not None:
+                for meta, send_started in metas:
+                    on_sent(meta, send_started or started, sent)
 
     def _sendfile_now(self, part: FileRecords) -> int:
         """sendfile as much as the socket takes without blocking."""

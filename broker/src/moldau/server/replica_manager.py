@@ -27,6 +27,8 @@ from moldau.storage.config import LogConfig
 from moldau.storage.log import PartitionLog
 from moldau.storage.log_manager import LogManager
 
+from .metadata_cache import MetadataCache
+
 state_change_log = logging.getLogger("state.change.logger")
 log = logging.getLogger("kafka.server.ReplicaManager")
 
@@ -108,18 +110,24 @@ class Partition:
         """Move the high watermark to the smallest log end in the ISR (the pending ISR too,
         while a change is being written), never backwards. True when it moved; the caller
         wakes the waiters once for everything that changed."""
-        if not self.is_leader:
+        state, me = self.state, self.broker_id
+        if state.leader != me:
             return False
-        members = set(self.state.isr) | set(self.pending_isr or ())
-        new = self.log.log_end_offset
-        for replica in members:
-            if replica != self.broker_id:
-                follower = self.followers.get(replica)
-                new = min(new, follower.log_end_offset if follower else -1)
-        old = self.log.high_watermark
+        plog = self.log
+        new = plog.log_end_offset
+        followers = self.followers
+        # a replica in both ISRs counts twice: no matter for the minimum
+        for members in (state.isr, self.pending_isr or ()):
+            for replica in members:
+                if replica != me:
+                    follower = followers.get(replica)
+                    end = follower.log_end_offset if follower is not None else -1
+                    if end < new:
+                        new = end
+        old = plog.high_watermark
         if new <= old:
             return False
-        return self.log.update_high_watermark(new) != old
+        return plog.update_high_watermark(new) != old
 
     def follower_fetched(self, replica_id: int, fetch_offset: int, now_ms: float) -> bool:
         """A follower fetched from fetch_offset: it has everything before. True when the
@@ -307,6 +315,15 @@ class ReplicaManager:
 
     def get_partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
+
+    def leading(self, topic: str, index: int, metadata: MetadataCache) -> Partition:
+        """leader_partition for a client's request, with the metadata looked up only when
+        the answer is an error (the produce path asks this for every partition)."""
+        partition = self.partitions.get((topic, index))
+        if (partition is not None and partition.state.leader == self.broker_id
+                and self.log_manager.logs.get((topic, index)) is partition.log):
+            return partition
+        return self.leader_partition(topic, index, metadata.partition(topic, index) is not None)
 
     def leader_partition(self, topic: str, index: int, topic_known: bool,
                          allow_follower: bool = False) -> Partition:

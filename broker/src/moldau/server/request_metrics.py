@@ -6,8 +6,10 @@ and histograms of where the time went, in milliseconds:
   the event loop dispatches a frame as soon as it is read);
 - LocalTimeMs: the handler's own work;
 - RemoteTimeMs: waiting for others (acks=all replication, a fetch's long poll);
-- ResponseQueueTimeMs: from the response being ready to its send starting;
-- ResponseSendTimeMs: writing it to the socket (or the transport's buffer), sendfile
+- ResponseQueueTimeMs: from the handler's answer to its send starting: the response's
+  encoding, and the requests handled after it in the same pass, whose responses leave
+  in one write with it (moldau.server.network);
+- ResponseSendTimeMs: that write to the socket (or the transport's buffer), sendfile
   ranges included;
 - TotalTimeMs: arrival to the response being sent.
 
@@ -77,19 +79,49 @@ def _reaches_code(cls: type) -> bool:
 def error_counts(response: Any, counts: dict[int, int]) -> None:
     """Add every error_code of a response (and of its nested structs) to counts; the
     walk visits only the fields the generated FIELDS say can lead to one."""
-    has_code, children = _plan(type(response))
-    if has_code:
-        code = response.error_code
-        counts[code] = counts.get(code, 0) + 1
+    counter = _COUNTERS.get(type(response))
+    if counter is None:
+        counter = _counter(type(response))
+    counter(response, counts)
+
+
+# per generated class: a function that adds the error codes of an instance to counts
+_COUNTERS: dict[type, Any] = {}
+
+
+def _counter(cls: type) -> Any:
+    """The error code walk of a class, made once: an array of structs that have an
+    error_code and nothing below it (a Produce answer's partitions, a Fetch answer's)
+    is counted in a loop of the parent's walk, without a call per element."""
+    has_code, children = _plan(cls)
+    fields = {f.name: f.struct for f in getattr(cls, "FIELDS", ())}
+    steps = []
     for name, is_array in children:
-        value = getattr(response, name, None)
-        if value is None:
-            continue
-        if is_array:
-            for item in value:
-                error_counts(item, counts)
-        else:
-            error_counts(value, counts)
+        child = fields[name]
+        leaf = _plan(child) == (True, ())
+        steps.append((name, is_array, leaf, child))
+
+    def count(response: Any, counts: dict[int, int]) -> None:
+        if has_code:
+            code = response.error_code
+            counts[code] = counts.get(code, 0) + 1
+        for name, is_array, leaf, child in steps:
+            value = getattr(response, name, None)
+            if value is None:
+                continue
+            if not is_array:
+                error_counts(value, counts)
+            elif leaf:
+                for item in value:
+                    code = item.error_code
+                    counts[code] = counts.get(code, 0) + 1
+            else:
+                walk = _COUNTERS.get(child) or _counter(child)
+                for item in value:
+                    walk(item, counts)
+
+    _COUNTERS[cls] = count
+    return count
 
 
 @dataclass(slots=True)
@@ -108,34 +140,41 @@ class _Metrics:
 class RequestMetrics:
     def __init__(self, registry: MetricsRegistry) -> None:
         self.registry = registry
-        self._by_request: dict[tuple[str, int], _Metrics] = {}
+        # by (API key, version), and for Fetch by ("FetchConsumer" or "FetchFollower", version)
+        self._by_request: dict[tuple[Any, int], _Metrics] = {}
 
     def record(self, api_key: int, version: int, body: Any, arrived_ns: int, started_ns: int,
-               local_ns: int, remote_ns: int, response: Any) -> tuple[_Metrics, int, int]:
+               local_ns: int, remote_ns: int, response: Any,
+               done_ns: int | None = None) -> tuple[_Metrics, int, int]:
         """Count a handled request; the (metrics, arrival, done) that `sent` takes once
-        the response went out."""
-        name = APIS[api_key].name
+        the response went out. done_ns: when the handler's answer was ready (now when
+        not given)."""
         if api_key == FETCH:
             follower = (body.replica_id if version <= 14 else body.replica_state.replica_id) >= 0
-            name = "FetchFollower" if follower else "FetchConsumer"
-        metrics = self._by_request.get((name, version))
+            key: tuple[Any, int] = ("FetchFollower" if follower else "FetchConsumer", version)
+        else:
+            key = (api_key, version)
+        metrics = self._by_request.get(key)
         if metrics is None:
-            metrics = self._by_request[(name, version)] = self._make(name, version)
+            name = key[0] if api_key == FETCH else APIS[api_key].name
+            metrics = self._by_request[key] = self._make(name, version)
         metrics.requests.mark()
         metrics.queue.update((started_ns - arrived_ns) / 1e6)
         metrics.local.update(local_ns / 1e6)
         metrics.remote.update(remote_ns / 1e6)
         if response is not None:
             counts: dict[int, int] = {}
-            error_counts(response, counts)
+            counter = _COUNTERS.get(type(response))
+            (counter or _counter(type(response)))(response, counts)
             for code, n in counts.items():
                 meter = metrics.errors.get(code)
                 if meter is None:
+                    error = ERROR_NAMES.get(code, f"ERROR_{code}")
                     meter = metrics.errors[code] = self.registry.meter(
                         NETWORK, "RequestMetrics", "ErrorsPerSec",
-                        (("request", name), ("error", ERROR_NAMES.get(code, f"ERROR_{code}"))))
+                        (("request", metrics.name), ("error", error)))
                 meter.mark(n)
-        return metrics, arrived_ns, time.monotonic_ns()
+        return metrics, arrived_ns, time.monotonic_ns() if done_ns is None else done_ns
 
     @staticmethod
     def sent(meta: tuple[_Metrics, int, int], send_started_ns: int, sent_ns: int) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from moldau.protocol._runtime import Message
 from moldau.protocol.api import APIS
 from moldau.protocol.errors import ProtocolError, UnsupportedVersionError
 from moldau.protocol.headers import (
@@ -34,6 +35,10 @@ request_log = logging.getLogger("kafka.request.logger")
 log = logging.getLogger("kafka.server.KafkaApis")
 
 Handler = Callable[["RequestContext", Any], Any]
+
+
+def _no_throttle(ctx: RequestContext) -> int:
+    return 0
 
 
 class Authorizer:
@@ -82,7 +87,8 @@ class RequestDispatcher:
     def __init__(self, authorizer: Authorizer | None = None) -> None:
         self.handlers: dict[int, Registration] = {}
         self.authorizer = authorizer or Authorizer()
-        self.throttle_ms: Callable[[RequestContext], int] = lambda ctx: 0  # quotas later
+        # the throttle_time_ms of every response (quotas later); responses default to 0
+        self.throttle_ms: Callable[[RequestContext], int] = _no_throttle
         self._advertised: dict[int, tuple[int, int]] = {}
         self.metrics: RequestMetrics | None = None  # set by the broker
 
@@ -128,44 +134,48 @@ class RequestDispatcher:
         ctx = RequestContext(conn, header, version, received, self.authorizer)
         started = time.monotonic_ns()
         result = registration.handler(ctx, body)
-        local = time.monotonic_ns() - started
-        if inspect.isawaitable(result):
-            return self._complete(ctx, body, result, started, local)
+        done = time.monotonic_ns()
+        # a handler answers with a generated response (or None), or an awaitable of one
+        if result is not None and not isinstance(result, Message) and inspect.isawaitable(result):
+            return self._complete(ctx, body, result, started, done - started, done)
         parts = self._respond(ctx, body, result)
-        self._measure(ctx, body, started, local, 0, result)
+        if self.metrics is not None:
+            self._measure(ctx, body, started, done - started, 0, result, done)
         return parts
 
     async def _complete(self, ctx: RequestContext, request: Any, pending: Awaitable[Any],
-                        started: int, local: int) -> Parts | None:
-        waited = time.monotonic_ns()
+                        started: int, local: int, waited: int) -> Parts | None:
         response = await pending
-        remote = time.monotonic_ns() - waited
+        done = time.monotonic_ns()
         parts = self._respond(ctx, request, response)
-        self._measure(ctx, request, started, local, remote, response)
+        if self.metrics is not None:
+            self._measure(ctx, request, started, local, done - waited, response, done)
         return parts
 
     def _measure(self, ctx: RequestContext, request: Any, started: int, local: int,
-                 remote: int, response: Any) -> None:
+                 remote: int, response: Any, done: int) -> None:
         """RequestMetrics; the times of sending finish when the socket server reports
         the response sent (Connection.response_meta)."""
-        if self.metrics is not None:
-            meta = self.metrics.record(ctx.header.request_api_key, ctx.api_version, request,
-                                       ctx.received_ns, started, local, remote, response)
-            if response is None:
-                self.metrics.unanswered(meta)
-            else:
-                ctx.conn.response_meta = meta
+        metrics = self.metrics
+        assert metrics is not None
+        meta = metrics.record(ctx.header.request_api_key, ctx.api_version, request,
+                              ctx.received_ns, started, local, remote, response, done)
+        if response is None:
+            metrics.unanswered(meta)
+        else:
+            ctx.conn.response_meta = meta
 
     def _respond(self, ctx: RequestContext, request: Any, response: Any) -> Parts | None:
         if response is None:
             self._log(ctx, request, None)
             return None
-        if hasattr(response, "throttle_time_ms"):
+        if self.throttle_ms is not _no_throttle and hasattr(response, "throttle_time_ms"):
             response.throttle_time_ms = self.throttle_ms(ctx)
         header = ctx.header
         parts = encode_response_parts(header.correlation_id, header.request_api_key,
                                       ctx.api_version, response)
-        self._log(ctx, request, response)
+        if request_log.isEnabledFor(logging.DEBUG):
+            self._log(ctx, request, response)
         return parts
 
     def _log(self, ctx: RequestContext, request: Any, response: Any) -> None:

@@ -2,9 +2,15 @@
 
 A fetch response carries record data read from segment files. Rather than copying it
 into the response, the handler puts a `FileRecords` (a file range) where the records
-go; the generated encoder writes its length prefix (it only needs `len()`), and
-`SpliceBuffer` notes where the bytes belong. `encode_response_parts` then returns the
-frame as [bytes, FileRecords, bytes, ...] for the connection to send.
+go; the generated encoder writes its length prefix (it only needs `len()`) and hands the
+range to the output buffer's `splice()`, which notes where the bytes belong.
+`encode_response_parts` then returns the frame as [bytes, FileRecords, bytes, ...] for
+the connection to send.
+
+Every response is encoded into a SpliceBuffer, a bytearray whose appends stay C-level
+(only records fields holding a file range call back into Python), with the response
+header packed directly and the body's generated encoder looked up once per response
+type and version.
 """
 
 from __future__ import annotations
@@ -12,10 +18,13 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from moldau.protocol._runtime import _ENCODE_FAILURES, encode_failure
+from moldau.protocol.errors import ProtocolError
 from moldau.protocol.headers import response_header_version
-from moldau.protocol.messages.response_header import ResponseHeader
 
 _INT32 = struct.Struct(">i")
+_HEADER_V0 = struct.Struct(">ii")  # frame size, correlation id
+_HEADER_V1 = struct.Struct(">iiB")  # and an empty tagged-field section
 
 
 class FileRecords:
@@ -40,26 +49,43 @@ Parts = list[Part]
 
 
 class SpliceBuffer(bytearray):
-    """A bytearray that records where FileRecords were 'appended' instead of copying them."""
+    """A bytearray that records where FileRecords go instead of copying them: the
+    generated records writers call splice() for a value that is not bytes-like."""
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.splices: list[tuple[int, FileRecords]] = []
+    splices: list[tuple[int, FileRecords]] | tuple[()] = ()  # set by the first splice
 
-    def __iadd__(self, other: Any) -> SpliceBuffer:  # type: ignore[override]
-        if type(other) is FileRecords:
-            self.splices.append((len(self), other))
-            return self
-        return bytearray.__iadd__(self, other)  # type: ignore[return-value]
+    def splice(self, records: Any) -> None:
+        if type(records) is not FileRecords:
+            raise TypeError(f"cannot encode a {type(records).__name__} as records")
+        if not self.splices:
+            self.splices = []
+        self.splices.append((len(self), records))  # type: ignore[union-attr]
+
+
+# (response class, version) -> (whether the response header is v1, the body's encoder)
+_ENCODERS: dict[tuple[type, int], tuple[bool, Any]] = {}
+
+
+def _encoder(cls: type, api_key: int, api_version: int) -> tuple[bool, Any]:
+    plan = _ENCODERS.get((cls, api_version))
+    if plan is None:
+        encoder = cls._ENCODERS[cls._codec_index(api_version)]  # type: ignore[attr-defined]
+        plan = _ENCODERS[(cls, api_version)] = (
+            response_header_version(api_key, api_version) == 1, encoder)
+    return plan
 
 
 def encode_response_parts(correlation_id: int, api_key: int, api_version: int,
                           body: Any) -> Parts:
     """A size-prefixed response frame as parts (one part when it holds no file ranges)."""
-    out = SpliceBuffer(4)
-    ResponseHeader(correlation_id=correlation_id).encode_into(
-        out, response_header_version(api_key, api_version))
-    body.encode_into(out, api_version)
+    flexible_header, encoder = _encoder(type(body), api_key, api_version)
+    # the size (filled in below), the correlation id and, in header v1, no tagged fields
+    out = SpliceBuffer(_HEADER_V1.pack(0, correlation_id, 0) if flexible_header
+                       else _HEADER_V0.pack(0, correlation_id))
+    try:
+        encoder(body, out)
+    except (ProtocolError, *_ENCODE_FAILURES) as exc:
+        raise encode_failure(body.NAME, api_version, exc) from None
     splices = out.splices
     if not splices:
         _INT32.pack_into(out, 0, len(out) - 4)
@@ -78,4 +104,3 @@ def encode_response_parts(correlation_id: int, api_key: int, api_version: int,
     if start < len(out):
         parts.append(bytes(view[start:]))
     return parts
-

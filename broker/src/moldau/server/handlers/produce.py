@@ -78,28 +78,31 @@ class ProduceHandler:
                         raise InvalidTopicError(f"Cannot append to internal topic {name}")
                     # Kafka answers NOT_LEADER_OR_FOLLOWER only for a partition the
                     # metadata knows; a partition beyond the topic's count is unknown
-                    partition = replica_manager.leader_partition(
-                        name, data.index, metadata.partition(name, data.index) is not None)
+                    partition = replica_manager.leading(name, data.index, metadata)
+                    plog = partition.log
                     if acks == -1:
-                        min_isr = partition.log.config.min_insync_replicas
+                        min_isr = plog.config.min_insync_replicas
                         if len(partition.state.isr) < min_isr:
                             raise NotEnoughReplicasError(
                                 f"the ISR of {partition.name} has {len(partition.state.isr)} "
                                 f"replicas, fewer than min.insync.replicas={min_isr}")
-                    if data.records is None:
+                    records = data.records
+                    if records is None:
                         raise InvalidRecordError("the produce request has null records")
-                    info = partition.log.append_as_leader(data.records, partition.leader_epoch)
-                    stats.mark("MessagesInPerSec", name, info.record_count)
-                    stats.mark("BytesInPerSec", name, len(data.records))
+                    info = plog.append_as_leader(records, partition.state.leader_epoch)
+                    stats.produced(name, info.record_count, len(records))
                     partition.maybe_increment_high_watermark()
-                    partition.wake()
+                    if partition.waiters:
+                        partition.wake()
                     response.base_offset = info.first_offset
                     if version >= 2:
                         response.log_append_time_ms = info.log_append_time
                     if version >= 5:
-                        response.log_start_offset = partition.log.log_start_offset
-                    if acks == -1 and partition.log.high_watermark <= info.last_offset:
+                        response.log_start_offset = plog.log_start_offset
+                    if acks == -1 and plog.high_watermark <= info.last_offset:
                         waiting.append((partition, info.last_offset + 1))
+                    partition_responses.append(response)
+                    continue
                 except KafkaError as exc:
                     failed = True
                     self._fail(response, exc, name, version)
@@ -113,7 +116,7 @@ class ProduceHandler:
                 except ProtocolError as exc:
                     failed = True
                     self._fail(response, InvalidRecordError(str(exc)), name, version)
-                if partition is not None:
+                if partition is not None:  # (a successful append counted it above)
                     stats.mark("TotalProduceRequestsPerSec", name)
                 partition_responses.append(response)
             responses.append(TopicResponse(name=name, partition_responses=partition_responses))
