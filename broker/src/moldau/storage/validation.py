@@ -62,7 +62,6 @@ _unpack_header = HEADER.unpack_from
 _FRONT = struct.Struct(">qii")
 _patch_front = _FRONT.pack_into
 _pack_front = _FRONT.pack
-FRONT_SIZE = _FRONT.size  # 16: what a leader changes in a CreateTime batch
 _new_tuple = tuple.__new__  # a NamedTuple from a tuple, without its Python-level __new__
 
 
