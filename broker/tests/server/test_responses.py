@@ -78,3 +78,18 @@ def test_a_request_decodes_alike_before_and_after_its_codecs_are_cached() -> Non
     assert "malformed or truncated" in str(cached.value) or "runs past" in str(cached.value)
     with pytest.raises(ProtocolError, match="RequestHeader v2: "):
         decode_request(_produce_frame(3)[:10])  # a client id cut short
+
+
+def test_small_records_go_inline_and_large_ones_as_file_ranges() -> None:
+    from moldau.server.handlers.fetch import INLINE_RECORDS_MAX, _records
+
+    with tempfile.TemporaryFile() as fh:
+        fh.write(b"-" * 5 + RECORDS + bytes(INLINE_RECORDS_MAX + 1))
+        fh.flush()
+        small = _records(fh.fileno(), 5, len(RECORDS))
+        assert small == RECORDS  # copied into the answer: it joins the pass's one write
+        large = _records(fh.fileno(), 5, INLINE_RECORDS_MAX + 1)
+        assert isinstance(large, FileRecords) and len(large) == INLINE_RECORDS_MAX + 1
+        # a small range past the end of the file (a segment cut short) stays a file range
+        end = 5 + len(RECORDS) + INLINE_RECORDS_MAX + 1
+        assert isinstance(_records(fh.fileno(), end - 10, 100), FileRecords)

@@ -308,10 +308,15 @@ def write_compact_nullable_string(out: bytearray, value: str | None) -> None:
 
 
 def _write_bytes_value(out: bytearray, value: Any) -> None:
-    try:
+    kind = type(value)
+    if kind is bytes or kind is memoryview or kind is bytearray:
         out += value
-    except TypeError:  # not bytes-like: a stand-in for bytes elsewhere
-        out.splice(value)  # type: ignore[attr-defined]
+        return
+    splice = getattr(out, "splice", None)
+    if splice is None:
+        out += value  # other bytes-like values; anything else fails here
+    else:
+        splice(value)
 
 
 def write_bytes(out: bytearray, value: bytes) -> None:

@@ -96,7 +96,7 @@ class RequestQueueBound:
 
     def add(self, frames: list[bytearray]) -> None:
         self.queued += len(frames)
-        self.queued_bytes += sum(len(f) for f in frames)
+        self.queued_bytes += sum(map(len, frames))
 
     def park(self, conn: Connection) -> None:
         self._paused.append(conn)

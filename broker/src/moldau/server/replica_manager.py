@@ -316,14 +316,18 @@ class ReplicaManager:
     def get_partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
-    def leading(self, topic: str, index: int, metadata: MetadataCache) -> Partition:
+    def leading(self, topic: str, index: int, metadata: MetadataCache,
+                allow_follower: bool = False) -> Partition:
         """leader_partition for a client's request, with the metadata looked up only when
-        the answer is an error (the produce path asks this for every partition)."""
+        the answer is an error (produce and fetch ask this for every partition)."""
         partition = self.partitions.get((topic, index))
-        if (partition is not None and partition.state.leader == self.broker_id
-                and self.log_manager.logs.get((topic, index)) is partition.log):
-            return partition
-        return self.leader_partition(topic, index, metadata.partition(topic, index) is not None)
+        if partition is not None:
+            leader = partition.state.leader
+            if ((leader == self.broker_id or (allow_follower and leader >= 0))
+                    and self.log_manager.logs.get((topic, index)) is partition.log):
+                return partition
+        return self.leader_partition(topic, index, metadata.partition(topic, index) is not None,
+                                     allow_follower)
 
     def leader_partition(self, topic: str, index: int, topic_known: bool,
                          allow_follower: bool = False) -> Partition:

@@ -56,7 +56,8 @@ class SpliceBuffer(bytearray):
 
     def splice(self, records: Any) -> None:
         if type(records) is not FileRecords:
-            raise TypeError(f"cannot encode a {type(records).__name__} as records")
+            bytearray.__iadd__(self, records)  # bytes-like, or a TypeError
+            return
         if not self.splices:
             self.splices = []
         self.splices.append((len(self), records))  # type: ignore[union-attr]
