@@ -585,6 +585,7 @@ class Broker:
                                                          d.replicas, d.isr)
         for info in topics.values():
             cache.put_topic(info)
+        cache.initialized = True
 
     async def apply_stop_replica(self, partitions: list[tuple[str, int]], delete: bool
                                  ) -> None:

@@ -50,6 +50,9 @@ class MetadataCache:
         self.brokers: dict[int, BrokerEndpoints] = {}
         self.topics: dict[str, TopicInfo] = {}
         self.topic_names: dict[UUID, str] = {}
+        # False until the controller's first UpdateMetadata is applied: until then an
+        # absent topic is unknown to this broker, not to the cluster
+        self.initialized = False
 
     # --- updates (the controller's side) ----------------------------------------------
 

@@ -96,6 +96,13 @@ class MetadataHandler:
             info = metadata.topics.get(name)
             if info is not None:
                 return self._describe(info, version, listener)
+            if not metadata.initialized:
+                # A broker that just started answers before the controller's first
+                # UpdateMetadata. UNKNOWN_TOPIC_OR_PARTITION would be a lie librdkafka
+                # acts on (it drops the topic's partitions and fails the queued
+                # records); this error is retriable in every client.
+                raise LeaderNotAvailableError(
+                    f"broker {self.broker.broker_id} has no metadata from the controller yet")
             validate_topic_name(name)
             if allow_create and self.broker.config["auto.create.topics.enable"]:
                 if not ctx.authorize("CREATE", "CLUSTER", "kafka-cluster") and not \

@@ -1,0 +1,63 @@
+"""A broker that has not yet applied the controller's first UpdateMetadata must not call a
+topic unknown: librdkafka takes UNKNOWN_TOPIC_OR_PARTITION as the topic's deletion and
+fails every queued record (seen in a rolling restart, when a client asked a broker that
+had just started). The handler is tested on its own, with a real MetadataCache."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from moldau.errors import LeaderNotAvailableError, UnknownTopicOrPartitionError
+from moldau.protocol.messages.metadata_request import MetadataRequest
+from moldau.server.broker import Broker
+from moldau.server.handlers.metadata import MetadataHandler
+from moldau.server.metadata_cache import MetadataCache
+
+Topic = MetadataRequest.MetadataRequestTopic
+
+
+def _broker() -> Any:
+    stub = SimpleNamespace(broker_id=2, metadata=MetadataCache(2),
+                           config={"auto.create.topics.enable": True},
+                           topics=SimpleNamespace(auto_create=_no_create))
+    stub.apply_update_metadata = lambda live, decisions, deleted: \
+        Broker.apply_update_metadata(stub, live, decisions, deleted)
+    return stub
+
+
+def _no_create(name: str) -> None:
+    raise AssertionError(f"auto-created {name} before the cluster's metadata was known")
+
+
+def _ask(broker: Any, name: str) -> Any:
+    ctx = SimpleNamespace(api_version=9, listener="PLAINTEXT",
+                          authorize=lambda *args: True)
+    request = MetadataRequest(topics=[Topic(name=name)], allow_auto_topic_creation=False,
+                              include_topic_authorized_operations=False)
+    return MetadataHandler(broker)(ctx, request).topics[0]
+
+
+def test_a_topic_is_not_unknown_before_the_first_update_metadata() -> None:
+    broker = _broker()
+    answer = _ask(broker, "operations")
+    assert answer.error_code == LeaderNotAvailableError.code
+    assert answer.partitions == []
+
+
+def test_an_absent_topic_is_unknown_once_the_controller_has_spoken() -> None:
+    broker = _broker()
+    broker.apply_update_metadata([], [], [])
+    assert broker.metadata.initialized
+    assert _ask(broker, "operations").error_code == UnknownTopicOrPartitionError.code
+
+
+def test_no_auto_creation_before_the_first_update_metadata() -> None:
+    broker = _broker()
+    broker.config = {"auto.create.topics.enable": True}
+    request = MetadataRequest(topics=[Topic(name="new-topic")],
+                              allow_auto_topic_creation=True,
+                              include_topic_authorized_operations=False)
+    ctx = SimpleNamespace(api_version=9, listener="PLAINTEXT", authorize=lambda *a: True)
+    answer = MetadataHandler(broker)(ctx, request).topics[0]
+    assert answer.error_code == LeaderNotAvailableError.code  # and _no_create was not called
