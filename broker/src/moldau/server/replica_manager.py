@@ -318,16 +318,10 @@ class ReplicaManager:
 
     def leading(self, topic: str, index: int, metadata: MetadataCache,
                 allow_follower: bool = False) -> Partition:
-        """leader_partition for a client's request, with the metadata looked up only when
-        the answer is an error (produce and fetch ask this for every partition)."""
-        partition = self.partitions.get((topic, index))
-        if partition is not None:
-            leader = partition.state.leader
-            if ((leader == self.broker_id or (allow_follower and leader >= 0))
-                    and self.log_manager.logs.get((topic, index)) is partition.log):
-                return partition
-        return self.leader_partition(topic, index, metadata.partition(topic, index) is not None,
-                                     allow_follower)
+        """leader_partition for a client's request: the metadata is looked up only for a
+        partition this broker does not host (produce and fetch ask for every partition)."""
+        known = (topic, index) in self.partitions or metadata.partition(topic, index) is not None
+        return self.leader_partition(topic, index, known, allow_follower)
 
     def leader_partition(self, topic: str, index: int, topic_known: bool,
                          allow_follower: bool = False) -> Partition:

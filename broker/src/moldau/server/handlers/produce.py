@@ -92,8 +92,7 @@ class ProduceHandler:
                     info = plog.append_as_leader(records, partition.state.leader_epoch)
                     stats.produced(name, info.record_count, len(records))
                     partition.maybe_increment_high_watermark()
-                    if partition.waiters:
-                        partition.wake()
+                    partition.wake()
                     response.base_offset = info.first_offset
                     if version >= 2:
                         response.log_append_time_ms = info.log_append_time
