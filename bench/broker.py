@@ -12,7 +12,8 @@ confluent-kafka to the delivery report, and `rdkperf -e2e` to the delivery repor
 a consumer's receipt.
 
 The 1 KiB workloads and the latency runs are repeated ROUNDS times (fresh topics, deleted
-after each round so their dirty pages never throttle the next) and reported as medians
+after each round's throughput runs and written back before its latency runs, so their
+dirty pages never throttle the next run) and reported as medians
 with the rounds' range: two runs of the same workload on an idle shared machine have
 differed by up to 2x. The 100 B workloads run once.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -45,6 +47,7 @@ PARTITIONS = 6
 TOTAL_BYTES = int(os.environ.get("MOLDAU_BENCH_BYTES", 2 * GIB))
 LATENCY_RATE = 20_000_000  # bytes/s
 LATENCY_SECONDS = 10
+PACING_SLEEP = 100e-6  # the latency drivers' pause between sending passes, as rdkperf -e2e
 ROUNDS = int(os.environ.get("MOLDAU_BENCH_ROUNDS", 3))
 CONSUMERS = 3  # consumer processes at once in the parallel consume rows (2 partitions each)
 GOALS = {"produce_1k_mb_s": 400, "consume_mb_s": 800, "p99_ms": 5.0}
@@ -63,14 +66,35 @@ class Throughput:
     bytes: int
     seconds: float
     broker_cpu: float  # CPU seconds the broker used / wall seconds
+    client_cpu: float = 0.0  # CPU seconds the driver's processes used / wall seconds
+    # Consume rows: the bytes that arrived after the first batch, and the seconds from
+    # it to the last, so the client's start (connecting, metadata, offset lookup; over
+    # 0.5 s of librdkafka's offset-query timer) is left out, as kafka-consumer-perf-test
+    # leaves the group join out of its fetch.MB.sec.
+    fetched_bytes: int | None = None
+    fetch_seconds: float | None = None
 
     @property
     def mb_s(self) -> float:
+        """The row's rate: for consume rows, from the first batch on."""
+        if self.fetched_bytes is None or not self.fetch_seconds:
+            return self.whole_mb_s
+        return self.fetched_bytes / self.fetch_seconds / 1e6
+
+    @property
+    def whole_mb_s(self) -> float:
+        """From the start of the run (for consume rows: the assignment) to its end."""
         return self.bytes / self.seconds / 1e6
 
     @property
+    def start_seconds(self) -> float | None:
+        """Consume rows: from the assignment to the first batch."""
+        return None if self.fetch_seconds is None else self.seconds - self.fetch_seconds
+
+    @property
     def records_s(self) -> float:
-        return self.records / self.seconds
+        """At the row's rate (mb_s): the records are all of one size."""
+        return self.mb_s * 1e6 * self.records / self.bytes
 
 
 def _install_tools() -> None:
@@ -90,14 +114,35 @@ def _install_tools() -> None:
 def _driven(label: str, args: list[str], pid: int) -> Throughput:
     """Run an rdkperf mode that prints {"records", "bytes", "seconds"}; the broker's CPU
     share over the driver's whole run."""
-    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    cpu0, client0, t0 = cpu_seconds(pid), _cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
     out = subprocess.run(args, capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - t0
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed: {out.stderr.strip()}")
-    result = json.loads(out.stdout)
-    cpu = (cpu_seconds(pid) - cpu0) / wall
-    return Throughput(label, result["records"], result["bytes"], result["seconds"], cpu)
+    return _throughput(label, [json.loads(out.stdout)], (cpu_seconds(pid) - cpu0) / wall,
+                       (_cpu(resource.RUSAGE_CHILDREN) - client0) / wall)
+
+
+def _cpu(who: int) -> float:
+    """User and system CPU seconds of this process (RUSAGE_SELF: with its client
+    library's threads) or of its waited-for children."""
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _throughput(label: str, results: list[dict[str, Any]], cpu: float,
+                client_cpu: float) -> Throughput:
+    """One row from one or more driver processes' {"records", "bytes", "seconds"} and,
+    for consumers, their "first_at", "first_bytes", "last_at" (CLOCK_MONOTONIC seconds):
+    together they fetched from the earliest first batch to the latest last one."""
+    t = Throughput(label, sum(r["records"] for r in results),
+                   sum(r["bytes"] for r in results), max(r["seconds"] for r in results), cpu,
+                   client_cpu)
+    if all("first_at" in r for r in results):
+        t.fetched_bytes = t.bytes - sum(r["first_bytes"] for r in results)
+        t.fetch_seconds = (max(r["last_at"] for r in results)
+                           - min(r["first_at"] for r in results))
+    return t
 
 
 def produce_c(rdkperf: Path, bootstrap: str, topic: str, size: int, total: int,
@@ -116,7 +161,7 @@ def consume_c(rdkperf: Path, bootstrap: str, topic: str, records: int, size: int
 def _parallel(label: str, commands: list[list[str]], pid: int) -> Throughput:
     """Run consumer processes at once, each printing {"records", "bytes", "seconds"}: the
     broker's consume capacity when one client process is the limit."""
-    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    cpu0, client0, t0 = cpu_seconds(pid), _cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
     procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for command in commands]
     results = []
@@ -126,9 +171,8 @@ def _parallel(label: str, commands: list[list[str]], pid: int) -> Throughput:
             raise RuntimeError(f"{commands[0][0]} failed: {err.strip()}")
         results.append(json.loads(out))
     wall = time.perf_counter() - t0
-    cpu = (cpu_seconds(pid) - cpu0) / wall
-    return Throughput(label, sum(r["records"] for r in results),
-                      sum(r["bytes"] for r in results), max(r["seconds"] for r in results), cpu)
+    return _throughput(label, results, (cpu_seconds(pid) - cpu0) / wall,
+                       (_cpu(resource.RUSAGE_CHILDREN) - client0) / wall)
 
 
 def _shares(consumers: int) -> list[str]:
@@ -165,12 +209,12 @@ def produce_python(bootstrap: str, topic: str, size: int, total: int, pid: int) 
                          "queue.buffering.max.messages": 2_000_000})
     value = os.urandom(size)
     count = total // size
-    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    cpu0, client0, t0 = cpu_seconds(pid), _cpu(resource.RUSAGE_SELF), time.perf_counter()
     s.produce_all(producer, topic, value, count, PARTITIONS)
     seconds = time.perf_counter() - t0
-    cpu = (cpu_seconds(pid) - cpu0) / seconds
-    return Throughput(f"produce {size} B", count, count * size,
-                      seconds, cpu)
+    return Throughput(f"produce {size} B", count, count * size, seconds,
+                      (cpu_seconds(pid) - cpu0) / seconds,
+                      (_cpu(resource.RUSAGE_SELF) - client0) / seconds)
 
 
 def consume_python(bootstrap: str, topic: str, records: int, size: int,
@@ -183,14 +227,21 @@ def consume_python(bootstrap: str, topic: str, records: int, size: int,
                          "queued.max.messages.kbytes": 1 << 20})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     got = 0
-    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    first_at, first_records = 0.0, -1
+    cpu0, client0, t0 = cpu_seconds(pid), _cpu(resource.RUSAGE_SELF), time.perf_counter()
     while got < records:
-        got += len(consumer.consume(10_000, 1.0))
-    seconds = time.perf_counter() - t0
-    cpu = (cpu_seconds(pid) - cpu0) / seconds
+        # no more than is still due: a batch that cannot fill waits out the timeout
+        got += len(consumer.consume(min(10_000, records - got), 1.0))
+        if got and first_records < 0:
+            first_at, first_records = time.perf_counter(), got
+    last_at = time.perf_counter()
+    wall = last_at - t0
+    cpu = (cpu_seconds(pid) - cpu0) / wall
+    client_cpu = (_cpu(resource.RUSAGE_SELF) - client0) / wall
     consumer.close()
-    return Throughput(f"consume {size} B", got, got * size,
-                      seconds, cpu)
+    return _throughput(f"consume {size} B", [{
+        "records": got, "bytes": got * size, "seconds": wall, "first_at": first_at,
+        "first_bytes": first_records * size, "last_at": last_at}], cpu, client_cpu)
 
 
 def latency_c(rdkperf: Path, bootstrap: str, topic: str) -> dict[str, Any]:
@@ -206,40 +257,16 @@ def latency_c(rdkperf: Path, bootstrap: str, topic: str) -> dict[str, Any]:
 
 
 def latency_python(bootstrap: str, topic: str) -> dict[str, Any]:
-    """confluent-kafka: send to delivery report at LATENCY_RATE, quantiles in ms."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
-    value = os.urandom(1024)
-    # Warm up: the topic is created and its metadata known before the clock starts, so
-    # the figures are the steady state, not topic creation.
-    for i in range(PARTITIONS * 10):
-        producer.produce(topic, value, partition=i % PARTITIONS)
-    producer.flush(30)
-    samples: list[float] = []
-    interval = 1024 / LATENCY_RATE
-    start = time.perf_counter()
-    sent = 0
-    while time.perf_counter() - start < LATENCY_SECONDS:
-        # Coordinated omission: latency counts from when the record was due, not sent.
-        due = start + sent * interval
-        now = time.perf_counter()
-        if now < due:
-            producer.poll(0)
-            continue
-        producer.produce(topic, value, partition=sent % PARTITIONS,
-                         on_delivery=lambda err, _m, d=due: samples.append(
-                             time.perf_counter() - d))
-        sent += 1
-        if sent % 64 == 0:
-            producer.poll(0)
-    producer.flush(30)
-    samples.sort()
-
-    def at(q: float) -> float:
-        return samples[min(len(samples) - 1, int(q * len(samples)))] * 1000 if samples else 0.0
-
-    return {"p50": at(0.5), "p99": at(0.99), "p999": at(0.999), "count": len(samples)}
+    """confluent-kafka: send to delivery report at LATENCY_RATE, quantiles in ms
+    (bench/drivers/latency_python.py, in a process of its own)."""
+    driver = Path(__file__).parent / "drivers" / "latency_python.py"
+    out = subprocess.run([sys.executable, str(driver), bootstrap, topic, str(LATENCY_RATE),
+                          str(LATENCY_SECONDS), "1024", str(PARTITIONS), str(PACING_SLEEP)],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"{driver.name} failed: {out.stderr.strip()}")
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
 
 
 def loopback_iperf3() -> float | None:
@@ -311,6 +338,14 @@ def _delete_topics(bootstrap: str, topics: list[str]) -> None:
         future.result(60)
 
 
+def _settle() -> None:
+    """Let the deleted topics' files go and the page cache write back the rest, so a
+    latency run measures the broker at 20 MB/s, not the writeback of the throughput runs'
+    gigabytes throttling its writes."""
+    time.sleep(2.0)  # past file.delete.delay.ms (1 s)
+    os.sync()
+
+
 def _median_of(rounds: list[list[Throughput]], index: int) -> tuple[Throughput, str]:
     """The round whose row `index` has the median MB/s, and the rounds' MB/s range."""
     rows = sorted((r[index] for r in rounds), key=lambda t: t.mb_s)
@@ -362,12 +397,13 @@ def run() -> str:
                             consume_c(rdkperf, bootstrap, topic, made.records, size, pid),
                             consume_c_parallel(rdkperf, bootstrap, topic, made.records,
                                                size, pid, CONSUMERS)]
-            latencies.append({"python": latency_python(bootstrap, f"bench-latency-py-r{r}"),
-                              "native": latency_c(rdkperf, bootstrap, f"bench-latency-c-r{r}")})
             python.append(py_round)
             native.append(c_round)
             _delete_topics(bootstrap, [f"bench-{d}-{size}-r{r}" for d in ("py", "c")
                                        for size in sizes])
+            _settle()
+            latencies.append({"python": latency_python(bootstrap, f"bench-latency-py-r{r}"),
+                              "native": latency_c(rdkperf, bootstrap, f"bench-latency-c-r{r}")})
         iperf = loopback_iperf3()
         sink = python_sink(Path(broker.data_dir), min(total, 2 * GIB))
     finally:
@@ -382,8 +418,11 @@ def _rows(rounds: list[list[Throughput]], driver: str) -> list[tuple[str, ...]]:
     for index in range(len(rounds[0])):
         t, spread = _median_of(rounds, index) if index < len(rounds[-1]) else (
             rounds[0][index], "-")
-        rows.append((t.label, driver, f"{t.mb_s:.0f}", spread, f"{t.records_s:,.0f}",
-                     f"{t.seconds:.1f}", f"{t.broker_cpu * 100:.0f}%"))
+        start = t.start_seconds
+        rows.append((t.label, driver, f"{t.mb_s:.0f}", spread,
+                     "-" if start is None else f"{t.whole_mb_s:.0f} ({start:.2f} s)",
+                     f"{t.records_s:,.0f}", f"{t.seconds:.1f}", f"{t.broker_cpu * 100:.0f}%",
+                     f"{t.client_cpu * 100:.0f}%"))
     return rows
 
 
@@ -428,10 +467,22 @@ def _report(clock: s.Stopwatch, total: int, python: list[list[Throughput]],
         "Python), each on its share of the partitions, as a consumer group's members "
         "would be, with the assignment fixed so that they start together. The 1 KiB rows and the "
         f"latency runs are the medians of {rounds} rounds (fresh topics each, deleted after "
-        "it; the range shows the rounds' spread); the 100 B rows ran once.",
+        "the throughput runs, and the page cache written back (`sync`) before the latency "
+        "runs; the range shows the rounds' spread); the 100 B rows ran once. Consume rows "
+        "count from the first batch's arrival to the last's (the bytes after the first "
+        "batch; with several consumers, from the earliest first batch to the latest last "
+        "one), leaving out the client's start as kafka-consumer-perf-test's fetch.MB.sec "
+        "leaves out the group join: librdkafka assigns before it has metadata, and its "
+        "simple consumer then waits for a 500 ms offset-query timer before the first "
+        "fetch. The column after the spread gives the rate from the assignment and the "
+        "start's length. The CPU columns are CPU seconds per second of the run (100% is "
+        "one of the 2 cores) of the broker and of the driver's processes together (with "
+        "librdkafka's threads): where they add up to about 200%, the machine is the "
+        "limit, and the driver's share is what the broker could not have.",
         "",
-        s.table(["workload", "driver", "MB/s", "rounds' MB/s", "records/s", "seconds",
-                 "broker CPU"],
+        s.table(["workload", "driver", "MB/s", "rounds' MB/s",
+                 "consume: MB/s with the client's start (its length)", "records/s",
+                 "seconds", "broker CPU", "driver CPU"],
                 _rows(python, "confluent-kafka (Python)") + _rows(native, "rdkperf (C)")),
         "",
         s.table(["limit measured in the same run", "MB/s"], [
@@ -442,7 +493,10 @@ def _report(clock: s.Stopwatch, total: int, python: list[list[Throughput]],
         "",
         f"Latency at a fixed {LATENCY_RATE / 1e6:.0f} MB/s of 1 KiB records, linger.ms 0, "
         f"{LATENCY_SECONDS} s per round, coordinated omission corrected (latency counts "
-        "from when a record was due), medians over the rounds: confluent-kafka, send to "
+        "from when a record was due), both drivers in processes of their own and paced "
+        "alike (bench/drivers/latency_python.py and `rdkperf -e2e`: each pass sends what is "
+        f"due, serves delivery reports, sleeps {PACING_SLEEP * 1e6:.0f} µs), medians over "
+        "the rounds: confluent-kafka, send to "
         f"delivery report over 6 partitions: p50 {py_lat['p50']:.2f} ms, p99 "
         f"{py_lat['p99']:.2f} ms (rounds: {p99s(py_lat)}), p99.9 {py_lat['p999']:.2f} ms "
         f"({py_lat['count']:,} records per round); `rdkperf -e2e` on partition 0: to the "
