@@ -338,18 +338,38 @@ def run() -> str:
                   for i in range(1 if quick else ROUNDS)]
         failover_topic = "bench-failover"
         _create(bootstrap, failover_topic, 1, 3)
+        # kafka-python's warnings (retries, timeouts) with their times, should a trial stall
+        warnings = logging.StreamHandler(sys.stderr)
+        warnings.setLevel(logging.WARNING)
+        warnings.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        logging.getLogger("kafka").addHandler(warnings)
         # the clients take turns, so both see the same machine
         samples: dict[str, list[Failover]] = {c.name: [] for c in CLIENTS}
-        for _ in range(trials):
+        for trial in range(trials):
             for client in CLIENTS:
-                samples[client.name].append(
-                    failover_trial(cluster, bootstrap, failover_topic, client))
+                try:
+                    samples[client.name].append(
+                        failover_trial(cluster, bootstrap, failover_topic, client))
+                except Exception:
+                    print(f"replication: failover trial {trial} with {client.name} failed; "
+                          f"the brokers' logs are kept in {_keep_logs(cluster)}",
+                          file=sys.stderr)
+                    raise
     finally:
         for broker in cluster.values():
             broker.stop()
         ensemble.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     return _report(clock, total, rounds, samples)
+
+
+def _keep_logs(cluster: dict[int, Any]) -> Path:
+    """Copy the brokers' log directories (not their data) out of the run's directory,
+    which is removed, so a failed trial can be read afterwards."""
+    kept = Path(tempfile.mkdtemp(prefix="moldau-bench-replication-logs-"))
+    for broker_id, broker in cluster.items():
+        shutil.copytree(broker.log_dir, kept / f"broker{broker_id}", dirs_exist_ok=True)
+    return kept
 
 
 def _quantile(values: list[float], q: float) -> float:
