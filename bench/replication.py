@@ -355,6 +355,7 @@ def run() -> str:
                           f"the brokers' logs are kept in {_keep_logs(cluster)}",
                           file=sys.stderr)
                     raise
+        logging.getLogger("kafka").removeHandler(warnings)
     finally:
         for broker in cluster.values():
             broker.stop()

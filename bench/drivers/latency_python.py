@@ -1,6 +1,6 @@
-"""The broker bench's confluent-kafka latency driver, in a process of its own so that
-nothing else in the bench's process (threads, a large heap for the collector to walk)
-delays its sends or its delivery reports.
+"""The broker bench's confluent-kafka latency driver, in a process of its own, as
+rdkperf -e2e is, so that it shares no interpreter (its lock and its garbage collector)
+with the bench's own work.
 
 Usage: latency_python.py BOOTSTRAP TOPIC BYTES_PER_S SECONDS SIZE PARTITIONS PAUSE_S
 

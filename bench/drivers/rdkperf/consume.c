@@ -10,8 +10,8 @@
  * the last record, and "first_at", "first_bytes", "last_at": the CLOCK_MONOTONIC seconds
  * of the first batch's arrival, its bytes, and the last's arrival, so the caller can
  * leave out the client's start (connection, metadata, offset lookup) as Kafka's
- * kafka-consumer-perf-test does in its fetch.MB.sec. Exit status 1 on a consume error or when COUNT is not reached in
- * 600 s.
+ * kafka-consumer-perf-test does in its fetch.MB.sec. Exit status 1 on a consume error
+ * or when COUNT is not reached in 600 s.
  */
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
