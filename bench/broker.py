@@ -151,13 +151,6 @@ def produce_c(rdkperf: Path, bootstrap: str, topic: str, size: int, total: int,
                                           str(size), str(PARTITIONS), *PRODUCER_SETTINGS], pid)
 
 
-def consume_c(rdkperf: Path, bootstrap: str, topic: str, records: int, size: int,
-              pid: int) -> Throughput:
-    return _driven(f"consume {size} B", [str(rdkperf), "-consume", bootstrap, topic,
-                                          str(PARTITIONS), str(records), *CONSUMER_SETTINGS],
-                   pid)
-
-
 def _parallel(label: str, commands: list[list[str]], pid: int) -> Throughput:
     """Run consumer processes at once, each printing {"records", "bytes", "seconds"}: the
     broker's consume capacity when one client process is the limit."""
@@ -181,23 +174,23 @@ def _shares(consumers: int) -> list[str]:
             for first in range(consumers)]
 
 
-def consume_c_parallel(rdkperf: Path, bootstrap: str, topic: str, records: int, size: int,
-                       pid: int, consumers: int) -> Throughput:
+def consume_c(rdkperf: Path, bootstrap: str, topic: str, records: int, size: int, pid: int,
+              consumers: int = 1) -> Throughput:
     """`consumers` rdkperf -consume processes at once, each on its share."""
-    return _parallel(f"consume {size} B, {consumers} consumers",
+    return _parallel(_consume_label(size, consumers),
                      [[str(rdkperf), "-consume", bootstrap, topic, share,
-                       str(records // PARTITIONS * len(share.split(","))), *CONSUMER_SETTINGS]
+                       str(_share_records(records, share)), *CONSUMER_SETTINGS]
                       for share in _shares(consumers)], pid)
 
 
-def consume_python_parallel(bootstrap: str, topic: str, records: int, size: int, pid: int,
-                            consumers: int) -> Throughput:
-    """`consumers` confluent-kafka consumer processes at once, each on its share."""
-    driver = Path(__file__).parent / "drivers" / "consume_share.py"
-    return _parallel(f"consume {size} B, {consumers} consumers",
-                     [[sys.executable, str(driver), bootstrap, topic, share,
-                       str(records // PARTITIONS * len(share.split(","))), str(size)]
-                      for share in _shares(consumers)], pid)
+def _share_records(records: int, share: str) -> int:
+    """How many of `records`, produced round-robin over the partitions, a share holds."""
+    return sum(records // PARTITIONS + (int(p) < records % PARTITIONS)
+               for p in share.split(","))
+
+
+def _consume_label(size: int, consumers: int) -> str:
+    return f"consume {size} B" + (f", {consumers} consumers" if consumers > 1 else "")
 
 
 def produce_python(bootstrap: str, topic: str, size: int, total: int, pid: int) -> Throughput:
@@ -217,31 +210,15 @@ def produce_python(bootstrap: str, topic: str, size: int, total: int, pid: int) 
                       (_cpu(resource.RUSAGE_SELF) - client0) / seconds)
 
 
-def consume_python(bootstrap: str, topic: str, records: int, size: int,
-                   pid: int) -> Throughput:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench",
-                         "enable.auto.commit": False, "fetch.max.bytes": 52428800,
-                         "max.partition.fetch.bytes": 10485760,
-                         "queued.max.messages.kbytes": 1 << 20})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    got = 0
-    first_at, first_records = 0.0, -1
-    cpu0, client0, t0 = cpu_seconds(pid), _cpu(resource.RUSAGE_SELF), time.perf_counter()
-    while got < records:
-        # no more than is still due: a batch that cannot fill waits out the timeout
-        got += len(consumer.consume(min(10_000, records - got), 1.0))
-        if got and first_records < 0:
-            first_at, first_records = time.perf_counter(), got
-    last_at = time.perf_counter()
-    wall = last_at - t0
-    cpu = (cpu_seconds(pid) - cpu0) / wall
-    client_cpu = (_cpu(resource.RUSAGE_SELF) - client0) / wall
-    consumer.close()
-    return _throughput(f"consume {size} B", [{
-        "records": got, "bytes": got * size, "seconds": wall, "first_at": first_at,
-        "first_bytes": first_records * size, "last_at": last_at}], cpu, client_cpu)
+def consume_python(bootstrap: str, topic: str, records: int, size: int, pid: int,
+                   consumers: int = 1) -> Throughput:
+    """`consumers` confluent-kafka consumer processes (bench/drivers/consume_share.py) at
+    once, each on its share of the partitions."""
+    driver = Path(__file__).parent / "drivers" / "consume_share.py"
+    return _parallel(_consume_label(size, consumers),
+                     [[sys.executable, str(driver), bootstrap, topic, share,
+                       str(_share_records(records, share)), str(size)]
+                      for share in _shares(consumers)], pid)
 
 
 def latency_c(rdkperf: Path, bootstrap: str, topic: str) -> dict[str, Any]:
@@ -389,14 +366,14 @@ def run() -> str:
                 topic = f"bench-py-{size}-r{r}"
                 made = produce_python(bootstrap, topic, size, total, pid)
                 py_round += [made, consume_python(bootstrap, topic, made.records, size, pid),
-                             consume_python_parallel(bootstrap, topic, made.records, size, pid,
-                                                     CONSUMERS)]
+                             consume_python(bootstrap, topic, made.records, size, pid,
+                                            CONSUMERS)]
                 topic = f"bench-c-{size}-r{r}"
                 made = produce_c(rdkperf, bootstrap, topic, size, total, pid)
                 c_round += [made,
                             consume_c(rdkperf, bootstrap, topic, made.records, size, pid),
-                            consume_c_parallel(rdkperf, bootstrap, topic, made.records,
-                                               size, pid, CONSUMERS)]
+                            consume_c(rdkperf, bootstrap, topic, made.records, size, pid,
+                                      CONSUMERS)]
             python.append(py_round)
             native.append(c_round)
             _delete_topics(bootstrap, [f"bench-{d}-{size}-r{r}" for d in ("py", "c")
@@ -463,9 +440,10 @@ def _report(clock: s.Stopwatch, total: int, python: list[list[Throughput]],
         "to the broker, "
         "as Kafka's own perf tools (tight Java loops) do. One consumer process, in C or "
         f"Python, is bound by its own core before the broker is: the parallel rows run "
-        f"{CONSUMERS} consumer processes at once (bench/drivers/consume_share.py for "
-        "Python), each on its share of the partitions, as a consumer group's members "
-        "would be, with the assignment fixed so that they start together. The 1 KiB rows and the "
+        f"{CONSUMERS} consumer processes at once, each on its share of the partitions, as "
+        "a consumer group's members would be, with the assignment fixed so that they start "
+        "together (a Python consumer is always a process of bench/drivers/"
+        "consume_share.py). The 1 KiB rows and the "
         f"latency runs are the medians of {rounds} rounds (fresh topics each, deleted after "
         "the throughput runs, and the page cache written back (`sync`) before the latency "
         "runs; the range shows the rounds' spread); the 100 B rows ran once. Consume rows "
