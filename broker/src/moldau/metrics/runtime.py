@@ -5,7 +5,9 @@
   pause, a blocking call) shows here, as GC pauses show in a JVM's safepoint times;
 - `moldau:type=GarbageCollector,name=gen<N>`: CollectionCount and CollectionTime (ms)
   per generation, the attributes of the JVM's `java.lang:type=GarbageCollector` MBeans,
-  timed with `gc.callbacks`.
+  timed with `gc.callbacks`;
+- `moldau:type=GarbageCollector,name=permanent`: ObjectCount, the objects frozen out of
+  collection (`gc.freeze()` after startup: the server's long-lived heap).
 """
 
 from __future__ import annotations
@@ -35,9 +37,13 @@ class GcStats:
         self.time_ms[generation] += (time.perf_counter() - self._started) * 1000
 
     def beans(self) -> dict[str, dict[str, Any]]:
-        return {f"moldau:type=GarbageCollector,name=gen{g}": {
-            "CollectionCount": self.counts[g], "CollectionTime": self.time_ms[g]}
+        beans: dict[str, dict[str, Any]] = {
+            f"moldau:type=GarbageCollector,name=gen{g}": {
+                "CollectionCount": self.counts[g], "CollectionTime": self.time_ms[g]}
             for g in range(3)}
+        beans["moldau:type=GarbageCollector,name=permanent"] = {
+            "ObjectCount": gc.get_freeze_count()}
+        return beans
 
 
 def watch_runtime(registry: MetricsRegistry) -> tuple[asyncio.Task[None], GcStats]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -52,6 +53,11 @@ async def _serve(config: BrokerConfig) -> int:
         print(f"moldau-server: {exc}", file=sys.stderr)
         await broker.shutdown()
         return 1
+    # What startup made (modules, classes, configs, metadata) lives as long as the process.
+    # Frozen, it is no longer traversed by every full collection, whose pauses on a busy
+    # broker took 13 to 21 ms, a latency spike for every client.
+    gc.collect()
+    gc.freeze()
     await stop.wait()
     await broker.shutdown()
     return 0
