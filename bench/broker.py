@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -246,6 +247,25 @@ def latency_python(bootstrap: str, topic: str) -> dict[str, Any]:
     return result
 
 
+def _produce_requests(metrics_port: int) -> int:
+    """The ProduceRequests the broker has handled (kafka.network RequestsPerSec Count)."""
+    beans = s.jmx_beans(metrics_port,
+                        "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,*")
+    return sum(int(bean["Count"]) for bean in beans)
+
+
+def _with_broker_load(pid: int, metrics_port: int,
+                      latency_run: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    """A latency run's quantiles and what it cost the broker: its CPU share of one core
+    and the ProduceRequests a second, over the whole run (the driver's start and final
+    flush included). Near 100% the event loop is saturated and latency is queueing."""
+    requests0, cpu0, t0 = _produce_requests(metrics_port), cpu_seconds(pid), time.perf_counter()
+    result = latency_run(*args)
+    wall = time.perf_counter() - t0
+    return result | {"broker_cpu": (cpu_seconds(pid) - cpu0) / wall,
+                     "produce_requests_s": (_produce_requests(metrics_port) - requests0) / wall}
+
+
 def loopback_iperf3() -> float | None:
     iperf = shutil.which("iperf3")
     if iperf is None:
@@ -344,12 +364,14 @@ def run() -> str:
     rdkperf = build_rdkperf()
     workdir = Path(tempfile.mkdtemp(prefix="moldau-bench-broker-"))
     ensemble = ZooKeeperEnsemble(workdir / "zk", size=1, die_with_parent=True).start()
+    metrics_port = _free_port()
     broker = BrokerProcess(str(workdir / "broker"), 1, ensemble.connect_string + "/bench",
                            properties={**s.AUTOTUNED_SOCKETS,
                                        "num.partitions": str(PARTITIONS),
                                        "log.segment.bytes": str(1 << 30),
                                        # a deleted round's files go at once
-                                       "file.delete.delay.ms": "1000"})
+                                       "file.delete.delay.ms": "1000"},
+                           env={"MOLDAU_METRICS_PORT": str(metrics_port)})
     try:
         broker.start()
         pid = broker.pid()
@@ -379,8 +401,11 @@ def run() -> str:
             _delete_topics(bootstrap, [f"bench-{d}-{size}-r{r}" for d in ("py", "c")
                                        for size in sizes])
             _settle()
-            latencies.append({"python": latency_python(bootstrap, f"bench-latency-py-r{r}"),
-                              "native": latency_c(rdkperf, bootstrap, f"bench-latency-c-r{r}")})
+            latencies.append({
+                "python": _with_broker_load(pid, metrics_port, latency_python, bootstrap,
+                                            f"bench-latency-py-r{r}"),
+                "native": _with_broker_load(pid, metrics_port, latency_c, rdkperf, bootstrap,
+                                            f"bench-latency-c-r{r}")})
         iperf = loopback_iperf3()
         sink = python_sink(Path(broker.data_dir), min(total, 2 * GIB))
     finally:
@@ -414,8 +439,11 @@ def _median_latency(latencies: list[dict[str, dict[str, Any]]], driver: str,
                     key: str | None = None) -> dict[str, float]:
     """The median over the rounds of each quantile."""
     runs = [lat[driver][key] if key else lat[driver] for lat in latencies]
+    loads = [lat[driver] for lat in latencies]
     return {q: statistics.median(run[q] for run in runs) for q in ("p50", "p99", "p999")} | {
-        "count": runs[0]["count"], "p99s": [run["p99"] for run in runs]}
+        "count": runs[0]["count"], "p99s": [run["p99"] for run in runs],
+        "broker_cpu": statistics.median(load["broker_cpu"] for load in loads),
+        "produce_requests_s": statistics.median(load["produce_requests_s"] for load in loads)}
 
 
 def _report(clock: s.Stopwatch, total: int, python: list[list[Throughput]],
@@ -481,6 +509,16 @@ def _report(clock: s.Stopwatch, total: int, python: list[list[Throughput]],
         f"delivery report p50 {ack['p50']:.2f} ms, p99 {ack['p99']:.2f} ms (rounds: "
         f"{p99s(ack)}), p99.9 {ack['p999']:.2f} ms, to the consumer's receipt p50 "
         f"{e2e['p50']:.2f} ms, p99 {e2e['p99']:.2f} ms ({ack['count']:,} records per round).",
+        "",
+        "What the latency runs cost the broker (medians over the rounds, over each whole "
+        "run, the driver's start and final flush included): with confluent-kafka "
+        f"{py_lat['produce_requests_s']:,.0f} ProduceRequests a second and "
+        f"{py_lat['broker_cpu']:.0%} of a core; with rdkperf "
+        f"{ack['produce_requests_s']:,.0f} ProduceRequests a second (and its consumer's "
+        f"fetches) and {ack['broker_cpu']:.0%} of a core. With linger.ms 0 librdkafka "
+        "sends a request per partition as soon as it has a record; near 100% of a core the "
+        "broker's event loop is saturated, and the tail is the queue behind any pause "
+        "(docs/sizing.md, \"CPU and throughput\").",
         "",
         f"Goals (issue 4: produce >= {GOALS['produce_1k_mb_s']} MB/s of 1 KiB records, "
         f"consume >= {GOALS['consume_mb_s']} MB/s, p99 < {GOALS['p99_ms']:.0f} ms at 20 MB/s), "
