@@ -145,10 +145,12 @@ class RequestMetrics:
 
     def record(self, api_key: int, version: int, body: Any, arrived_ns: int, started_ns: int,
                local_ns: int, remote_ns: int, response: Any,
-               done_ns: int | None = None) -> tuple[_Metrics, int, int]:
+               done_ns: int | None = None,
+               error_counts: dict[int, int] | None = None) -> tuple[_Metrics, int, int]:
         """Count a handled request; the (metrics, arrival, done) that `sent` takes once
         the response went out. done_ns: when the handler's answer was ready (now when
-        not given)."""
+        not given). error_counts: the response's error codes, for an answer that is
+        bytes rather than a response object (else they are read from `response`)."""
         if api_key == FETCH:
             follower = (body.replica_id if version <= 14 else body.replica_state.replica_id) >= 0
             key: tuple[Any, int] = ("FetchFollower" if follower else "FetchConsumer", version)
@@ -162,10 +164,12 @@ class RequestMetrics:
         metrics.queue.update((started_ns - arrived_ns) / 1e6)
         metrics.local.update(local_ns / 1e6)
         metrics.remote.update(remote_ns / 1e6)
+        counts = error_counts
         if response is not None:
-            counts: dict[int, int] = {}
+            counts = {}
             counter = _COUNTERS.get(type(response))
             (counter or _counter(type(response)))(response, counts)
+        if counts:
             for code, n in counts.items():
                 meter = metrics.errors.get(code)
                 if meter is None:

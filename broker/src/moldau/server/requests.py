@@ -91,6 +91,9 @@ class RequestDispatcher:
         self.throttle_ms: Callable[[RequestContext], int] = _no_throttle
         self._advertised: dict[int, tuple[int, int]] = {}
         self.metrics: RequestMetrics | None = None  # set by the broker
+        # tried first for API key 0 (handlers/produce_fast.py); None: the parts when it
+        # answered the request, else the general path handles it
+        self.fast_produce: Callable[[Connection, bytearray, int], Parts | None] | None = None
 
     def register(self, api_key: int, handler: Handler, min_version: int,
                  max_version: int) -> None:
@@ -105,8 +108,18 @@ class RequestDispatcher:
         """What ApiVersions announces: exactly the registered handlers and ranges."""
         return dict(self._advertised)
 
+    def plain_responses(self) -> bool:
+        """Whether responses go out as handlers make them: no throttle time to fill in,
+        and no request details for kafka-request.log."""
+        return self.throttle_ms is _no_throttle and not request_log.isEnabledFor(logging.DEBUG)
+
     def __call__(self, conn: Connection, frame: bytearray) -> Parts | Awaitable[Any] | None:
         received = time.monotonic_ns()
+        fast = self.fast_produce
+        if fast is not None and frame[0] == 0 and frame[1] == 0:  # API key 0, Produce
+            parts = fast(conn, frame, received)
+            if parts is not None:
+                return parts
         try:
             header, body = decode_request(frame)
         except UnsupportedVersionError as exc:

@@ -32,6 +32,7 @@ from .init_producer_id import InitProducerIdHandler
 from .list_offsets import ListOffsetsHandler
 from .metadata import MetadataHandler
 from .produce import ProduceHandler
+from .produce_fast import FastProduce
 from .reassignments import AlterPartitionReassignmentsHandler, ListPartitionReassignmentsHandler
 from .records import DeleteRecordsHandler, OffsetForLeaderEpochHandler
 from .topics import CreatePartitionsHandler, CreateTopicsHandler, DeleteTopicsHandler
@@ -82,3 +83,4 @@ HANDLERS = {
 def register_handlers(dispatcher: RequestDispatcher, broker: Broker) -> None:
     for api_key, cls in HANDLERS.items():
         dispatcher.register(api_key, cls(broker), cls.MIN_VERSION, cls.MAX_VERSION)
+    dispatcher.fast_produce = FastProduce(broker, dispatcher)

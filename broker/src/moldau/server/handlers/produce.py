@@ -33,6 +33,8 @@ from ..metadata_cache import INTERNAL_TOPICS
 from ..replica_manager import Partition
 
 if TYPE_CHECKING:
+    from moldau.storage.validation import AppendInfo
+
     from ..broker import Broker
     from ..requests import RequestContext
 
@@ -40,6 +42,15 @@ log = logging.getLogger("kafka.server.KafkaApis")
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 TopicResponse = ProduceResponse.TopicProduceResponse
+
+
+def after_append(broker: Broker, topic: str, partition: Partition, info: AppendInfo,
+                 nbytes: int) -> None:
+    """What follows a leader's append of a produced batch: the topic's metrics, the high
+    watermark, and the requests waiting on the partition."""
+    broker.topic_stats.produced(topic, info.record_count, nbytes)
+    partition.maybe_increment_high_watermark()
+    partition.wake()
 
 
 class ProduceHandler:
@@ -90,9 +101,7 @@ class ProduceHandler:
                     if records is None:
                         raise InvalidRecordError("the produce request has null records")
                     info = plog.append_as_leader(records, partition.state.leader_epoch)
-                    stats.produced(name, info.record_count, len(records))
-                    partition.maybe_increment_high_watermark()
-                    partition.wake()
+                    after_append(self.broker, name, partition, info, len(records))
                     response.base_offset = info.first_offset
                     if version >= 2:
                         response.log_append_time_ms = info.log_append_time
