@@ -95,9 +95,11 @@ def test_every_broker_metric_has_a_name_kafka_dashboards_know(broker, exporter: 
                     '{listener="PLAINTEXT",networkProcessor="0"}')] >= 1
 
 
-# Moldau's own names (docs/metrics.md): Python's counterparts of the JVM's GC figures.
+# Moldau's own names (docs/metrics.md): Python's counterparts of the JVM's GC figures,
+# and the requests the fast Produce path answered.
 MOLDAU_NAMES = {"moldau_eventloop_lagms", "moldau_eventloop_lagms_count",
-                "moldau_gc_collections_total", "moldau_gc_collection_seconds_total"}
+                "moldau_gc_collections_total", "moldau_gc_collection_seconds_total",
+                "moldau_produce_fast_path_requests_total"}
 # Served by any broker, whatever it hosts (a follower adds fetcherlagmetrics_consumerlag).
 REQUEST_PATH_NAMES = {
     "kafka_network_requestchannel_requestqueuesize",
