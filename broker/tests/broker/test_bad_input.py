@@ -211,6 +211,10 @@ BAD_FRAMES = {
     "unregistered-version": (_list_offsets_v9(), "ListOffsets v9 is not supported"),
     "truncated-body": (_truncated_metadata(), "runs past the end"),
     "short-header": (frame(b"\x00\x03"), "too short"),
+    # shorter than an API key, and an API key of 0 (Produce, which has a fast path)
+    "empty": (frame(b""), "too short"),
+    "one-byte": (frame(b"\x00"), "too short"),
+    "produce-short-header": (frame(b"\x00\x00\x00\x09"), "malformed or truncated"),
 }
 
 

@@ -116,7 +116,8 @@ class RequestDispatcher:
     def __call__(self, conn: Connection, frame: bytearray) -> Parts | Awaitable[Any] | None:
         received = time.monotonic_ns()
         fast = self.fast_produce
-        if fast is not None and frame[0] == 0 and frame[1] == 0:  # API key 0, Produce
+        # API key 0, Produce (a frame too short for a key is the decoder's to refuse)
+        if fast is not None and len(frame) > 1 and frame[0] == 0 and frame[1] == 0:
             parts = fast(conn, frame, received)
             if parts is not None:
                 return parts
