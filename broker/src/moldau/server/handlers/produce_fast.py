@@ -47,7 +47,6 @@ _PARTITION = struct.Struct(">ihqqq")
 _ONE = 2  # a compact array's length of 1 (the varint holds length + 1)
 _NONE_ONCE = {0: 1}  # the response's error codes: one NONE
 _new_tuple = tuple.__new__  # a NamedTuple without its Python-level __new__
-_MALFORMED = (IndexError, struct.error, ProtocolError, UnicodeDecodeError)
 
 
 class SingleProduce(NamedTuple):
@@ -65,7 +64,7 @@ def parse(frame: bytearray) -> SingleProduce | None:
     anything else, malformed bytes included (the general path reports those)."""
     try:
         return _parse(frame)
-    except _MALFORMED:
+    except (IndexError, struct.error, ProtocolError, UnicodeDecodeError):
         return None
 
 
@@ -132,13 +131,7 @@ class FastProduce:
 
     def __call__(self, conn: Connection, frame: bytearray, received_ns: int) -> Parts | None:
         dispatcher = self.dispatcher
-        if not dispatcher.plain_responses():
-            return None
-        try:  # parse(), without a call more on this path
-            request = _parse(frame)
-        except _MALFORMED:
-            return None
-        if request is None:
+        if not dispatcher.plain_responses() or (request := parse(frame)) is None:
             return None
         version, correlation_id, client_id_length, acks, topic, index, records = request
         session = conn.session
