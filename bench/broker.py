@@ -335,11 +335,17 @@ def _delete_topics(bootstrap: str, topics: list[str]) -> None:
         future.result(60)
 
 
-def _settle() -> None:
+def _settle(data_dir: str) -> None:
     """Let the deleted topics' files go and the page cache write back the rest, so a
     latency run measures the broker at 20 MB/s, not the writeback of the throughput runs'
-    gigabytes throttling its writes."""
+    gigabytes throttling its writes, nor the kernel freeing their page cache (the broker
+    removes a deleted partition's `-delete` directory on a thread of its own)."""
     time.sleep(2.0)  # past file.delete.delay.ms (1 s)
+    deadline = time.monotonic() + 120
+    while any(name.endswith("-delete") for name in os.listdir(data_dir)):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"deleted partitions still in {data_dir} after 120 s")
+        time.sleep(0.1)
     os.sync()
 
 
@@ -400,7 +406,7 @@ def run() -> str:
             native.append(c_round)
             _delete_topics(bootstrap, [f"bench-{d}-{size}-r{r}" for d in ("py", "c")
                                        for size in sizes])
-            _settle()
+            _settle(broker.data_dir)
             latencies.append({
                 "python": _with_broker_load(pid, metrics_port, latency_python, bootstrap,
                                             f"bench-latency-py-r{r}"),

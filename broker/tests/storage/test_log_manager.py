@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -12,6 +13,7 @@ from moldau.errors import KafkaStorageError
 from moldau.protocol.records import build_batch, iter_batches
 from moldau.storage import checkpoints
 from moldau.storage.config import LogConfig
+from moldau.storage.log import now_ms
 from moldau.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager, ManagerConfig
 
 CLUSTER = "mOldauClusterId000000A"
@@ -189,4 +191,128 @@ def test_maintenance_checkpoints_high_watermarks_and_expires_idle_producers(tmp_
     m.run_maintenance(now=t0 + 5_500 + 5_000)  # ...interval.ms, not the 60 s recovery one
     assert checkpoints.read_offset_checkpoint(hw_file) == {("orders", 0): 3}
     assert sorted(lg.producer_state.producers) == [8]  # the next expiry check is not due
+    m.shutdown()
+
+
+def _threaded_manager(dirs, **kwargs) -> LogManager:
+    cfg = ManagerConfig(log_dirs=[str(d) for d in dirs], broker_id=1, cluster_id=CLUSTER,
+                        sync=True, file_worker_thread=True)
+    return LogManager(cfg, LogConfig(retention_ms=-1), **kwargs)
+
+
+def _eventually(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {seconds} s"
+        time.sleep(0.01)
+
+
+def test_checkpoint_thread_writes_the_periodic_checkpoints_in_order(tmp_path):
+    m = _threaded_manager([tmp_path / "a"])
+    lg = m.get_or_create_log("orders", 0, topic_id=uuid.uuid4())
+    hw_file = tmp_path / "a" / "replication-offset-checkpoint"
+    t0 = 1_700_000_000_000
+    for i in range(1, 4):  # three rounds 5 s apart, each with a higher high watermark
+        lg.append_as_leader(batch(i), leader_epoch=0)
+        lg.update_high_watermark(i)
+        m.run_maintenance(now=t0 + 5_000 * i)
+    _eventually(lambda: hw_file.exists()
+                and checkpoints.read_offset_checkpoint(hw_file) == {("orders", 0): 3})
+    assert not (tmp_path / "a" / "replication-offset-checkpoint.tmp").exists()
+    # A synchronous write waits for the queued ones: the newest value is the one left.
+    lg.append_as_leader(batch(4), leader_epoch=0)
+    lg.update_high_watermark(4)
+    m.run_maintenance(now=t0 + 20_000)  # queued...
+    m.shutdown()  # ...then the final checkpoints, written after it
+    assert checkpoints.read_offset_checkpoint(hw_file) == {("orders", 0): 4}
+    assert (tmp_path / "a" / CLEAN_SHUTDOWN_FILE).exists()
+
+
+def test_a_failed_background_checkpoint_takes_only_its_dir_offline(tmp_path):
+    failed: list[str] = []
+    m = _threaded_manager([tmp_path / "a", tmp_path / "b"], on_dir_failure=failed.append)
+    bad = m.get_or_create_log("bad", 0)
+    good = m.get_or_create_log("good", 0)
+    bad_dir = m.dir_of("bad", 0)
+    good_dir = m.dir_of("good", 0)
+    assert bad_dir != good_dir
+    # A non-empty directory where the checkpoint goes: the rename over it fails (EISDIR).
+    os.makedirs(os.path.join(bad_dir, "replication-offset-checkpoint", "in-the-way"))
+    for lg in (bad, good):
+        lg.append_as_leader(batch(1), leader_epoch=0)
+        lg.update_high_watermark(1)
+    t0 = 1_700_000_000_000
+    m.run_maintenance(now=t0)  # queues the writes; the failure is seen at a later round
+
+    def seen() -> bool:
+        m.run_maintenance(now=t0 + 1_000)  # no checkpoint due: only the failures are read
+        return bad_dir in m.offline_dirs
+
+    _eventually(seen)
+    assert failed == [bad_dir]
+    assert "writing replication-offset-checkpoint failed" in m.offline_dirs[bad_dir]
+    assert m.get_log("bad", 0) is None
+    good.append_as_leader(batch(2), leader_epoch=0)  # the other dir keeps serving
+    assert read_all(good) == [bytes([1]) * 100, bytes([2]) * 100]
+    m.shutdown()
+    assert checkpoints.read_offset_checkpoint(
+        os.path.join(good_dir, "replication-offset-checkpoint")) == {("good", 0): 1}
+
+
+def test_file_worker_removes_deleted_partitions_and_segments(tmp_path):
+    m = _threaded_manager([tmp_path / "a"])
+    gone = m.get_or_create_log("gone", 0)
+    gone.append_as_leader(batch(1), leader_epoch=0)
+    kept = m.get_or_create_log("kept", 0, config=LogConfig(segment_bytes=2000, retention_ms=-1,
+                                                            file_delete_delay_ms=1_000))
+    for i in range(40):
+        kept.append_as_leader(batch(i), leader_epoch=0)
+    data_dir = tmp_path / "a"
+    m.delete_log("gone", 0)
+    assert not (data_dir / "gone-0").exists()  # renamed before delete_log returns
+    _eventually(lambda: not [p for p in os.listdir(data_dir) if p.endswith("-delete")])
+
+    kept.update_high_watermark(kept.log_end_offset)
+    t0 = now_ms()
+    kept.delete_records(kept.log_end_offset - 1)  # every segment but the active one
+    doomed = [p for p in os.listdir(data_dir / "kept-0") if p.endswith(".deleted")]
+    assert doomed
+    m.run_maintenance(now=t0)  # file.delete.delay.ms not yet passed
+    time.sleep(0.1)
+    assert [p for p in os.listdir(data_dir / "kept-0") if p.endswith(".deleted")] == doomed
+    m.run_maintenance(now=t0 + 10_000)
+    _eventually(lambda: not [p for p in os.listdir(data_dir / "kept-0")
+                             if p.endswith(".deleted")])
+    assert read_all(kept) == [bytes([39]) * 100] and not m.offline_dirs
+    m.shutdown()
+
+
+def test_a_failed_background_delete_takes_its_dir_offline(tmp_path):
+    failed: list[str] = []
+    m = _threaded_manager([tmp_path / "a", tmp_path / "b"], on_dir_failure=failed.append)
+    config = LogConfig(segment_bytes=2000, retention_ms=-1, file_delete_delay_ms=1_000)
+    bad = m.get_or_create_log("bad", 0, config=config)
+    good = m.get_or_create_log("good", 0, config=config)
+    for lg in (bad, good):
+        for i in range(20):
+            lg.append_as_leader(batch(i), leader_epoch=0)
+        lg.update_high_watermark(lg.log_end_offset)
+        lg.delete_records(lg.log_end_offset - 1)  # its segments go after 1 s
+    t0 = now_ms() + 10_000
+    bad_dir = m.dir_of("bad", 0)
+    doomed = sorted(p for p in os.listdir(os.path.join(bad_dir, "bad-0")) if p.endswith(".deleted"))
+    # A non-empty directory where a segment file was: removing it fails (EISDIR).
+    os.remove(os.path.join(bad_dir, "bad-0", doomed[0]))
+    os.makedirs(os.path.join(bad_dir, "bad-0", doomed[0], "in-the-way"))
+    m.run_maintenance(now=t0)
+
+    def seen() -> bool:
+        m.run_maintenance(now=t0 + 1)
+        return bad_dir in m.offline_dirs
+
+    _eventually(seen)
+    assert failed == [bad_dir] and "deleting" in m.offline_dirs[bad_dir]
+    assert m.get_log("bad", 0) is None
+    good.append_as_leader(batch(99), leader_epoch=0)  # the other dir keeps serving
+    assert read_all(good) == [bytes([19]) * 100, bytes([99]) * 100]
     m.shutdown()

@@ -372,6 +372,7 @@ class Broker:
             log_cleaner_io_max_bytes_per_second=c["log.cleaner.io.max.bytes.per.second"],
             log_cleaner_dedupe_buffer_size=c["log.cleaner.dedupe.buffer.size"],
             log_cleaner_io_buffer_load_factor=c["log.cleaner.io.buffer.load.factor"],
+            file_worker_thread=True,  # fsyncs and file deletions would stall the loop
         )
         try:
             return LogManager(manager_config, self.topic_configs.default,

@@ -632,10 +632,17 @@ class PartitionLog:
 
     def delete_due_files(self, now: int) -> None:
         """Remove `.deleted` segments whose file.delete.delay.ms has passed."""
+        for segment in self.take_due_deletes(now):
+            segment.delete()
+
+    def take_due_deletes(self, now: int) -> list[LogSegment]:
+        """The `.deleted` segments whose file.delete.delay.ms has passed, no longer the
+        log's: the caller deletes them (the log manager, on its file worker thread)."""
+        if not self.pending_deletes:
+            return []
         due = [s for t, s in self.pending_deletes if t <= now]
         self.pending_deletes = [(t, s) for t, s in self.pending_deletes if t > now]
-        for segment in due:
-            segment.delete()
+        return due
 
     # --- truncation -------------------------------------------------------------------
 

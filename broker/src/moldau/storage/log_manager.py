@@ -27,6 +27,7 @@ from moldau.errors import KafkaStorageError, LogDirNotFoundError
 
 from . import checkpoints, cleaner
 from .config import LogConfig
+from .file_worker import FileWorker
 from .log import PartitionLog, now_ms
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,9 @@ class ManagerConfig:
                                            self.log_cleaner_threads,
                                            self.log_cleaner_io_buffer_load_factor)
     sync: bool = True  # fsync checkpoints (tests may turn it off for speed)
+    # Periodic checkpoints and file deletions on a worker thread (the broker: their fsyncs
+    # and page cache frees stall its event loop); without it they are done in the call.
+    file_worker_thread: bool = False
 
 
 @dataclass
@@ -121,6 +125,7 @@ class LogManager:
         self._cleaning: dict[TopicPartition, tuple[cleaner.CleanPlan, Future[None]]] = {}
         self._cleaner_pool: ThreadPoolExecutor | None = None
         self._timers = _Timers()
+        self._file_worker = FileWorker() if config.file_worker_thread else None
         for path in config.log_dirs:
             self._open_dir(os.path.abspath(path))
         if not self.dirs:
@@ -267,11 +272,15 @@ class LogManager:
             log_dir.logs.pop(tp, None)
         partition_log.close()
         doomed = f"{partition_log.directory}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        dir_path = os.path.dirname(partition_log.directory)
         try:
             os.rename(partition_log.directory, doomed)
-            shutil.rmtree(doomed)
         except OSError as exc:
-            self._take_offline(os.path.dirname(partition_log.directory), str(exc))
+            self._take_offline(dir_path, str(exc))
+            return
+        # Renamed, the deletion survives a crash (the next start finishes it); removing
+        # the files frees their page cache, which takes long enough to stall the loop.
+        self._file_work(dir_path, f"deleting {doomed}", lambda: shutil.rmtree(doomed))
 
     # --- failures ---------------------------------------------------------------------
 
@@ -305,6 +314,7 @@ class LogManager:
         calls this from its event loop every second or so."""
         now = now_ms() if now is None else now
         timers, cfg = self._timers, self.config
+        self._collect_file_work()
         if now - timers.retention >= cfg.retention_check_interval_ms:
             timers.retention = now
             self._each_log(lambda lg: lg.delete_old_segments(now))
@@ -316,15 +326,17 @@ class LogManager:
                 and now - timers.cleaner >= cfg.log_cleaner_backoff_ms):
             timers.cleaner = now
             self.start_cleaning(now)
-        self._each_log(lambda lg: lg.delete_due_files(now))
+        self._delete_due_files(now)
         if now - timers.recovery_checkpoint >= cfg.flush_offset_checkpoint_interval_ms:
             timers.recovery_checkpoint = now
             self.write_checkpoints(
-                checkpoints.RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point
+                checkpoints.RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point,
+                background=True,
             )
         if now - timers.high_watermark_checkpoint >= cfg.high_watermark_checkpoint_interval_ms:
             timers.high_watermark_checkpoint = now
-            self.write_checkpoints(checkpoints.REPLICATION_CHECKPOINT, lambda lg: lg.high_watermark)
+            self.write_checkpoints(checkpoints.REPLICATION_CHECKPOINT, lambda lg: lg.high_watermark,
+                                   background=True)
         if (now - timers.producer_expiration
                 >= cfg.producer_id_expiration_check_interval_ms):
             # Kafka drops idle producers' state so it cannot grow without bound
@@ -334,7 +346,8 @@ class LogManager:
         if now - timers.start_checkpoint >= cfg.flush_start_offset_checkpoint_interval_ms:
             timers.start_checkpoint = now
             self.write_checkpoints(
-                checkpoints.LOG_START_OFFSET_CHECKPOINT, lambda lg: lg.log_start_offset
+                checkpoints.LOG_START_OFFSET_CHECKPOINT, lambda lg: lg.log_start_offset,
+                background=True,
             )
 
     def clean_logs(self, now: int | None = None) -> list[TopicPartition]:
@@ -455,19 +468,57 @@ class LogManager:
 
     def write_checkpoints(
         self, name: str, value: Callable[[PartitionLog], int],
-        only: Callable[[PartitionLog], bool] = lambda _lg: True,
+        only: Callable[[PartitionLog], bool] = lambda _lg: True, *, background: bool = False,
     ) -> None:
+        """Write checkpoint `name` in every online dir: `value` of each log (`only` those).
+        With background (and the checkpoint thread), the offsets are taken now and the
+        files written on the worker thread; otherwise the earlier background writes are
+        waited for first, so no older checkpoint lands after this one."""
+        worker = self._file_worker
+        if worker is not None and not background:
+            self._collect_file_work(wait=True)
         for log_dir in list(self.dirs.values()):
             offsets = {tp: value(lg) for tp, lg in log_dir.logs.items() if only(lg)}
+            path = os.path.join(log_dir.path, name)
+            if worker is not None and background:
+                worker.submit(log_dir.path, f"writing {name}", checkpoints.write_offset_checkpoint,
+                              path, offsets, sync=self.config.sync)
+                continue
             try:
-                checkpoints.write_offset_checkpoint(
-                    os.path.join(log_dir.path, name), offsets, sync=self.config.sync
-                )
+                checkpoints.write_offset_checkpoint(path, offsets, sync=self.config.sync)
             except OSError as exc:
-                if _out_of_resources(exc):  # retried at the next checkpoint
-                    log.error("writing %s in %s failed: %s", name, log_dir.path, exc)
-                    continue
-                self._take_offline(log_dir.path, f"writing {name} failed: {exc}")
+                self._file_work_failed(log_dir.path, f"writing {name}", exc)
+
+    def _delete_due_files(self, now: int) -> None:
+        """Remove the `.deleted` segments whose file.delete.delay.ms has passed."""
+        for log_dir in list(self.dirs.values()):
+            for partition_log in list(log_dir.logs.values()):
+                for segment in partition_log.take_due_deletes(now):
+                    self._file_work(log_dir.path, f"deleting {segment.log_path}", segment.delete)
+
+    def _file_work(self, dir_path: str, what: str, work: Callable[[], object]) -> None:
+        """Run work on the file worker thread if there is one, else now."""
+        if self._file_worker is not None:
+            self._file_worker.submit(dir_path, what, work)
+            return
+        try:
+            work()
+        except (OSError, KafkaStorageError) as exc:
+            self._file_work_failed(dir_path, what, exc)
+
+    def _collect_file_work(self, wait: bool = False) -> None:
+        """Act on the background file work that failed (with wait: on all of it, once
+        done)."""
+        if self._file_worker is not None:
+            for failure in self._file_worker.collect(wait):
+                self._file_work_failed(failure.dir_path, failure.what, failure.error)
+
+    def _file_work_failed(self, dir_path: str, what: str,
+                          exc: OSError | KafkaStorageError) -> None:
+        if _out_of_resources(exc):  # retried: the next checkpoint, a restart's cleanup
+            log.error("%s in %s failed: %s", what, dir_path, exc)
+            return
+        self._take_offline(dir_path, f"{what} failed: {exc}")
 
     # --- shutdown ---------------------------------------------------------------------
 
@@ -475,6 +526,10 @@ class LogManager:
         """Stop the cleaner threads, flush every log, write every checkpoint, then the
         clean-shutdown marker."""
         self._stop_cleaning()
+        if self._file_worker is not None:
+            for failure in self._file_worker.close():
+                self._file_work_failed(failure.dir_path, failure.what, failure.error)
+            self._file_worker = None
         self._each_log(lambda lg: lg.flush())
         self.write_checkpoints(checkpoints.RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point)
         self.write_checkpoints(checkpoints.REPLICATION_CHECKPOINT, lambda lg: lg.high_watermark)
