@@ -265,3 +265,28 @@ def profile_top(fn: Callable[[], object], calls: int, limit: int = 6) -> str:
         )
         rows.append([shown, f"{ncalls / calls:g}", f"{100 * tottime / total:.0f}%"])
     return table(["function", "calls per operation", "share of own time"], rows)
+
+
+def delete_topics(bootstrap: str, topics: list[str]) -> None:
+    """Delete topics through the admin API and wait for the controller to accept."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the futures are done
+    for future in admin.delete_topics(topics).values():
+        future.result(60)
+
+
+def settle(data_dirs: Sequence[str]) -> None:
+    """After delete_topics: let the deleted topics' files go and the page cache write back
+    the rest, so the next run measures the brokers, not the writeback of the last run's
+    gigabytes throttling their writes (on these machines a broker's write path took
+    three times the CPU per GB once a few GB were dirty), nor the kernel freeing their
+    page cache (the broker removes a deleted partition's `-delete` directory on a thread
+    of its own)."""
+    time.sleep(2.0)  # past a file.delete.delay.ms of 1 s
+    deadline = time.monotonic() + 120
+    while any(name.endswith("-delete") for d in data_dirs for name in os.listdir(d)):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"deleted partitions still in {data_dirs} after 120 s")
+        time.sleep(0.1)
+    os.sync()

@@ -327,28 +327,6 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _delete_topics(bootstrap: str, topics: list[str]) -> None:
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the futures are done
-    for future in admin.delete_topics(topics).values():
-        future.result(60)
-
-
-def _settle(data_dir: str) -> None:
-    """Let the deleted topics' files go and the page cache write back the rest, so a
-    latency run measures the broker at 20 MB/s, not the writeback of the throughput runs'
-    gigabytes throttling its writes, nor the kernel freeing their page cache (the broker
-    removes a deleted partition's `-delete` directory on a thread of its own)."""
-    time.sleep(2.0)  # past file.delete.delay.ms (1 s)
-    deadline = time.monotonic() + 120
-    while any(name.endswith("-delete") for name in os.listdir(data_dir)):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"deleted partitions still in {data_dir} after 120 s")
-        time.sleep(0.1)
-    os.sync()
-
-
 def _median_of(rounds: list[list[Throughput]], index: int) -> tuple[Throughput, str]:
     """The round whose row `index` has the median MB/s, and the rounds' MB/s range."""
     rows = sorted((r[index] for r in rounds), key=lambda t: t.mb_s)
@@ -404,9 +382,9 @@ def run() -> str:
                                       CONSUMERS)]
             python.append(py_round)
             native.append(c_round)
-            _delete_topics(bootstrap, [f"bench-{d}-{size}-r{r}" for d in ("py", "c")
+            s.delete_topics(bootstrap, [f"bench-{d}-{size}-r{r}" for d in ("py", "c")
                                        for size in sizes])
-            _settle(broker.data_dir)
+            s.settle([broker.data_dir])
             latencies.append({
                 "python": _with_broker_load(pid, metrics_port, latency_python, bootstrap,
                                             f"bench-latency-py-r{r}"),

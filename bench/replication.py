@@ -7,7 +7,8 @@ Throughput: one topic of 6 partitions per run (RF 3 with min.insync.replicas 2, 
 MOLDAU_BENCH_REPLICATION_BYTES (default 512 MiB) per run. The three brokers, the
 ZooKeeper node and the client share the machine's 2 cores, so RF 3 pays for three
 copies of every byte on the same CPUs. ROUNDS rounds, RF 1 and RF 3 interleaved (the
-first of a round alternates), each on a fresh topic; the figures are medians, and the
+first of a round alternates), each on a fresh topic, deleted after its run, with the
+page cache written back before the next (s.settle); the figures are medians, and the
 ratio is the median of the per-round ratios, so a noisy neighbour hits both sides of a
 round. The brokers' CPU seconds per GB say what each byte costs them, whatever the noise;
 the size of the producer's requests (from the brokers' RequestMetrics) says why they
@@ -74,7 +75,9 @@ SESSION_MS = 6000
 # adds up to 2 s to the detection of a dead broker, so the bench uses 500 ms
 TICK_MS = 500
 TRIALS = 20
-ROUNDS = int(os.environ.get("MOLDAU_BENCH_ROUNDS", 3))
+# The throughput rounds are cheap next to the failover trials, and their spread is wide
+# (one round of RF 3 has ranged 0.30 to 0.55 of RF 1): seven steady the median.
+ROUNDS = int(os.environ.get("MOLDAU_BENCH_ROUNDS", 7))
 # Acknowledgements delivered this soon after the kill were sent by the old leader before
 # it died (delivery callbacks run when the writer polls); no new leader can exist before
 # ZooKeeper expires the old one's session, at least 2 ticks later.
@@ -150,6 +153,8 @@ def throughput_round(cluster: dict[int, Any], bootstrap: str, total: int,
         cpu = sum(cpu_seconds(p) for p in pids) - cpu0
         requests = produce_requests(metrics_ports) - requests0
         result[rf] = (rate, cpu / (total / 1e9), total / max(requests, 1) / 1e3)
+        s.delete_topics(bootstrap, [topic])
+        s.settle([b.data_dir for b in cluster.values()])
     return result
 
 
@@ -416,7 +421,10 @@ def _report(clock: s.Stopwatch, total: int,
         f"Three brokers and one ZooKeeper node on this machine, 6 partitions, 1 KiB records, "
         f"acks=all, {total / MIB:.0f} MiB per run, librdkafka producer (batch.size 1 MiB, "
         f"linger.ms 5); {len(rounds)} rounds, RF 1 and RF 3 interleaved, medians (the ratio "
-        "is the median of the rounds' ratios). Socket buffers are left to the kernel "
+        "is the median of the rounds' ratios). Each run has a fresh topic, deleted after it, "
+        "and the page cache is written back (`sync`) before the next: with a few GB left "
+        "dirty, the brokers' writes took up to three times the CPU per GB, so later runs "
+        "measured the last ones' writeback. Socket buffers are left to the kernel "
         "(`socket.send.buffer.bytes`, `socket.receive.buffer.bytes` and "
         "`replica.socket.receive.buffer.bytes` -1; with Kafka's defaults the brokers spent "
         "10-30% more CPU per GB in A/B runs, see bench/_support.py).",

@@ -133,6 +133,7 @@ class Connection(asyncio.BufferedProtocol):
         self._task: asyncio.Future[None] | None = None  # the request in progress, if it waits
         self.response_meta: Any = None  # the handler's note for on_sent (RequestMetrics)
         self._send_started = 0
+        self._corked = False  # TCP_CORK is set on the socket (_cork)
         self._unsent: list[bytes | bytearray] = []  # response bytes of this pass, not yet written
         self._unsent_bytes = 0
         # (response_meta, send start or 0) of the responses whose last bytes are in
@@ -337,19 +338,39 @@ class Connection(asyncio.BufferedProtocol):
                 continue
             if not self._send_started:
                 self._send_started = time.monotonic_ns()
+            if not self._corked and not self.tls and not transport.get_write_buffer_size():
+                self._cork(True)
             self._flush()  # what precedes the file range goes first
             if self.tls or transport.get_write_buffer_size():
                 # finish on a task (TLS copies; plaintext waits for the buffer to drain)
+                self._cork(False)
                 self.busy = True
                 self._task = asyncio.ensure_future(self._send_rest(parts[i:]))
                 return False
             sent = self._sendfile_now(part)
             if sent < part.size:
+                self._cork(False)
                 self.busy = True
                 rest = FileRecords(part.fd, part.position + sent, part.size - sent)
                 self._task = asyncio.ensure_future(self._send_rest([rest, *parts[i + 1:]]))
                 return False
+        if self._corked:
+            self._gathered()
+            self._flush()  # the response's tail goes with its file data...
+            self._cork(False)  # ...in full segments, then the rest at once
         return True
+
+    def _cork(self, on: bool) -> None:
+        """TCP_CORK around a response with file ranges: the bytes before each range and
+        its tail go out in the range's segments instead of in small segments of their
+        own, each of which woke the reader (a follower's fetcher) for a few bytes."""
+        if on == self._corked or self.sock is None:
+            return
+        try:
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1 if on else 0)
+        except OSError:  # not TCP (tests over socketpair): nothing to hold back
+            return
+        self._corked = on
 
     def _gathered(self) -> None:
         """A response is all sent but for the bytes gathered for the pass's write: its
