@@ -471,9 +471,9 @@ class LogManager:
         only: Callable[[PartitionLog], bool] = lambda _lg: True, *, background: bool = False,
     ) -> None:
         """Write checkpoint `name` in every online dir: `value` of each log (`only` those).
-        With background (and the checkpoint thread), the offsets are taken now and the
-        files written on the worker thread; otherwise the earlier background writes are
-        waited for first, so no older checkpoint lands after this one."""
+        With background (and a file worker thread), the offsets are taken now and the
+        files written on that thread; otherwise the queued file work is waited for
+        first, so no older checkpoint lands after this one."""
         worker = self._file_worker
         if worker is not None and not background:
             self._collect_file_work(wait=True)
