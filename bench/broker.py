@@ -260,10 +260,21 @@ def _with_broker_load(pid: int, metrics_port: int,
     and the ProduceRequests a second, over the whole run (the driver's start and final
     flush included). Near 100% the event loop is saturated and latency is queueing."""
     requests0, cpu0, t0 = _produce_requests(metrics_port), cpu_seconds(pid), time.perf_counter()
+    steal0 = _steal_seconds()
     result = latency_run(*args)
     wall = time.perf_counter() - t0
     return result | {"broker_cpu": (cpu_seconds(pid) - cpu0) / wall,
-                     "produce_requests_s": (_produce_requests(metrics_port) - requests0) / wall}
+                     "produce_requests_s": (_produce_requests(metrics_port) - requests0) / wall,
+                     "steal_s": _steal_seconds() - steal0}
+
+
+def _steal_seconds() -> float:
+    """CPU time the hypervisor gave to others while this machine's CPUs wanted it (the
+    steal column of /proc/stat, all CPUs): a round with steal lost time no server here
+    could have had."""
+    with open("/proc/stat") as fh:
+        fields = fh.readline().split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
 
 
 def loopback_iperf3() -> float | None:
@@ -427,7 +438,8 @@ def _median_latency(latencies: list[dict[str, dict[str, Any]]], driver: str,
     return {q: statistics.median(run[q] for run in runs) for q in ("p50", "p99", "p999")} | {
         "count": runs[0]["count"], "p99s": [run["p99"] for run in runs],
         "broker_cpu": statistics.median(load["broker_cpu"] for load in loads),
-        "produce_requests_s": statistics.median(load["produce_requests_s"] for load in loads)}
+        "produce_requests_s": statistics.median(load["produce_requests_s"] for load in loads),
+        "steals": [load["steal_s"] for load in loads]}
 
 
 def _report(clock: s.Stopwatch, total: int, python: list[list[Throughput]],
@@ -502,7 +514,11 @@ def _report(clock: s.Stopwatch, total: int, python: list[list[Throughput]],
         f"fetches) and {ack['broker_cpu']:.0%} of a core. With linger.ms 0 librdkafka "
         "sends a request per partition as soon as it has a record; near 100% of a core the "
         "broker's event loop is saturated, and the tail is the queue behind any pause "
-        "(docs/sizing.md, \"CPU and throughput\").",
+        "(docs/sizing.md, \"CPU and throughput\"). CPU time the hypervisor took from this "
+        "machine (steal, both CPUs) during the confluent-kafka rounds: "
+        + ", ".join(f"{x:.2f}" for x in py_lat["steals"]) + " s; a round after the "
+        "throughput runs' writes has shown 0.40 s, with single loop callbacks taking "
+        "19 ms of wall time.",
         "",
         f"Goals (issue 4: produce >= {GOALS['produce_1k_mb_s']} MB/s of 1 KiB records, "
         f"consume >= {GOALS['consume_mb_s']} MB/s, p99 < {GOALS['p99_ms']:.0f} ms at 20 MB/s), "
