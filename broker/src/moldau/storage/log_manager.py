@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import logging
 import os
 import shutil
@@ -474,20 +475,14 @@ class LogManager:
         With background (and a file worker thread), the offsets are taken now and the
         files written on that thread; otherwise the queued file work is waited for
         first, so no older checkpoint lands after this one."""
-        worker = self._file_worker
-        if worker is not None and not background:
+        if not background:
             self._collect_file_work(wait=True)
         for log_dir in list(self.dirs.values()):
             offsets = {tp: value(lg) for tp, lg in log_dir.logs.items() if only(lg)}
-            path = os.path.join(log_dir.path, name)
-            if worker is not None and background:
-                worker.submit(log_dir.path, f"writing {name}", checkpoints.write_offset_checkpoint,
-                              path, offsets, sync=self.config.sync)
-                continue
-            try:
-                checkpoints.write_offset_checkpoint(path, offsets, sync=self.config.sync)
-            except OSError as exc:
-                self._file_work_failed(log_dir.path, f"writing {name}", exc)
+            write = functools.partial(checkpoints.write_offset_checkpoint,
+                                      os.path.join(log_dir.path, name), offsets,
+                                      sync=self.config.sync)
+            self._file_work(log_dir.path, f"writing {name}", write, background=background)
 
     def _delete_due_files(self, now: int) -> None:
         """Remove the `.deleted` segments whose file.delete.delay.ms has passed."""
@@ -496,9 +491,10 @@ class LogManager:
                 for segment in partition_log.take_due_deletes(now):
                     self._file_work(log_dir.path, f"deleting {segment.log_path}", segment.delete)
 
-    def _file_work(self, dir_path: str, what: str, work: Callable[[], object]) -> None:
-        """Run work on the file worker thread if there is one, else now."""
-        if self._file_worker is not None:
+    def _file_work(self, dir_path: str, what: str, work: Callable[[], object], *,
+                   background: bool = True) -> None:
+        """Run work on the file worker thread if there is one (and background), else now."""
+        if background and self._file_worker is not None:
             self._file_worker.submit(dir_path, what, work)
             return
         try:
