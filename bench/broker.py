@@ -12,8 +12,9 @@ confluent-kafka to the delivery report, and `rdkperf -e2e` to the delivery repor
 a consumer's receipt.
 
 The 1 KiB workloads and the latency runs are repeated ROUNDS times (fresh topics, deleted
-after each round's throughput runs and written back before its latency runs, so their
-dirty pages never throttle the next run) and reported as medians
+after each round's throughput runs and written back before its latency runs; the page
+cache is also written back before each produce run, so no run's dirty pages throttle the
+next) and reported as medians
 with the rounds' range: two runs of the same workload on an idle shared machine have
 differed by up to 2x. The 100 B workloads run once.
 
@@ -381,11 +382,16 @@ def run() -> str:
             c_round: list[Throughput] = []
             for size in sizes:
                 topic = f"bench-py-{size}-r{r}"
+                # Each produce starts with the page cache written back: after the last
+                # one's 2 GiB, the kernel throttled the next one's writes (rdkperf made
+                # 282 to 329 MB/s in that state, 870 to 900 MB/s without it).
+                os.sync()
                 made = produce_python(bootstrap, topic, size, total, pid)
                 py_round += [made, consume_python(bootstrap, topic, made.records, size, pid),
                              consume_python(bootstrap, topic, made.records, size, pid,
                                             CONSUMERS)]
                 topic = f"bench-c-{size}-r{r}"
+                os.sync()
                 made = produce_c(rdkperf, bootstrap, topic, size, total, pid)
                 c_round += [made,
                             consume_c(rdkperf, bootstrap, topic, made.records, size, pid),
@@ -469,8 +475,9 @@ def _report(clock: s.Stopwatch, total: int, python: list[list[Throughput]],
         "together (a Python consumer is always a process of bench/drivers/"
         "consume_share.py). The 1 KiB rows and the "
         f"latency runs are the medians of {rounds} rounds (fresh topics each, deleted after "
-        "the throughput runs, and the page cache written back (`sync`) before the latency "
-        "runs; the range shows the rounds' spread); the 100 B rows ran once. Consume rows "
+        "the throughput runs, and the page cache written back (`sync`) before each produce "
+        "run and before the latency runs; the range shows the rounds' spread); the 100 B "
+        "rows ran once. Consume rows "
         "count from the first batch's arrival to the last's (the bytes after the first "
         "batch; with several consumers, from the earliest first batch to the latest last "
         "one), leaving out the client's start as kafka-consumer-perf-test's fetch.MB.sec "
