@@ -1,12 +1,14 @@
 """The fast Produce path (moldau.server.handlers.produce_fast) in a real broker: librdkafka's
-acks=1 requests take it, their records read back whole and in order, the request
-metrics count them as the general path would, and requests it does not take (another
-acks, an error) are answered by the general path."""
+acks=1 and acks=all requests take it, their records read back whole and in order, the
+request metrics count them as the general path would, and requests it does not take
+(another version, an error) are answered by the general path."""
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
+import pytest
 from broker.raw import connect, create_topic, produce, records
 from confluent_kafka import Consumer, Producer
 
@@ -29,12 +31,16 @@ def produce_requests(port: int) -> int:
         port, f"{RM},name=RequestsPerSec,request=Produce,*").values())
 
 
-def test_librdkafka_acks_1_requests_take_it_and_read_back_whole(
-        broker: tuple[BrokerProcess, int]) -> None:
+@pytest.mark.parametrize("settings", [
+    {"acks": 1, "enable.idempotence": False},
+    {},  # librdkafka's defaults: acks=all, and (here) idempotence
+], ids=["acks=1", "acks=all, idempotent"])
+def test_librdkafka_requests_take_it_and_read_back_whole(
+        broker: tuple[BrokerProcess, int], settings: dict[str, Any]) -> None:
     process, port = broker
     topic = f"fast-{uuid.uuid4().hex[:8]}"
-    producer = Producer({"bootstrap.servers": process.bootstrap, "acks": 1,
-                         "linger.ms": 0, "enable.idempotence": False})
+    producer = Producer({"bootstrap.servers": process.bootstrap, "linger.ms": 0,
+                         "enable.idempotence": True, **settings})
     producer.produce(topic, b"first")  # creates the topic (auto-creation)
     assert producer.flush(30) == 0
     fast0, none0, requests0 = count(port, FAST), count(port, NONE), produce_requests(port)
@@ -70,12 +76,14 @@ def test_requests_it_does_not_take_are_answered_by_the_general_path(
     with connect(process) as conn:
         create_topic(conn, topic)
         fast0 = count(port, FAST)
-        # acks=all, and an unknown partition with acks=1: not the fast path's to answer
-        assert produce(conn, topic, records(2), version=10, acks=-1).base_offset == 0
-        assert produce(conn, topic, records(1), version=10, acks=1,
-                       partition=5).error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+        # version 8, and an unknown partition: not the fast path's to answer
+        assert produce(conn, topic, records(2), version=8, acks=-1).base_offset == 0
+        for acks in (1, -1):
+            assert produce(conn, topic, records(1), version=10, acks=acks,
+                           partition=5).error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
         assert count(port, FAST) == fast0
-        # the same request on a partition that exists is the fast path's
-        answer = produce(conn, topic, records(3), version=10, acks=1)
-        assert (answer.error_code, answer.base_offset) == (0, 2)
-        assert count(port, FAST) == fast0 + 1
+        # the same requests in version 10 on a partition that exists are the fast path's
+        for acks, offset in ((1, 2), (-1, 5)):
+            answer = produce(conn, topic, records(3), version=10, acks=acks)
+            assert (answer.error_code, answer.base_offset) == (0, offset)
+        assert count(port, FAST) == fast0 + 2

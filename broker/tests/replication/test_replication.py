@@ -7,10 +7,12 @@ from __future__ import annotations
 import filecmp
 import os
 import pathlib
+import signal
 import threading
 import time
 from typing import Any
 
+from broker.raw import connect, produce_request, records
 from confluent_kafka import KafkaException, Producer
 
 from moldau.checker.consumer import verify
@@ -68,6 +70,42 @@ def test_no_acknowledged_record_is_lost_when_the_leader_is_killed(cluster: Clust
     report = verify(run)
     assert report.ok, report.summary()
     assert report.acknowledged > 1000, report.summary()
+
+
+def test_acks_all_waits_for_the_isr_and_times_out_alike_on_both_produce_paths(
+        cluster: Cluster) -> None:
+    """Produce v10, one partition, acks=all takes the fast path (handlers/produce_fast.py),
+    v8 the general one. With a follower stopped, the ISR cannot confirm: both answer
+    REQUEST_TIMED_OUT after the request's timeout_ms with the offset the records took
+    (appended, not committed); once the follower runs again both are committed and a
+    new request is answered at once."""
+    topic = cluster.create_topic("ackwait", partitions=1)
+    leader = leaders(cluster, topic)[0]
+    follower = next(b for b in cluster.brokers if b != leader)
+    pid = cluster.brokers[follower].pid()
+    assert pid is not None
+
+    def produce(conn: Any, version: int, count: int, timeout_ms: int) -> Any:
+        request = produce_request(topic, records(count), acks=-1, timeout_ms=timeout_ms)
+        return conn.request(0, version, request).responses[0].partition_responses[0]
+
+    with connect(cluster.brokers[leader]) as conn:
+        assert produce(conn, 10, 2, 10_000).base_offset == 0  # the ISR is whole
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            fast = produce(conn, 10, 3, 700)
+            general = produce(conn, 8, 4, 700)
+            waited = time.monotonic() - started
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert (fast.error_code, fast.base_offset) == (7, 2), fast  # REQUEST_TIMED_OUT
+        assert (general.error_code, general.base_offset) == (7, 5), general
+        assert fast.log_start_offset == general.log_start_offset == 0
+        assert 1.4 <= waited < 10, waited
+        answer = produce(conn, 10, 1, 10_000)
+        assert (answer.error_code, answer.base_offset) == (0, 9), answer
+    assert sorted(cluster.partitions(topic)[0].isrs) == [1, 2, 3]
 
 
 def test_too_few_in_sync_replicas_refuse_acks_all_but_not_acks_1(cluster: Cluster) -> None:

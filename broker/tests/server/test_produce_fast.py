@@ -44,9 +44,9 @@ def test_it_reads_the_one_partition_request_of_each_flexible_version(version: in
     assert str(data[10:10 + request.client_id_length], "utf-8") == "rdkafka"
 
 
-def test_acks_are_read_for_the_handler_to_judge() -> None:
+def test_acks_and_timeout_are_read_for_the_handler_to_judge() -> None:
     request = parse(frame(acks=-1))
-    assert request is not None and request.acks == -1
+    assert request is not None and (request.acks, request.timeout_ms) == (-1, 1500)
 
 
 def tagged(item: Any) -> Any:

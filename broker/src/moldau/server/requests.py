@@ -35,6 +35,8 @@ request_log = logging.getLogger("kafka.request.logger")
 log = logging.getLogger("kafka.server.KafkaApis")
 
 Handler = Callable[["RequestContext", Any], Any]
+# the fast Produce path: (connection, frame, arrival ns) to parts, an awaitable of them, or None
+FastPath = Callable[[Connection, bytearray, int], Parts | Awaitable[Parts] | None]
 
 
 def _no_throttle(ctx: RequestContext) -> int:
@@ -91,9 +93,9 @@ class RequestDispatcher:
         self.throttle_ms: Callable[[RequestContext], int] = _no_throttle
         self._advertised: dict[int, tuple[int, int]] = {}
         self.metrics: RequestMetrics | None = None  # set by the broker
-        # tried first for API key 0 (handlers/produce_fast.py); None: the parts when it
-        # answered the request, else the general path handles it
-        self.fast_produce: Callable[[Connection, bytearray, int], Parts | None] | None = None
+        # tried first for API key 0 (handlers/produce_fast.py): the parts, or an awaitable
+        # of them (acks=all), when it answered the request; None: the general path does
+        self.fast_produce: FastPath | None = None
 
     def register(self, api_key: int, handler: Handler, min_version: int,
                  max_version: int) -> None:

@@ -153,36 +153,43 @@ class ProduceHandler:
 
     async def _await_replication(self, response: Any, waiting: list[tuple[Partition, int]],
                                  timeout_ms: int) -> Any:
-        deadline = time.monotonic() + max(timeout_ms, 0) / 1000
-        rm = self.broker.replica_manager
-        epochs = {id(p): p.leader_epoch for p, _ in waiting}
-
-        def moved(p: Partition) -> bool:
-            """Leadership moved since the append (Kafka's DelayedProduce answers
-            NOT_LEADER_OR_FOLLOWER at once): this broker's high watermark no longer says
-            whether the records are committed, and the new leader may truncate them."""
-            return (not p.is_leader or p.leader_epoch != epochs[id(p)]
-                    or rm.get_partition(p.topic, p.index) is not p)
-
-        with self.broker.purgatory["Produce"].waiting(len(waiting)):
-            while True:
-                left = [(p, o) for p, o in waiting
-                        if p.log.high_watermark < o and not moved(p)]
-                remaining = deadline - time.monotonic()
-                if not left or remaining <= 0:
-                    break
-                await rm.wait_for_change([p for p, _ in left], remaining)
-        errors: dict[tuple[str, int], int] = {}
-        for p, o in waiting:
-            if p.log.high_watermark < o:
-                unconfirmed = NotLeaderOrFollowerError if moved(p) else RequestTimedOutError
-                errors[(p.topic, p.index)] = unconfirmed.code
-            elif len(p.state.isr) < p.log.config.min_insync_replicas:
-                # replicated, but the ISR shrank below the minimum meanwhile (Kafka's
-                # checkEnoughReplicasReachOffset)
-                errors[(p.topic, p.index)] = NotEnoughReplicasAfterAppendError.code
+        errors = await await_replication(self.broker, waiting, timeout_ms)
         if errors:
             for topic in response.responses:
                 for pr in topic.partition_responses:
                     pr.error_code = errors.get((topic.name, pr.index), pr.error_code)
         return response
+
+
+async def await_replication(broker: Broker, waiting: list[tuple[Partition, int]],
+                            timeout_ms: int) -> dict[tuple[str, int], int]:
+    """acks=all: wait until each partition's high watermark reaches its offset, or
+    timeout_ms; the error code of each (topic, partition) that did not make it."""
+    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+    rm = broker.replica_manager
+    epochs = {id(p): p.leader_epoch for p, _ in waiting}
+
+    def moved(p: Partition) -> bool:
+        """Leadership moved since the append (Kafka's DelayedProduce answers
+        NOT_LEADER_OR_FOLLOWER at once): this broker's high watermark no longer says
+        whether the records are committed, and the new leader may truncate them."""
+        return (not p.is_leader or p.leader_epoch != epochs[id(p)]
+                or rm.get_partition(p.topic, p.index) is not p)
+
+    with broker.purgatory["Produce"].waiting(len(waiting)):
+        while True:
+            left = [(p, o) for p, o in waiting if p.log.high_watermark < o and not moved(p)]
+            remaining = deadline - time.monotonic()
+            if not left or remaining <= 0:
+                break
+            await rm.wait_for_change([p for p, _ in left], remaining)
+    errors: dict[tuple[str, int], int] = {}
+    for p, o in waiting:
+        if p.log.high_watermark < o:
+            unconfirmed = NotLeaderOrFollowerError if moved(p) else RequestTimedOutError
+            errors[(p.topic, p.index)] = unconfirmed.code
+        elif len(p.state.isr) < p.log.config.min_insync_replicas:
+            # replicated, but the ISR shrank below the minimum meanwhile (Kafka's
+            # checkEnoughReplicasReachOffset)
+            errors[(p.topic, p.index)] = NotEnoughReplicasAfterAppendError.code
+    return errors

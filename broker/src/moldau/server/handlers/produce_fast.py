@@ -8,32 +8,41 @@ the bench machine that cost about 70 us of CPU per request and saturated the eve
 
 It takes one shape only:
 - flexible versions 9 to 11 (librdkafka 2.x sends v10);
-- no transactional id, acks=1, one topic with one partition, no tagged fields;
+- no transactional id, acks=1 or acks=all (-1: both clients' default), one topic with
+  one partition, no tagged fields;
 - a broker without a throttle hook and with the request log below DEBUG.
 
-The topic is authorized and the batch appended exactly as `ProduceHandler` does, and
-the success response's bytes are written directly. Any other request, and any error,
-goes to the general path, which handles the request from its start. That is safe
-because nothing changes before the append, and a failed append changes nothing.
+The topic is authorized, min.insync.replicas checked and the batch appended exactly as
+`ProduceHandler` does, and the success response's bytes are written directly. Any other
+request, and any error before the append, goes to the general path, which handles the
+request from its start. That is safe because nothing changes before the append, and a
+failed append changes nothing. An acks=all append the ISR has yet to confirm waits as
+in the general path (`await_replication`); should that end in an error, its response is
+encoded by the generated codec.
 """
 
 from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, NamedTuple
 
 from moldau.errors import KafkaError
 from moldau.protocol.errors import ProtocolError
+from moldau.protocol.messages.produce_response import ProduceResponse
 from moldau.protocol.primitives import read_uvarint, write_uvarint
 
 from ..metadata_cache import INTERNAL_TOPICS
-from ..responses import Parts
-from .produce import after_append
+from ..responses import Parts, encode_response_parts
+from .produce import PartitionResponse, TopicResponse, after_append, await_replication
 
 if TYPE_CHECKING:
+    from moldau.storage.validation import AppendInfo
+
     from ..broker import Broker
     from ..network import Connection
+    from ..replica_manager import Partition
     from ..requests import RequestDispatcher
 
 PRODUCE = 0
@@ -54,6 +63,7 @@ class SingleProduce(NamedTuple):
     correlation_id: int
     client_id_length: int  # the client id is frame[10:10 + client_id_length]
     acks: int
+    timeout_ms: int
     topic: str
     partition: int
     records: memoryview
@@ -76,7 +86,7 @@ def _parse(frame: bytearray) -> SingleProduce | None:
     # the header's tagged fields, then a null transactional id: both a single 0 byte
     if frame[p] != 0 or frame[p + 1] != 0:
         return None
-    acks, _timeout_ms = _ACKS_TIMEOUT.unpack_from(frame, p + 2)
+    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(frame, p + 2)
     p += 8
     if frame[p] != _ONE:  # one topic
         return None
@@ -97,8 +107,8 @@ def _parse(frame: bytearray) -> SingleProduce | None:
     # then the partition's, the topic's and the request's tagged fields, and nothing else
     if len(frame) != end + 3 or frame[end] or frame[end + 1] or frame[end + 2]:
         return None
-    return _new_tuple(SingleProduce, (version, correlation_id, client_id_length, acks, topic,
-                                      partition, memoryview(frame)[p:end]))
+    return _new_tuple(SingleProduce, (version, correlation_id, client_id_length, acks,
+                                      timeout_ms, topic, partition, memoryview(frame)[p:end]))
 
 
 def encode_success(correlation_id: int, topic: str, partition: int, base_offset: int,
@@ -129,13 +139,15 @@ class FastProduce:
         self.dispatcher = dispatcher
         self.handled = broker.metrics.meter("moldau", "ProduceFastPath", "RequestsPerSec")
 
-    def __call__(self, conn: Connection, frame: bytearray, received_ns: int) -> Parts | None:
+    def __call__(self, conn: Connection, frame: bytearray,
+                 received_ns: int) -> Parts | Awaitable[Parts] | None:
         dispatcher = self.dispatcher
         if not dispatcher.plain_responses() or (request := parse(frame)) is None:
             return None
-        version, correlation_id, client_id_length, acks, topic, index, records = request
+        version, correlation_id, client_id_length, acks, _timeout, topic, index, records = (
+            request)
         session = conn.session
-        if (acks != 1 or topic in INTERNAL_TOPICS
+        if ((acks != 1 and acks != -1) or topic in INTERNAL_TOPICS
                 or not dispatcher.authorizer.authorize(session, "WRITE", "TOPIC", topic)):
             return None
         started = time.monotonic_ns()
@@ -143,15 +155,21 @@ class FastProduce:
         try:
             partition = broker.replica_manager.leading(topic, index, broker.metadata)
             plog = partition.log
+            if acks == -1 and len(partition.state.isr) < plog.config.min_insync_replicas:
+                return None  # the general path answers NOT_ENOUGH_REPLICAS
             info = plog.append_as_leader(records, partition.state.leader_epoch)
         except (KafkaError, ProtocolError):
             return None  # nothing was appended: the general path answers the error
         after_append(broker, topic, partition, info, len(records))
         if client_id_length > 0 and not session.client_id:
             session.client_id = str(frame[10 : 10 + client_id_length], "utf-8")
-        response = encode_success(correlation_id, topic, index, info.first_offset,
-                                  info.log_append_time, plog.log_start_offset)
         self.handled.mark()
+        log_start_offset = plog.log_start_offset
+        if acks == -1 and plog.high_watermark <= info.last_offset:
+            return self._after_replication(conn, request, partition, info, log_start_offset,
+                                           received_ns, started, time.monotonic_ns())
+        response = encode_success(correlation_id, topic, index, info.first_offset,
+                                  info.log_append_time, log_start_offset)
         metrics = dispatcher.metrics
         if metrics is not None:
             done = time.monotonic_ns()
@@ -159,3 +177,32 @@ class FastProduce:
                                                 done - started, 0, None, done,
                                                 error_counts=_NONE_ONCE)
         return [response]
+
+    async def _after_replication(self, conn: Connection, request: SingleProduce,
+                                 partition: Partition, info: AppendInfo,
+                                 log_start_offset: int, received_ns: int, started: int,
+                                 returned: int) -> Parts:
+        """acks=all once the ISR has the records (or the wait ends in an error)."""
+        errors = await await_replication(self.broker, [(partition, info.last_offset + 1)],
+                                         request.timeout_ms)
+        code = errors.get((request.topic, request.partition), 0)
+        if code:
+            response = encode_response_parts(
+                request.correlation_id, PRODUCE, request.version,
+                ProduceResponse(responses=[TopicResponse(
+                    name=request.topic, partition_responses=[PartitionResponse(
+                        index=request.partition, error_code=code,
+                        base_offset=info.first_offset,
+                        log_append_time_ms=info.log_append_time,
+                        log_start_offset=log_start_offset)])]))
+        else:
+            response = [encode_success(request.correlation_id, request.topic,
+                                       request.partition, info.first_offset,
+                                       info.log_append_time, log_start_offset)]
+        metrics = self.dispatcher.metrics
+        if metrics is not None:
+            done = time.monotonic_ns()
+            conn.response_meta = metrics.record(
+                PRODUCE, request.version, None, received_ns, started, returned - started,
+                done - returned, None, done, error_counts={code: 1})
+        return response
