@@ -11,10 +11,9 @@ Latency at a fixed 20 MB/s of 1 KiB records with linger.ms 0, from the record's 
 confluent-kafka to the delivery report, and `rdkperf -e2e` to the delivery report and to
 a consumer's receipt.
 
-The 1 KiB workloads and the latency runs are repeated ROUNDS times (fresh topics, deleted
-after each round's throughput runs and written back before its latency runs; the page
-cache is also written back before each produce run, so no run's dirty pages throttle the
-next) and reported as medians
+The 1 KiB workloads and the latency runs are repeated ROUNDS times (fresh topics, each
+deleted and the page cache written back once its produce and consume runs are done, so
+no run writes next to the last one's data) and reported as medians
 with the rounds' range: two runs of the same workload on an idle shared machine have
 differed by up to 2x. The 100 B workloads run once.
 
@@ -381,27 +380,30 @@ def run() -> str:
             py_round: list[Throughput] = []
             c_round: list[Throughput] = []
             for size in sizes:
+                # Each driver's topic goes, and the page cache is written back, before the
+                # next produce. Otherwise the next one wrote while the last one's 2 GiB
+                # stayed cached: on the bench machine (a Firecracker VM) that halved the
+                # rate and doubled the broker's CPU per GB (rdkperf 282 to 335 MB/s at
+                # 83% of a core, 630 to 643 MB/s at 48% with the Python producer's topic
+                # gone; the same with os.write alone: 2 GiB written at 350 to 370 MB/s
+                # next to 2 GiB of clean cache, 2,000 to 2,300 MB/s without).
                 topic = f"bench-py-{size}-r{r}"
-                # Each produce starts with the page cache written back: after the last
-                # one's 2 GiB, the kernel throttled the next one's writes (rdkperf made
-                # 282 to 329 MB/s in that state, 870 to 900 MB/s without it).
-                os.sync()
                 made = produce_python(bootstrap, topic, size, total, pid)
                 py_round += [made, consume_python(bootstrap, topic, made.records, size, pid),
                              consume_python(bootstrap, topic, made.records, size, pid,
                                             CONSUMERS)]
+                s.delete_topics(bootstrap, [topic])
+                s.settle([broker.data_dir])
                 topic = f"bench-c-{size}-r{r}"
-                os.sync()
                 made = produce_c(rdkperf, bootstrap, topic, size, total, pid)
                 c_round += [made,
                             consume_c(rdkperf, bootstrap, topic, made.records, size, pid),
                             consume_c(rdkperf, bootstrap, topic, made.records, size, pid,
                                       CONSUMERS)]
+                s.delete_topics(bootstrap, [topic])
+                s.settle([broker.data_dir])
             python.append(py_round)
             native.append(c_round)
-            s.delete_topics(bootstrap, [f"bench-{d}-{size}-r{r}" for d in ("py", "c")
-                                       for size in sizes])
-            s.settle([broker.data_dir])
             latencies.append({
                 "python": _with_broker_load(pid, metrics_port, latency_python, bootstrap,
                                             f"bench-latency-py-r{r}"),
@@ -475,8 +477,8 @@ def _report(clock: s.Stopwatch, total: int, python: list[list[Throughput]],
         "together (a Python consumer is always a process of bench/drivers/"
         "consume_share.py). The 1 KiB rows and the "
         f"latency runs are the medians of {rounds} rounds (fresh topics each, deleted after "
-        "the throughput runs, and the page cache written back (`sync`) before each produce "
-        "run and before the latency runs; the range shows the rounds' spread); the 100 B "
+        "its produce and consume runs, and the page cache written back (`sync`) before the "
+        "next run; the range shows the rounds' spread); the 100 B "
         "rows ran once. Consume rows "
         "count from the first batch's arrival to the last's (the bytes after the first "
         "batch; with several consumers, from the earliest first batch to the latest last "

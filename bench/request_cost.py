@@ -10,8 +10,10 @@ costs it well under 100 us, and once it falls behind, latency is queueing.
 Each run sends REQUESTS ProduceRequests v9 (acks=1, one partition of a 6-partition
 topic, round-robin, a batch of 5 x 1 KiB records: what librdkafka sends at that rate)
 over one connection, WINDOW of them in flight, and reads the answers on a second
-thread. The figure is the server process's CPU seconds (user + system, from /proc)
-divided by the requests. ROUNDS rounds, the broker and the floor alternating; medians.
+thread; then the same with acks=all (librdkafka's and the Java client's default; with
+one replica the records are committed on append). The figure is the server process's
+CPU seconds (user + system, from /proc) divided by the requests. ROUNDS rounds, the
+runs rotating; medians.
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ WINDOW = 32
 ROUNDS = int(os.environ.get("MOLDAU_BENCH_ROUNDS", 5))
 PARTITIONS = 6
 TOPIC = "request-cost"
+RUNS = ("broker", "broker acks=all", "floor")
 
 
-def _frames() -> list[bytes]:
+def _frames(acks: int) -> list[bytes]:
     from moldau.protocol.headers import encode_request
     from moldau.protocol.messages import ProduceRequest, RequestHeader
     from moldau.protocol.records import build_batch
@@ -47,7 +50,7 @@ def _frames() -> list[bytes]:
     value = os.urandom(1024)
     frames = []
     for i in range(PARTITIONS * 4):
-        body = ProduceRequest(acks=1, timeout_ms=30000, topic_data=[
+        body = ProduceRequest(acks=acks, timeout_ms=30000, topic_data=[
             ProduceRequest.TopicProduceData(name=TOPIC, partition_data=[
                 ProduceRequest.PartitionProduceData(
                     index=i % PARTITIONS, records=build_batch([(None, value)] * 5))])])
@@ -110,23 +113,24 @@ def run() -> str:
     broker = BrokerProcess(str(workdir / "broker"), 1, ensemble.connect_string + "/bench",
                            properties=dict(s.AUTOTUNED_SOCKETS))
     floor: subprocess.Popen[bytes] | None = None
-    results: dict[str, list[tuple[float, float]]] = {"broker": [], "floor": []}
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name in RUNS}
     try:
         floor, floor_address = _start_floor(workdir)
         broker.start()
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(60)
         host, port = broker.bootstrap.split(":")
-        frames = _frames()
         pid = broker.pid()
         assert pid is not None
-        drive((host, int(port)), frames, 1000, pid)  # warm: metadata, first index entries
-        targets: dict[str, tuple[tuple[str, int], int]] = {
-            "broker": ((host, int(port)), pid), "floor": (floor_address, floor.pid)}
+        address = (host, int(port))
+        targets: dict[str, tuple[tuple[str, int], int, list[bytes]]] = {
+            "broker": (address, pid, _frames(1)), "broker acks=all": (address, pid, _frames(-1)),
+            "floor": (floor_address, floor.pid, _frames(1))}
+        drive(address, targets["broker"][2], 1000, pid)  # warm: metadata, first index entries
         for r in range(rounds):
-            for name in (("broker", "floor") if r % 2 == 0 else ("floor", "broker")):
-                address, target_pid = targets[name]
-                results[name].append(drive(address, frames, requests, target_pid))
+            for name in RUNS[r % len(RUNS):] + RUNS[:r % len(RUNS)]:
+                target, target_pid, frames = targets[name]
+                results[name].append(drive(target, frames, requests, target_pid))
     finally:
         if floor is not None:
             floor.kill()
@@ -160,22 +164,27 @@ def _report(clock: s.Stopwatch, requests: int,
         values = sorted(r[0] for r in results[name])
         return f"{values[0]:.0f}-{values[-1]:.0f}"
 
-    ratios = [b[0] / f[0] for b, f in zip(results["broker"], results["floor"], strict=True)]
+    def ratio(name: str) -> str:
+        ratios = [b[0] / f[0] for b, f in zip(results[name], results["floor"], strict=True)]
+        return f"{statistics.median(ratios):.1f}x"
+
+    labels = {
+        "broker": "Moldau broker (ProduceRequest v9, acks=1, appended to the log)",
+        "broker acks=all": "Moldau broker (the same with acks=all, one replica)",
+        "floor": "floor: frame_echo.py (asyncio, frames cut and answered, nothing else)",
+    }
     rows: list[tuple[str, ...]] = [
-        ("Moldau broker (ProduceRequest v9, acks=1, appended to the log)",
-         f"{median('broker', 0):.0f}", spread("broker"), f"{median('broker', 1):,.0f}",
-         f"{statistics.median(ratios):.1f}x"),
-        ("floor: frame_echo.py (asyncio, frames cut and answered, nothing else)",
-         f"{median('floor', 0):.0f}", spread("floor"), f"{median('floor', 1):,.0f}", "1.0x"),
-    ]
+        (labels[name], f"{median(name, 0):.0f}", spread(name), f"{median(name, 1):,.0f}",
+         ratio(name)) for name in RUNS]
     text = [
         "## Cost of a small request (issue 4)",
         "",
         f"{requests:,} pipelined ProduceRequests v9 per run ({WINDOW} in flight, one "
         f"connection), each one partition of a {PARTITIONS}-partition topic with a batch "
-        "of 5 x 1 KiB records, acks=1: what librdkafka sends at 20 MB/s with linger.ms 0. "
-        "CPU: the server process's user + system seconds per request. "
-        f"{len(results['broker'])} rounds, the two servers alternating; medians.",
+        "of 5 x 1 KiB records, acks=1: what librdkafka sends at 20 MB/s with linger.ms 0; "
+        "then the same with acks=all (the clients' default; one replica, so committed on "
+        "append). CPU: the server process's user + system seconds per request. "
+        f"{len(results['broker'])} rounds, the runs rotating; medians.",
         "",
         s.table(("server", "CPU us per request", "rounds", "requests/s", "vs floor"), rows),
         "",
