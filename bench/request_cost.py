@@ -151,8 +151,8 @@ def _capacity_note(per_core: float) -> str:
         return text + "so the latency section's confluent-kafka p99 is queueing in the broker."
     return text + (f"{per_core / LIBRDKAFKA_RATE:.1f} times that rate: on a core of its own, "
                    "the CPU of a small acks=1 request alone no longer makes a queue at that "
-                   "rate (on 2 cores the broker shares them with the client, and acks=all and "
-                   "replication make requests dearer).")
+                   "rate (on 2 cores the broker shares them with the client, and replication "
+                   "makes acks=all requests dearer: they wait for the followers' fetches).")
 
 
 def _report(clock: s.Stopwatch, requests: int,
