@@ -382,11 +382,12 @@ def run() -> str:
             for size in sizes:
                 # Each driver's topic goes, and the page cache is written back, before the
                 # next produce. Otherwise the next one wrote while the last one's 2 GiB
-                # stayed cached: on the bench machine (a Firecracker VM) that halved the
-                # rate and doubled the broker's CPU per GB (rdkperf 282 to 335 MB/s at
-                # 83% of a core, 630 to 643 MB/s at 48% with the Python producer's topic
-                # gone; the same with os.write alone: 2 GiB written at 350 to 370 MB/s
-                # next to 2 GiB of clean cache, 2,000 to 2,300 MB/s without).
+                # stayed cached, so its pages came from memory the page cache had not
+                # used lately. On the bench machine (a VM) such pages cost far more: 2 GiB
+                # of os.write ran at 320 to 370 MB/s, with Dirty far below the kernel's
+                # thresholds, against 2,000 to 2,300 MB/s into the pages a deleted file
+                # had just freed. rdkperf made 282 to 335 MB/s at 83% of the broker's
+                # core that way, 630 to 643 MB/s at 48% with the last topic deleted.
                 topic = f"bench-py-{size}-r{r}"
                 made = produce_python(bootstrap, topic, size, total, pid)
                 py_round += [made, consume_python(bootstrap, topic, made.records, size, pid),
