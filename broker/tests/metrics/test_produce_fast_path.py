@@ -87,3 +87,26 @@ def test_requests_it_does_not_take_are_answered_by_the_general_path(
             answer = produce(conn, topic, records(3), version=10, acks=acks)
             assert (answer.error_code, answer.base_offset) == (0, offset)
         assert count(port, FAST) == fast0 + 2
+
+
+def test_a_failed_append_is_answered_by_the_fast_path_as_the_general_path_answers_it(
+        broker: tuple[BrokerProcess, int]) -> None:
+    """Validation patches a batch's offsets in the frame before a later check can fail
+    it, so the fast path answers its own failed appends (handing the frame on, the
+    general path read the patched batch and refused its base offset instead)."""
+    process, port = broker
+    topic = f"failed-{uuid.uuid4().hex[:8]}"
+    corrupt = bytearray(records(2))
+    corrupt[-1] ^= 0xFF  # the CRC no longer matches
+    with connect(process) as conn:
+        create_topic(conn, topic)
+        assert produce(conn, topic, records(1), version=10).base_offset == 0
+        fast0 = count(port, FAST)
+        answers = {version: produce(conn, topic, bytes(corrupt), version=version)
+                   for version in (10, 8)}
+        assert count(port, FAST) == fast0 + 1  # v10 answered by the fast path
+        fast, general = answers[10], answers[8]
+        assert (fast.error_code, fast.base_offset) == (2, -1), fast  # CORRUPT_MESSAGE
+        assert (fast.error_code, fast.error_message, fast.record_errors) == (
+            general.error_code, general.error_message, general.record_errors)
+        assert produce(conn, topic, records(1), version=10).base_offset == 1  # nothing kept

@@ -64,7 +64,6 @@ class ProduceHandler:
         version = ctx.api_version
         replica_manager = self.broker.replica_manager
         metadata = self.broker.metadata
-        stats = self.broker.topic_stats
         responses = []
         waiting: list[tuple[Partition, int]] = []  # acks=all: (partition, offset needed)
         failed = False
@@ -111,21 +110,10 @@ class ProduceHandler:
                         waiting.append((partition, info.last_offset + 1))
                     partition_responses.append(response)
                     continue
-                except KafkaError as exc:
+                except (KafkaError, ProtocolError) as exc:
                     failed = True
-                    self._fail(response, exc, name, version)
-                    if partition is not None:  # a known topic: it has metrics
-                        stats.mark("FailedProduceRequestsPerSec", name)
-                        if isinstance(exc, RecordTooLargeError | RecordBatchTooLargeError):
-                            stats.mark("BytesRejectedPerSec", name, len(data.records or b""))
-                    if isinstance(exc, KafkaStorageError) and partition is not None:
-                        # the dir goes offline and the controller moves leadership away
-                        self.broker.log_manager.handle_storage_error(partition.log, exc)
-                except ProtocolError as exc:
-                    failed = True
-                    self._fail(response, InvalidRecordError(str(exc)), name, version)
-                if partition is not None:  # (a successful append counted it above)
-                    stats.mark("TotalProduceRequestsPerSec", name)
+                    fail_partition(self.broker, response, exc, name, version, partition,
+                                   len(data.records or b""))
                 partition_responses.append(response)
             responses.append(TopicResponse(name=name, partition_responses=partition_responses))
         if acks == 0:
@@ -138,19 +126,6 @@ class ProduceHandler:
             return self._await_replication(response, waiting, request.timeout_ms)
         return response
 
-    def _fail(self, response: Any, exc: KafkaError, topic: str, version: int) -> None:
-        response.error_code = exc.code
-        response.base_offset = -1  # Kafka's INVALID_OFFSET: nothing was appended
-        if version >= 8:
-            response.error_message = str(exc) or None
-        if isinstance(exc, InvalidRecordError) and version >= 8:
-            response.record_errors = [
-                ProduceResponse.BatchIndexAndErrorMessage(
-                    batch_index=0, batch_index_error_message=str(exc))]
-        elif isinstance(exc, KafkaStorageError):
-            log.error("Error appending to %s-%d: %s", topic, response.index, exc)
-        log.debug("Produce to %s-%d failed: %s", topic, response.index, exc)
-
     async def _await_replication(self, response: Any, waiting: list[tuple[Partition, int]],
                                  timeout_ms: int) -> Any:
         errors = await await_replication(self.broker, waiting, timeout_ms)
@@ -159,6 +134,38 @@ class ProduceHandler:
                 for pr in topic.partition_responses:
                     pr.error_code = errors.get((topic.name, pr.index), pr.error_code)
         return response
+
+
+def fail_partition(broker: Broker, response: Any, exc: KafkaError | ProtocolError,
+                   topic: str, version: int, partition: Partition | None,
+                   nbytes: int) -> None:
+    """A partition's append failed: its response carries the error, the topic's metrics
+    count it, and a storage error takes the log dir offline (the controller then moves
+    leadership away). partition is None when the topic or partition is unknown."""
+    malformed = isinstance(exc, ProtocolError)
+    if isinstance(exc, ProtocolError):
+        exc = InvalidRecordError(str(exc))
+    response.error_code = exc.code
+    response.base_offset = -1  # Kafka's INVALID_OFFSET: nothing was appended
+    if version >= 8:
+        response.error_message = str(exc) or None
+    if isinstance(exc, InvalidRecordError) and version >= 8:
+        response.record_errors = [
+            ProduceResponse.BatchIndexAndErrorMessage(
+                batch_index=0, batch_index_error_message=str(exc))]
+    elif isinstance(exc, KafkaStorageError):
+        log.error("Error appending to %s-%d: %s", topic, response.index, exc)
+    log.debug("Produce to %s-%d failed: %s", topic, response.index, exc)
+    if partition is None:
+        return
+    stats = broker.topic_stats  # a known topic: it has metrics
+    if not malformed:
+        stats.mark("FailedProduceRequestsPerSec", topic)
+    if isinstance(exc, RecordTooLargeError | RecordBatchTooLargeError):
+        stats.mark("BytesRejectedPerSec", topic, nbytes)
+    if isinstance(exc, KafkaStorageError):
+        broker.log_manager.handle_storage_error(partition.log, exc)
+    stats.mark("TotalProduceRequestsPerSec", topic)  # (a successful append counts it too)
 
 
 async def await_replication(broker: Broker, waiting: list[tuple[Partition, int]],

@@ -15,10 +15,11 @@ It takes one shape only:
 The topic is authorized, min.insync.replicas checked and the batch appended exactly as
 `ProduceHandler` does, and the success response's bytes are written directly. Any other
 request, and any error before the append, goes to the general path, which handles the
-request from its start. That is safe because nothing changes before the append, and a
-failed append changes nothing. An acks=all append the ISR has yet to confirm waits as
-in the general path (`await_replication`); should that end in an error, its response is
-encoded by the generated codec.
+request from its start: nothing has changed yet. A failed append is answered here
+(`fail_partition`, shared with the general path): it wrote nothing, but validation may
+have patched the batch's offsets in the frame already. An acks=all append the ISR has
+yet to confirm waits as in the general path (`await_replication`). Answers other than
+plain success are encoded by the generated codec.
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ from moldau.protocol.primitives import read_uvarint, write_uvarint
 
 from ..metadata_cache import INTERNAL_TOPICS
 from ..responses import Parts, encode_response_parts
-from .produce import PartitionResponse, TopicResponse, after_append, await_replication
+from .produce import (
+    PartitionResponse,
+    TopicResponse,
+    after_append,
+    await_replication,
+    fail_partition,
+)
 
 if TYPE_CHECKING:
     from moldau.storage.validation import AppendInfo
@@ -157,13 +164,19 @@ class FastProduce:
             plog = partition.log
             if acks == -1 and len(partition.state.isr) < plog.config.min_insync_replicas:
                 return None  # the general path answers NOT_ENOUGH_REPLICAS
-            info = plog.append_as_leader(records, partition.state.leader_epoch)
         except (KafkaError, ProtocolError):
-            return None  # nothing was appended: the general path answers the error
-        after_append(broker, topic, partition, info, len(records))
+            return None  # nothing happened yet: the general path answers the error
         if client_id_length > 0 and not session.client_id:
             session.client_id = str(frame[10 : 10 + client_id_length], "utf-8")
         self.handled.mark()
+        try:
+            info = plog.append_as_leader(records, partition.state.leader_epoch)
+        except (KafkaError, ProtocolError) as exc:
+            # Answered here: a failed append writes nothing, but validation may already
+            # have patched the batch's offsets in the frame, which the general path
+            # would then refuse as a produced batch with a base offset.
+            return self._failed(conn, request, partition, exc, received_ns, started)
+        after_append(broker, topic, partition, info, len(records))
         log_start_offset = plog.log_start_offset
         if acks == -1 and plog.high_watermark <= info.last_offset:
             return self._after_replication(conn, request, partition, info, log_start_offset,
@@ -178,6 +191,31 @@ class FastProduce:
                                                 error_counts=_NONE_ONCE)
         return [response]
 
+    def _failed(self, conn: Connection, request: SingleProduce, partition: Partition,
+                exc: KafkaError | ProtocolError, received_ns: int, started: int) -> Parts:
+        """The error answer to an append that failed, as the general path gives it."""
+        response = PartitionResponse(index=request.partition)
+        fail_partition(self.broker, response, exc, request.topic, request.version, partition,
+                       len(request.records))
+        return self._answer(conn, request, response, received_ns, started,
+                            time.monotonic_ns())
+
+    def _answer(self, conn: Connection, request: SingleProduce, response: PartitionResponse,
+                received_ns: int, started: int, returned: int) -> Parts:
+        """An answer other than plain success, encoded by the generated codec, and its
+        request metrics (returned: when the handler was done; later, the wait ended)."""
+        parts = encode_response_parts(
+            request.correlation_id, PRODUCE, request.version,
+            ProduceResponse(responses=[TopicResponse(name=request.topic,
+                                                     partition_responses=[response])]))
+        metrics = self.dispatcher.metrics
+        if metrics is not None:
+            done = time.monotonic_ns()
+            conn.response_meta = metrics.record(
+                PRODUCE, request.version, None, received_ns, started, returned - started,
+                done - returned, None, done, error_counts={response.error_code: 1})
+        return parts
+
     async def _after_replication(self, conn: Connection, request: SingleProduce,
                                  partition: Partition, info: AppendInfo,
                                  log_start_offset: int, received_ns: int, started: int,
@@ -187,22 +225,15 @@ class FastProduce:
                                          request.timeout_ms)
         code = errors.get((request.topic, request.partition), 0)
         if code:
-            response = encode_response_parts(
-                request.correlation_id, PRODUCE, request.version,
-                ProduceResponse(responses=[TopicResponse(
-                    name=request.topic, partition_responses=[PartitionResponse(
-                        index=request.partition, error_code=code,
-                        base_offset=info.first_offset,
-                        log_append_time_ms=info.log_append_time,
-                        log_start_offset=log_start_offset)])]))
-        else:
-            response = [encode_success(request.correlation_id, request.topic,
-                                       request.partition, info.first_offset,
-                                       info.log_append_time, log_start_offset)]
+            return self._answer(conn, request, PartitionResponse(
+                index=request.partition, error_code=code, base_offset=info.first_offset,
+                log_append_time_ms=info.log_append_time, log_start_offset=log_start_offset),
+                received_ns, started, returned)
         metrics = self.dispatcher.metrics
         if metrics is not None:
             done = time.monotonic_ns()
             conn.response_meta = metrics.record(
                 PRODUCE, request.version, None, received_ns, started, returned - started,
-                done - returned, None, done, error_counts={code: 1})
-        return response
+                done - returned, None, done, error_counts=_NONE_ONCE)
+        return [encode_success(request.correlation_id, request.topic, request.partition,
+                               info.first_offset, info.log_append_time, log_start_offset)]
