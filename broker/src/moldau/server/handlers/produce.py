@@ -143,7 +143,7 @@ def fail_partition(broker: Broker, response: Any, exc: KafkaError | ProtocolErro
     count it, and a storage error takes the log dir offline (the controller then moves
     leadership away). partition is None when the topic or partition is unknown."""
     malformed = isinstance(exc, ProtocolError)
-    if isinstance(exc, ProtocolError):
+    if malformed:
         exc = InvalidRecordError(str(exc))
     response.error_code = exc.code
     response.base_offset = -1  # Kafka's INVALID_OFFSET: nothing was appended

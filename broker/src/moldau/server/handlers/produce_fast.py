@@ -183,12 +183,7 @@ class FastProduce:
                                            received_ns, started, time.monotonic_ns())
         response = encode_success(correlation_id, topic, index, info.first_offset,
                                   info.log_append_time, log_start_offset)
-        metrics = dispatcher.metrics
-        if metrics is not None:
-            done = time.monotonic_ns()
-            conn.response_meta = metrics.record(PRODUCE, version, None, received_ns, started,
-                                                done - started, 0, None, done,
-                                                error_counts=_NONE_ONCE)
+        self._record(conn, version, 0, received_ns, started)
         return [response]
 
     def _failed(self, conn: Connection, request: SingleProduce, partition: Partition,
@@ -197,24 +192,32 @@ class FastProduce:
         response = PartitionResponse(index=request.partition)
         fail_partition(self.broker, response, exc, request.topic, request.version, partition,
                        len(request.records))
-        return self._answer(conn, request, response, received_ns, started,
-                            time.monotonic_ns())
+        return self._answer(conn, request, response, received_ns, started)
 
     def _answer(self, conn: Connection, request: SingleProduce, response: PartitionResponse,
-                received_ns: int, started: int, returned: int) -> Parts:
+                received_ns: int, started: int, returned: int | None = None) -> Parts:
         """An answer other than plain success, encoded by the generated codec, and its
-        request metrics (returned: when the handler was done; later, the wait ended)."""
+        request metrics (returned as in _record)."""
         parts = encode_response_parts(
             request.correlation_id, PRODUCE, request.version,
             ProduceResponse(responses=[TopicResponse(name=request.topic,
                                                      partition_responses=[response])]))
-        metrics = self.dispatcher.metrics
-        if metrics is not None:
-            done = time.monotonic_ns()
-            conn.response_meta = metrics.record(
-                PRODUCE, request.version, None, received_ns, started, returned - started,
-                done - returned, None, done, error_counts={response.error_code: 1})
+        self._record(conn, request.version, response.error_code, received_ns, started,
+                     returned)
         return parts
+
+    def _record(self, conn: Connection, version: int, error_code: int, received_ns: int,
+                started: int, returned: int | None = None) -> None:
+        """The request metrics of an answer ready now; returned: when the handler was done
+        and the wait for the ISR began (None: it did not wait)."""
+        metrics = self.dispatcher.metrics
+        if metrics is None:
+            return
+        done = time.monotonic_ns()
+        returned = done if returned is None else returned
+        conn.response_meta = metrics.record(
+            PRODUCE, version, None, received_ns, started, returned - started, done - returned,
+            None, done, error_counts=_NONE_ONCE if error_code == 0 else {error_code: 1})
 
     async def _after_replication(self, conn: Connection, request: SingleProduce,
                                  partition: Partition, info: AppendInfo,
@@ -229,11 +232,6 @@ class FastProduce:
                 index=request.partition, error_code=code, base_offset=info.first_offset,
                 log_append_time_ms=info.log_append_time, log_start_offset=log_start_offset),
                 received_ns, started, returned)
-        metrics = self.dispatcher.metrics
-        if metrics is not None:
-            done = time.monotonic_ns()
-            conn.response_meta = metrics.record(
-                PRODUCE, request.version, None, received_ns, started, returned - started,
-                done - returned, None, done, error_counts=_NONE_ONCE)
+        self._record(conn, request.version, 0, received_ns, started, returned)
         return [encode_success(request.correlation_id, request.topic, request.partition,
                                info.first_offset, info.log_append_time, log_start_offset)]
