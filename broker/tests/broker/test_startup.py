@@ -25,6 +25,17 @@ def test_an_invalid_value_stops_startup_naming_the_key(tmp_path, zk_ensemble) ->
     assert "message.max.bytes" in output and "lots" in output
 
 
+def test_a_configured_authorizer_stops_startup_until_acls_are_enforced(tmp_path,
+                                                                     zk_ensemble) -> None:
+    # Kafka would enforce ACLs here; a broker that started and allowed everything would
+    # leave the operator believing the cluster is protected.
+    code, output = _failed_start(tmp_path, zk_ensemble.connect_string + "/authorizer",
+                                 {"authorizer.class.name":
+                                  "kafka.security.authorizer.AclAuthorizer"})
+    assert code == 1
+    assert "authorizer.class.name" in output and "does not enforce ACLs" in output
+
+
 def test_unreachable_zookeeper_exits_after_the_connection_timeout(tmp_path) -> None:
     started = time.monotonic()
     code, output = _failed_start(tmp_path, f"127.0.0.1:{free_port()}",

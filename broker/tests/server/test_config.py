@@ -222,6 +222,21 @@ def test_kraft_keys_rejected(key: str) -> None:
     assert "ZooKeeper mode" in str(err)
 
 
+@pytest.mark.parametrize("key,text", [
+    ("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer"),
+    ("authorizer.class.name", "kafka.security.auth.SimpleAclAuthorizer"),
+    ("max.connection.creation.rate", "10"),
+])
+def test_security_keys_moldau_cannot_enforce_stop_startup(key: str, text: str) -> None:
+    err = raises_on(key, f"{key}={text}\n", text)
+    assert "refuses to start rather than ignore it" in str(err)
+
+
+def test_unenforced_security_keys_at_their_defaults_are_fine() -> None:
+    c = load("authorizer.class.name=\nmax.connection.creation.rate=2147483647\n")
+    assert c.values["authorizer.class.name"] == ""
+
+
 # ---- precedence rules
 
 

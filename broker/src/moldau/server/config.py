@@ -51,6 +51,8 @@ TOKEN_BUCKET = ("the replication throttle is a token bucket holding one second o
 YAMMER_METERS = ("Moldau's broker metrics are Yammer-style meters and histograms (as Kafka's "
                  "kafka.server MBeans), which these client-metrics samples do not shape")
 KRAFT = "KRaft-only; Moldau runs in ZooKeeper mode"
+ACLS_UNENFORCED = ("Moldau does not enforce ACLs yet, so an authorizer would allow every "
+                   "client every operation")
 
 
 class ConfigError(ValueError):
@@ -142,7 +144,25 @@ class GzipLevel:
         return "[1,...,9] or -1"
 
 
-Validator = Range | OneOf | GzipLevel
+@dataclass(frozen=True)
+class Unenforced:
+    """A security key Moldau cannot honour yet: any value but the default stops startup,
+    since a broker that ignored it would be less safe than its operator believes."""
+
+    default: Any
+    reason: str
+
+    def check(self, key: str, value: Any) -> None:
+        if value is None or value == self.default:
+            return
+        raise ConfigError(key, value, f"{self.reason}; Moldau refuses to start rather than "
+                          f"ignore it (remove {key} from the configuration)")
+
+    def __str__(self) -> str:
+        return "" if self.default in (None, "") else f"only {self.default}"
+
+
+Validator = Range | OneOf | GzipLevel | Unenforced
 
 
 @dataclass(frozen=True)
@@ -287,7 +307,9 @@ KEYS_LIST: list[ConfigKey] = [
          note="a connection over it is closed at once, as in Kafka"),
     impl("max.connections.per.ip.overrides", "string", "", "M"),
     acc("max.connection.creation.rate", "int", INT_MAX, "M",
-        P_SECURITY + ": connection creation rate, KIP-612", at_least(0)),
+        P_SECURITY + ": connection creation rate, KIP-612; startup fails when it is set",
+        Unenforced(INT_MAX, "connection creation rate limits (KIP-612) are not enforced "
+                   "yet")),
     acc("connection.failed.authentication.delay.ms", "int", 100, "L", P_SECURITY, at_least(0)),
     acc("connections.max.reauth.ms", "long", 0, "M", P_SECURITY),
     # ---- ZooKeeper
@@ -529,7 +551,8 @@ KEYS_LIST: list[ConfigKey] = [
     acc("principal.builder.class", "class",
         "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", "M",
         JVM_ONLY),
-    acc("authorizer.class.name", "string", "", "L", P_SECURITY),
+    acc("authorizer.class.name", "string", "", "L",
+        P_SECURITY + "; startup fails when it is set", Unenforced("", ACLS_UNENFORCED)),
     acc("super.users", "string", None, "L", P_SECURITY + " (authorizer property)"),
     acc("allow.everyone.if.no.acl.found", "boolean", False, "L",
         P_SECURITY + " (authorizer property)"),
