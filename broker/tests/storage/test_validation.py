@@ -146,6 +146,7 @@ def test_compacted_topic_needs_keys():
         (build_control_batch(1, producer_id=1, producer_epoch=0, coordinator_epoch=0), "control"),
         (b"", "no record batch"),
     ],
+    ids=["base-offset", "last-offset-delta", "control", "empty"],  # stable for pytest-xdist
 )
 def test_client_batches_kafka_rejects(raw, why):
     with pytest.raises(InvalidRecordError, match=why):
