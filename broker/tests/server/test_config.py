@@ -131,8 +131,30 @@ def test_continuation_line_starting_with_hash_is_value() -> None:
 
 def test_last_duplicate_wins_and_bad_unicode_escape() -> None:
     assert parse_properties("a=1\na=2\n") == {"a": "2"}
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match=r"Malformed \\uxxxx encoding") as err:
         parse_properties("a=\\u12G4\n")
+    assert err.value.key == "a"
+
+
+def test_from_file_reads_iso_8859_1_and_names_a_bad_escape(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_bytes(b"zookeeper.connect=zk:2181\nlog.dirs=/caf\xe9\n")
+    assert BrokerConfig.from_file(str(path)).log_dirs == ["/caf\u00e9"]
+    path.write_bytes(b"zookeeper.connect=zk:2181\nlog.dirs=/d\\u00zz\n")
+    with pytest.raises(ConfigError) as err:
+        BrokerConfig.from_file(str(path))
+    assert err.value.key == "log.dirs"
+
+
+def test_overrides_are_split_at_the_first_equals_without_escapes(tmp_path: Path) -> None:
+    from moldau.server.main import load_config
+
+    path = tmp_path / "server.properties"
+    path.write_text("zookeeper.connect=zk:2181\nlog.dirs=/a\n", encoding="latin-1")
+    config = load_config(str(path), ["log.dirs=/b\\c=d", "broker.id=7"])
+    assert (config.broker_id, config.log_dirs) == (7, ["/b\\c=d"])
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        load_config(str(path), ["broker.id"])
 
 
 # ---- defaults, types, validation

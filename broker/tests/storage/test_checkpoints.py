@@ -2,7 +2,7 @@
 
 import os
 import shutil
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
 
@@ -25,10 +25,8 @@ from moldau.storage.checkpoints import (
     PartitionMetadata,
     check_meta_properties,
     format_meta_properties,
-    format_properties,
     kafka_uuid_from_str,
     kafka_uuid_to_str,
-    parse_properties,
     read_leader_epoch_checkpoint,
     read_meta_properties,
     read_offset_checkpoint,
@@ -270,46 +268,6 @@ def test_partition_metadata_missing_and_zero_id(tmp_path):
         write_partition_metadata(tmp_path / PARTITION_METADATA, UUID(int=0))
 
 
-# -- Java properties ---------------------------------------------------------------------------
-
-
-def test_parse_properties_syntax():
-    text = (
-        "# comment\n"
-        "! also a comment\n"
-        "\n"
-        "  a = 1\n"
-        "b:2\n"
-        "c 3\n"
-        "d\n"
-        "long = one \\\n"
-        "       two\n"
-        "esc\\ key=tab\\there\\u0041\\=\n"
-        "a=override\n"
-    )
-    assert parse_properties(text) == {
-        "a": "override",
-        "b": "2",
-        "c": "3",
-        "d": "",
-        "long": "one two",
-        "esc key": "tab\thereA=",
-    }
-
-
-def test_format_properties_header_and_escapes():
-    cest = timezone(timedelta(hours=2), "CEST")
-    text = format_properties(
-        {"k": " lead:#x", "b": "é"}, datetime(2022, 6, 20, 10, 33, 41, tzinfo=cest)
-    )
-    assert text == "#\n#Mon Jun 20 10:33:41 CEST 2022\nb=\\u00E9\nk=\\ lead\\:\\#x\n"
-
-
-@given(st.dictionaries(st.text(max_size=12), st.text(max_size=20), max_size=8))
-def test_properties_round_trip(props):
-    assert parse_properties(format_properties(props, GOLDEN_NOW)) == props
-
-
 # -- meta.properties ------------------------------------------------------------------------------
 
 
@@ -347,6 +305,7 @@ def test_meta_properties_versions_and_directory_id(tmp_path):
         ("broker.id=one\n", "not a base-10 int32"),
         ("version=1\ncluster.id=c\n", "no node.id"),
         ("broker.id=1\ndirectory.id=xyz\n", "not a Uuid"),
+        ("version=0\ncluster.id=\\u12\n", r"Malformed \\uxxxx encoding in line 2"),
     ],
 )
 def test_unreadable_meta_properties(tmp_path, content, match):

@@ -153,9 +153,9 @@ def run_checker(args: argparse.Namespace) -> int:
     try:
         config: dict[str, str] = {}
         if args.command_config:
-            from moldau.server.config import parse_properties
-            with open(args.command_config, encoding="utf-8") as f:
-                config = client_config(parse_properties(f.read()))
+            from moldau import properties
+            # ISO-8859-1 and Java's rules, as Kafka's tools read --command-config
+            config = client_config(properties.load(args.command_config))
         if args.create:
             created = create_topic(args.bootstrap_server, args.topic, args.partitions,
                                    args.replication_factor, args.min_insync_replicas, config)

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from moldau import properties as java_properties
 from moldau.client.blocking import BlockingConnection
 from moldau.protocol.messages.metadata_request import MetadataRequest
 
@@ -85,9 +86,9 @@ class BrokerProcess:
             "group.initial.rebalance.delay.ms": "0",
         }
         props.update(self.properties)
-        lines = ["# written by moldau dev-cluster"] + [f"{k}={v}" for k, v in props.items()]
+        text = java_properties.dumps(props, comments="written by moldau dev-cluster")
         with open(self.config_path, "w", encoding="latin-1") as fh:
-            fh.write("\n".join(lines) + "\n")
+            fh.write(text)
 
     def start(self, wait: float | None = 30.0) -> None:
         if not os.path.exists(self.config_path):

@@ -17,10 +17,11 @@ warnings. `markdown_table()` renders the table that docs/broker-config.md holds.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from moldau import properties
 from moldau.replication import protocol_versions
 from moldau.storage.config import ConfigError as _StorageConfigError
 from moldau.storage.config import LogConfig
@@ -648,73 +649,26 @@ TOPIC_SYNONYMS: dict[str, str] = {
 
 # --------------------------------------------------------------------------- properties syntax
 
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _logical_lines(text: str) -> Iterable[str]:
-    """Join continuation lines (odd number of trailing backslashes) as java.util.Properties."""
-    pending: str | None = None
-    for raw in text.splitlines():
-        line = raw.lstrip(" \t\f")  # leading whitespace never counts, continuation or not
-        if pending is None and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            pending = (pending or "") + line[:-1]
-            continue
-        yield (pending or "") + line
-        pending = None
-    if pending is not None:
-        yield pending
-
-
-def _unescape(text: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch != "\\" or i + 1 >= len(text):
-            out.append(ch)
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt == "u":
-            digits = text[i + 2 : i + 6]
-            if len(digits) != 4 or not all(c in "0123456789abcdefABCDEF" for c in digits):
-                raise ValueError(f"Malformed \\uxxxx encoding: \\u{digits}")
-            out.append(chr(int(digits, 16)))
-            i += 6
-            continue
-        out.append(_ESCAPES.get(nxt, nxt))
-        i += 2
-    return "".join(out)
-
 
 def parse_properties(text: str) -> dict[str, str]:
-    """Parse java.util.Properties text; a repeated key keeps its last value."""
-    props: dict[str, str] = {}
-    for line in _logical_lines(text):
-        i, n = 0, len(line)
-        while i < n:  # the key ends at the first unescaped '=', ':' or whitespace
-            ch = line[i]
-            if ch == "\\":
-                i += 2
-                continue
-            if ch in "=: \t\f":
-                break
-            i += 1
-        key = line[:i]
-        while i < n and line[i] in " \t\f":
-            i += 1
-        if i < n and line[i] in "=:":
-            i += 1
-        while i < n and line[i] in " \t\f":
-            i += 1
-        try:
-            props[_unescape(key)] = _unescape(line[i:])
-        except ValueError as exc:
-            raise ConfigError(_unescape(key.replace("\\u", "u")), line[i:], str(exc)) from None
-    return props
+    """java.util.Properties text (moldau.properties); a malformed \\uxxxx escape is a
+    ConfigError naming its key, as every other bad setting is."""
+    try:
+        return properties.parse(text)
+    except properties.PropertiesError as exc:
+        raise _config_error(exc) from None
+
+
+def load_properties(path: str) -> dict[str, str]:
+    """A server.properties file, read as Kafka reads it (ISO-8859-1, Java's rules)."""
+    try:
+        return properties.load(path)
+    except properties.PropertiesError as exc:
+        raise _config_error(exc) from None
+
+
+def _config_error(exc: properties.PropertiesError) -> ConfigError:
+    return ConfigError(exc.key, exc.value, str(exc))
 
 
 # --------------------------------------------------------------------------- type conversion
@@ -963,8 +917,7 @@ class BrokerConfig:
 
     @classmethod
     def from_file(cls, path: str) -> BrokerConfig:
-        with open(path, encoding="latin-1") as fh:  # java.util.Properties reads ISO-8859-1
-            return cls.from_properties(fh.read())
+        return cls.from_properties(load_properties(path))
 
     def _derive(self) -> None:
         v = self.values

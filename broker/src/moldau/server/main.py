@@ -15,7 +15,7 @@ import signal
 import sys
 
 from .broker import Broker, StartupError
-from .config import BrokerConfig, ConfigError
+from .config import BrokerConfig, ConfigError, load_properties
 from .logging_setup import configure_logging
 
 log = logging.getLogger("kafka.Kafka")
@@ -31,13 +31,14 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def load_config(path: str, overrides: list[str]) -> BrokerConfig:
-    with open(path, encoding="latin-1") as fh:
-        text = fh.read()
+    props = load_properties(path)
     for item in overrides:
-        if "=" not in item:
+        # As Kafka's --override: split at the first '=', no properties escapes or trimming.
+        key, sep, value = item.partition("=")
+        if not sep:
             raise ConfigError("--override", item, "expected KEY=VALUE")
-        text += "\n" + item
-    return BrokerConfig.from_properties(text)
+        props[key] = value
+    return BrokerConfig.from_properties(props)
 
 
 async def _serve(config: BrokerConfig) -> int:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import NamedTuple, TypeVar
 from uuid import UUID
 
+from moldau import properties
 from moldau.storage.files import atomic_write
 
 __all__ = [
@@ -53,10 +54,8 @@ __all__ = [
     "format_meta_properties",
     "format_offset_checkpoint",
     "format_partition_metadata",
-    "format_properties",
     "kafka_uuid_from_str",
     "kafka_uuid_to_str",
-    "parse_properties",
     "read_leader_epoch_checkpoint",
     "read_meta_properties",
     "read_offset_checkpoint",
@@ -335,117 +334,6 @@ def _metadata_value(path: PathLike, lines: list[str], index: int, key: str) -> s
     return parts[1]
 
 
-# -- Java properties -------------------------------------------------------------------------
-
-_PROP_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """java.util.Properties.load: comments (# !), key=value / key:value / key value,
-    backslash escapes and line continuations. Later keys win."""
-    props: dict[str, str] = {}
-    for logical in _logical_lines(text):
-        key, value = _split_property(logical)
-        props[key] = value
-    return props
-
-
-def _logical_lines(text: str) -> Iterable[str]:
-    pending: str | None = None
-    for natural in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        line = natural.lstrip(" \t\f")
-        if pending is None and (not line or line[0] in "#!"):
-            continue
-        # An odd number of trailing backslashes continues the line on the next one.
-        trailing = len(line) - len(line.rstrip("\\"))
-        joined = line[:-1] if trailing % 2 else line
-        pending = joined if pending is None else pending + joined
-        if trailing % 2 == 0:
-            yield pending
-            pending = None
-    if pending is not None:
-        yield pending
-
-
-def _split_property(line: str) -> tuple[str, str]:
-    i, n = 0, len(line)
-    while i < n and line[i] not in "=: \t\f":
-        i += 2 if line[i] == "\\" else 1
-    key_end = min(i, n)
-    while i < n and line[i] in " \t\f":
-        i += 1
-    if i < n and line[i] in "=:":
-        i += 1
-        while i < n and line[i] in " \t\f":
-            i += 1
-    return _unescape(line[:key_end]), _unescape(line[i:])
-
-
-def _unescape(text: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch != "\\" or i + 1 == n:
-            out.append(ch)
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt == "u" and re.fullmatch(r"[0-9A-Fa-f]{4}", text[i + 2 : i + 6]):
-            out.append(chr(int(text[i + 2 : i + 6], 16)))
-            i += 6
-        else:
-            out.append(_PROP_ESCAPES.get(nxt, nxt))
-            i += 2
-    text = "".join(out)
-    # \uXXXX escapes are UTF-16 units: join escaped surrogate pairs into one character.
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-
-
-def _escape(text: str, is_key: bool) -> str:
-    """Properties.store's escaping; non-ASCII as \\uXXXX so any reader decodes it the same."""
-    out: list[str] = []
-    for i, ch in enumerate(text):
-        if ch == " ":
-            out.append("\\ " if is_key or i == 0 else " ")
-        elif ch in "\\=:#!":
-            out.append("\\" + ch)
-        elif ch in "\t\n\r\f":
-            out.append("\\" + {"\t": "t", "\n": "n", "\r": "r", "\f": "f"}[ch])
-        elif ord(ch) < 0x20 or ord(ch) > 0x7E:
-            out.extend(f"\\u{unit:04X}" for unit in _utf16_units(ch))
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _utf16_units(ch: str) -> list[int]:
-    data = ch.encode("utf-16-be")
-    return [int.from_bytes(data[k : k + 2], "big") for k in range(0, len(data), 2)]
-
-
-def _java_date(now: datetime) -> str:
-    """Date.toString(): `EEE MMM dd HH:mm:ss zzz yyyy`, English names whatever the locale."""
-    zone = now.tzname() or "UTC"
-    return (
-        f"{_WEEKDAYS[now.weekday()]} {_MONTHS[now.month - 1]} {now.day:02d}"
-        f" {now:%H:%M:%S} {zone} {now.year}"
-    )
-
-
-def format_properties(props: Mapping[str, str], now: datetime | None = None) -> str:
-    """Properties.store(writer, ""): a `#` line, a `#<date>` line, then `key=value` lines.
-
-    Keys are sorted, as Java 18+ writes them (older JVMs use hash order; readers don't care).
-    """
-    stamp = _java_date(now if now is not None else datetime.now().astimezone())
-    lines = ["#", f"#{stamp}"]
-    lines += [f"{_escape(key, True)}={_escape(props[key], False)}" for key in sorted(props)]
-    return "\n".join(lines) + "\n"
-
-
 # -- meta.properties --------------------------------------------------------------------------
 
 
@@ -478,11 +366,11 @@ def read_meta_properties(log_dir_or_file: PathLike) -> MetaProperties | None:
     """meta.properties of a log dir (or the file itself); None if there is none yet."""
     path = _meta_path(log_dir_or_file)
     try:
-        raw = Path(path).read_bytes()
+        props = properties.load(path)  # ISO-8859-1, as Properties.load(InputStream)
     except FileNotFoundError:
         return None
-    # Properties.load(InputStream) reads ISO-8859-1; non-ASCII arrives as \\uXXXX escapes.
-    props = parse_properties(raw.decode("latin-1"))
+    except properties.PropertiesError as exc:
+        raise CheckpointError(f"{path}: {exc}", path, exc.line) from exc
     return _meta_from_properties(path, props)
 
 
@@ -508,7 +396,8 @@ def _meta_from_properties(path: str, props: Mapping[str, str]) -> MetaProperties
 
 
 def format_meta_properties(meta: MetaProperties, now: datetime | None = None) -> bytes:
-    return format_properties(meta.to_properties(), now).encode("ascii")
+    """Kafka writes it with Properties.store(writer, ""): a `#` line, then the date line."""
+    return properties.dumps(meta.to_properties(), comments="", now=now).encode("latin-1")
 
 
 def write_meta_properties(

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import sys
+
+from moldau import properties
 
 SERVER_MODULE = "moldau.server.main"
 DAEMON_NAME = "kafkaServer"
@@ -67,12 +68,11 @@ def _node_id(path: str | None) -> str | None:
     if path is None:
         return None
     try:
-        with open(path, encoding="latin-1") as fh:
-            text = fh.read()
-    except OSError:
+        props = properties.load(path)
+    except (OSError, properties.PropertiesError):
         return None
-    found = re.findall(r"^\s*(?:broker|node)\.id\s*[=:]\s*(\S+)", text, re.MULTILINE)
-    return found[-1] if found else None
+    found = props.get("broker.id", props.get("node.id"))
+    return found.strip() if found is not None else None  # Kafka trims int settings
 
 
 def broker_pids(node_id: str | None = None) -> list[int]:
