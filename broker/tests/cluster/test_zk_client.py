@@ -139,6 +139,9 @@ def test_registration_is_readable_and_vanishes_on_close(
     assert epoch > 0 and broker.broker_epoch == epoch
     # A retried create on the same session reuses the znode (same epoch).
     assert broker.register_broker(reg) == epoch
+    # Another session's write reaches this one's server a moment later (ZooKeeper reads are
+    # not linearizable), which a loaded machine stretches: wait for it, as brokers do.
+    wait_for(lambda: zk_client.get_broker(1) is not None, timeout=10)
     found = zk_client.get_broker(1)
     assert found is not None and found.endpoints == reg.endpoints and found.rack == "r1"
     assert found.version == 5 and found.timestamp is not None
@@ -146,7 +149,7 @@ def test_registration_is_readable_and_vanishes_on_close(
     assert stat.czxid == epoch and stat.ephemeralOwner == broker.session_id
     assert b'"host":"localhost"' in data and b'"version":5' in data
     new_client().register_broker(registration(2, 9093))
-    assert zk_client.get_broker_ids() == [1, 2]
+    wait_for(lambda: zk_client.get_broker_ids() == [1, 2], timeout=10)
     assert [b.id for b in zk_client.get_all_brokers()] == [1, 2]
     broker.close()
     wait_for(lambda: zk_client.get_broker_ids() == [2], timeout=3)

@@ -19,6 +19,7 @@ from moldau.cluster.zk_client import KafkaZkClient
 from moldau.devcluster.brokers import BrokerProcess
 
 SESSION_S = 6.0  # zookeeper.session.timeout.ms below
+LIST_OFFSETS = 2
 
 CLUSTER_PROPERTIES = {
     "zookeeper.session.timeout.ms": "6000",
@@ -88,7 +89,27 @@ class Cluster:
         self.wait_for(lambda: all(len(p.isrs) == replication_factor
                                   for p in self.partitions(name).values()),
                       30, f"{name}: every partition with a full ISR")
+        # Metadata can name a leader a moment before that broker has applied its
+        # LeaderAndIsr (a loaded machine stretches the moment): wait until each leader
+        # answers for its partition, as a client's retries would.
+        for index, meta in self.partitions(name).items():
+            leader = meta.leader
+            self.wait_for(lambda i=index, b=leader: self.leader_serves(name, i, b), 30,
+                          f"{name}-{index}: its leader {leader} serving it")
         return name
+
+    def leader_serves(self, topic: str, partition: int, broker_id: int) -> bool:
+        """Whether the broker answers ListOffsets for the partition without an error."""
+        from moldau.client.blocking import BlockingConnection
+        from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
+
+        latest = ListOffsetsRequest.ListOffsetsPartition(partition_index=partition,
+                                                          timestamp=-1)
+        with BlockingConnection("127.0.0.1", self.brokers[broker_id].port) as conn:
+            answer = conn.request(LIST_OFFSETS, 1, ListOffsetsRequest(
+                replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(
+                    name=topic, partitions=[latest])]))
+        return bool(answer.topics[0].partitions[0].error_code == 0)
 
     def wait_for(self, condition: Callable[[], Any], timeout: float, what: str) -> Any:
         deadline = time.monotonic() + timeout
