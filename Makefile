@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 SHARED ?= $(abspath ../shared)
 
 .PHONY: help test test-long lint unit codegen-check generate bench cluster cluster-down deps clean
-.PHONY: deploy-deps molecule dev-cluster dev-cluster-down
+.PHONY: debian-deps deploy-deps molecule dev-cluster dev-cluster-down
 .PHONY: spark-deps pipeline-demo
 
 help:
@@ -20,9 +20,13 @@ help:
 	@echo "make dev-cluster-down  stop them"
 	@echo "make pipeline-demo  the Spark sensor pipeline (pipeline/examples) against the dev cluster"
 
-# The virtualenv is rebuilt when the dependencies change; the stamp records the install.
-$(BIN)/.installed: broker/pyproject.toml exporters/pyproject.toml scripts/debian-packages.txt
+# The Debian packages, before either venv (scripts/install-debian-packages installs only
+# what is missing, so this is quick when nothing is).
+debian-deps:
 	@scripts/install-debian-packages scripts/debian-packages.txt
+
+# The virtualenv is rebuilt when the dependencies change; the stamp records the install.
+$(BIN)/.installed: broker/pyproject.toml exporters/pyproject.toml scripts/debian-packages.txt | debian-deps
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 		|| { echo "Moldau needs Python >= 3.11 ($(PYTHON) is older)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,8 +47,7 @@ spark-deps: $(BIN)/.spark-installed
 
 # The deployment tooling (Ansible, Molecule; docs/distribution.md) in its own venv.
 DEPLOY_VENV := .venv-deploy
-$(DEPLOY_VENV)/.installed: scripts/deploy-requirements.txt scripts/debian-packages.txt
-	@scripts/install-debian-packages scripts/debian-packages.txt
+$(DEPLOY_VENV)/.installed: scripts/deploy-requirements.txt scripts/debian-packages.txt | debian-deps
 	@test -x $(DEPLOY_VENV)/bin/python || $(PYTHON) -m venv $(DEPLOY_VENV)
 	$(DEPLOY_VENV)/bin/pip install --quiet -r scripts/deploy-requirements.txt
 	@touch $@
@@ -52,16 +55,22 @@ $(DEPLOY_VENV)/.installed: scripts/deploy-requirements.txt scripts/debian-packag
 deploy-deps: $(DEPLOY_VENV)/.installed
 
 # Each suite carries a ceiling in seconds (name@ceiling): scripts/run-suites warns loudly,
-# without failing, when a suite takes longer, so drift shows the day it happens. The
-# Molecule hosts (Docker engine, host image, wheelhouse) are prepared in the background
-# while the first suites run; scripts/molecule-test waits for that to finish. The unit
-# suite runs in 3 pytest-xdist workers, a test file per worker at a time (most of its
-# time is waiting on brokers and ZooKeeper; docs/development.md).
+# without failing, when a suite takes longer, so drift shows the day it happens. Time is
+# won where the machine would wait (docs/development.md): the Molecule host image (about
+# 2.5 minutes of debootstrap on a fresh machine) is built in the background while the
+# venvs install side by side, and the unit suite runs in 3 pytest-xdist workers, a test
+# file per worker at a time (most of its time is waiting on brokers and ZooKeeper).
+# scripts/molecule-test waits for the image under scripts/prepare-hosts' lock.
 HOSTS_LOG := /tmp/moldau-prepare-hosts.log
-test: deps deploy-deps spark-deps
-	@docker info >/dev/null 2>&1 && stop_docker=0 || stop_docker=1; \
-	echo "preparing the Molecule hosts in the background (log $(HOSTS_LOG))"; \
-	DEPLOY_VENV=$(DEPLOY_VENV) scripts/prepare-hosts >$(HOSTS_LOG) 2>&1 & \
+# Present while a `make test` that started the Docker engine runs: it stops it at the end.
+STOP_DOCKER_MARK := .deploy/stop-docker-after-test
+test: debian-deps
+	@mkdir -p .deploy; rm -f $(STOP_DOCKER_MARK); \
+	docker info >/dev/null 2>&1 || touch $(STOP_DOCKER_MARK); \
+	echo "building the Molecule host image in the background (log $(HOSTS_LOG))"; \
+	scripts/prepare-hosts --image >$(HOSTS_LOG) 2>&1 &
+	@$(MAKE) --no-print-directory -j3 deps deploy-deps spark-deps
+	@test -f $(STOP_DOCKER_MARK) && stop_docker=1 || stop_docker=0; rm -f $(STOP_DOCKER_MARK); \
 	MOLDAU_STOP_DOCKER=$$stop_docker scripts/run-suites \
 		"lint@60:$(BIN)/ruff check ." \
 		"codegen@60:scripts/check-codegen $(SHARED)/kafka-protocol" \
