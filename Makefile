@@ -87,7 +87,8 @@ test-long: deps deploy-deps spark-deps
 	@docker info >/dev/null 2>&1 && stop_docker=0 || stop_docker=1; \
 	MOLDAU_STOP_DOCKER=$$stop_docker scripts/run-suites \
 		"properties@1800:HYPOTHESIS_PROFILE=long $(BIN)/pytest broker/tests/protocol broker/tests/storage broker/tests/coordinator -q -p no:cacheprovider -n 2" \
-		"zookeeper@600:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test"
+		"zookeeper@600:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test" \
+		"operations-full@1500:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
 
 lint: deps
 	$(BIN)/ruff check .
