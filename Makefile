@@ -54,8 +54,9 @@ $(DEPLOY_VENV)/.installed: scripts/deploy-requirements.txt scripts/debian-packag
 
 deploy-deps: $(DEPLOY_VENV)/.installed
 
-# Each suite carries a ceiling in seconds (name@ceiling): scripts/run-suites warns loudly,
-# without failing, when a suite takes longer, so drift shows the day it happens. Time is
+# Each suite carries a ceiling in seconds (name@ceiling, about 15% over its time in the
+# rehearsal of 2026-12-06): scripts/run-suites warns loudly, without failing, when a
+# suite takes longer, so drift shows the day it happens. Time is
 # won where the machine would wait (docs/development.md): the Molecule host image (about
 # 2.5 minutes of debootstrap on a fresh machine) is built in the background while the
 # venvs install side by side, and the unit suite runs in 3 pytest-xdist workers, a test
@@ -74,12 +75,12 @@ test: debian-deps
 	MOLDAU_STOP_DOCKER=$$stop_docker scripts/run-suites \
 		"lint@60:$(BIN)/ruff check ." \
 		"codegen@60:scripts/check-codegen $(SHARED)/kafka-protocol" \
-		"unit@480:$(BIN)/pytest broker/tests -q -p no:cacheprovider -n 3 --dist loadfile" \
+		"unit@440:$(BIN)/pytest broker/tests -q -p no:cacheprovider -n 3 --dist loadfile" \
 		"exporters@60:$(BIN)/pytest exporters/tests -q -p no:cacheprovider" \
-		"monitoring@60:$(BIN)/pytest tests/monitoring -q -p no:cacheprovider" \
-		"deploy@120:$(BIN)/pytest tests/deploy -q -p no:cacheprovider" \
-		"spark@300:$(BIN)/pytest pipeline/tests -q -p no:cacheprovider" \
-		"molecule@1500:scripts/molecule-test"
+		"monitoring@30:$(BIN)/pytest tests/monitoring -q -p no:cacheprovider" \
+		"deploy@90:$(BIN)/pytest tests/deploy -q -p no:cacheprovider" \
+		"spark@240:$(BIN)/pytest pipeline/tests -q -p no:cacheprovider" \
+		"molecule@2200:scripts/molecule-test"
 
 # The soak-length checks CI does not run; run it before resolving an issue and quote its
 # table in the note (docs/development.md lists what is here and why).
@@ -88,7 +89,7 @@ test-long: deps deploy-deps spark-deps
 	MOLDAU_STOP_DOCKER=$$stop_docker scripts/run-suites \
 		"properties@1800:HYPOTHESIS_PROFILE=long $(BIN)/pytest broker/tests/protocol broker/tests/storage broker/tests/coordinator -q -p no:cacheprovider -n 2" \
 		"zookeeper@600:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test" \
-		"operations-full@1500:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
+		"operations-full@1700:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
 
 lint: deps
 	$(BIN)/ruff check .
