@@ -56,12 +56,12 @@ deploy-deps: $(DEPLOY_VENV)/.installed
 
 # Each suite carries a ceiling in seconds (name@ceiling, about 15% over its time in the
 # rehearsal of 2026-12-06): scripts/run-suites warns loudly, without failing, when a
-# suite takes longer, so drift shows the day it happens. Time is
-# won where the machine would wait (docs/development.md): the Molecule host image (about
-# 2.5 minutes of debootstrap on a fresh machine) is built in the background while the
-# venvs install side by side, and the unit suite runs in 3 pytest-xdist workers, a test
-# file per worker at a time (most of its time is waiting on brokers and ZooKeeper).
-# scripts/molecule-test waits for the image under scripts/prepare-hosts' lock.
+# suite takes longer, so drift shows the day it happens. Time is won where the machine
+# would wait (docs/development.md): the Molecule host image (about 2.5 minutes of
+# debootstrap on a fresh machine) is built in the background while the venvs install side
+# by side, and the unit suite runs in 3 pytest-xdist workers, a test file per worker at a
+# time (most of its time is waiting on brokers and ZooKeeper). scripts/molecule-test
+# waits for the image under scripts/prepare-hosts' lock.
 HOSTS_LOG := /tmp/moldau-prepare-hosts.log
 # Present while a `make test` that started the Docker engine runs: it stops it at the end.
 STOP_DOCKER_MARK := .deploy/stop-docker-after-test
@@ -85,8 +85,7 @@ test: debian-deps
 # The soak-length checks CI does not run; run it before resolving an issue and quote its
 # table in the note (docs/development.md lists what is here and why).
 test-long: deps deploy-deps spark-deps
-	@docker info >/dev/null 2>&1 && stop_docker=0 || stop_docker=1; \
-	MOLDAU_STOP_DOCKER=$$stop_docker scripts/run-suites \
+	@scripts/run-suites \
 		"properties@1800:HYPOTHESIS_PROFILE=long $(BIN)/pytest broker/tests/protocol broker/tests/storage broker/tests/coordinator -q -p no:cacheprovider -n 2" \
 		"zookeeper@600:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test" \
 		"operations-full@1700:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"

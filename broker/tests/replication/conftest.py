@@ -19,7 +19,6 @@ from moldau.cluster.zk_client import KafkaZkClient
 from moldau.devcluster.brokers import BrokerProcess
 
 SESSION_S = 6.0  # zookeeper.session.timeout.ms below
-LIST_OFFSETS = 2
 
 CLUSTER_PROPERTIES = {
     "zookeeper.session.timeout.ms": "6000",
@@ -106,9 +105,9 @@ class Cluster:
         latest = ListOffsetsRequest.ListOffsetsPartition(partition_index=partition,
                                                           timestamp=-1)
         with BlockingConnection("127.0.0.1", self.brokers[broker_id].port) as conn:
-            answer = conn.request(LIST_OFFSETS, 1, ListOffsetsRequest(
-                replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(
-                    name=topic, partitions=[latest])]))
+            answer = conn.request_by_name(
+                "ListOffsets", 1, replica_id=-1, isolation_level=0,
+                topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[latest])])
         return bool(answer.topics[0].partitions[0].error_code == 0)
 
     def wait_for(self, condition: Callable[[], Any], timeout: float, what: str) -> Any:
