@@ -15,9 +15,9 @@ DEFAULT_DIR = ".moldau-dev"
 
 def _dev_cluster(args: argparse.Namespace) -> int:
     if args.action == "up":
-        if args.brokers != 1:
-            print("moldau dev-cluster: only --brokers 1 works until replication lands "
-                  "(each broker would act as its own controller)", file=sys.stderr)
+        if args.brokers < 1 or args.zookeepers < 1:
+            print("moldau dev-cluster: --brokers and --zookeepers need at least 1",
+                  file=sys.stderr)
             return 2
         cluster = DevCluster.create(args.dir, brokers=args.brokers, zookeepers=args.zookeepers,
                                     first_port=args.port)
@@ -47,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     dev = commands.add_parser("dev-cluster", help="a local ZooKeeper ensemble and brokers")
     dev.add_argument("action", choices=["up", "status", "down"])
-    dev.add_argument("--brokers", type=int, default=1, help="number of brokers (default 1)")
+    dev.add_argument("--brokers", type=int, default=1,
+                     help="number of brokers (default 1; 3 replicate the internal topics "
+                     "as Kafka's defaults say)")
     dev.add_argument("--zookeepers", type=int, default=1,
                      help="ZooKeeper nodes (default 1; use an odd number)")
     dev.add_argument("--dir", default=DEFAULT_DIR, help=f"state directory ({DEFAULT_DIR})")

@@ -22,6 +22,16 @@ CHROOT = "/moldau"
 FIRST_BROKER_PORT = 9092
 
 
+def internal_topic_properties(brokers: int) -> dict[str, str]:
+    """Kafka's replication of the offsets and transaction topics (3, min ISR 2) where the
+    cluster has the brokers for it; otherwise on every broker, with a min ISR of one less
+    (at least 1), so one broker alone still serves groups and transactions."""
+    replicas = min(brokers, 3)
+    return {"offsets.topic.replication.factor": str(replicas),
+            "transaction.state.log.replication.factor": str(replicas),
+            "transaction.state.log.min.isr": str(max(1, min(replicas - 1, 2)))}
+
+
 @dataclass
 class DevCluster:
     directory: Path
@@ -42,9 +52,10 @@ class DevCluster:
         root.mkdir(parents=True, exist_ok=True)
         ensemble = ZooKeeperEnsemble(root / "zookeeper", size=zookeepers)
         connect = ensemble.connect_string + CHROOT
+        shared = {**internal_topic_properties(brokers), **(properties or {})}
         processes = [
             BrokerProcess(str(root / f"broker-{i}"), i, connect, port=first_port + i - 1,
-                          properties=dict(properties or {}), die_with_parent=False)
+                          properties=dict(shared), die_with_parent=False)
             for i in range(1, brokers + 1)
         ]
         cluster = cls(root, ensemble, processes)
