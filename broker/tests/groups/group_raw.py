@@ -390,9 +390,10 @@ def committed(conn: BlockingConnection, group: str, topic: str, partition: int =
     return fetch_offsets(conn, group, {topic: [partition]})[(topic, partition)][0]
 
 
-def describe(conn: BlockingConnection, group: str, version: int = 5) -> Any:
+def describe(conn: BlockingConnection, group: str, version: int = 5,
+             operations: bool = False) -> Any:
     response = conn.request(DESCRIBE_GROUPS, version, DescribeGroupsRequest(
-        groups=[group], include_authorized_operations=False))
+        groups=[group], include_authorized_operations=operations))
     assert len(response.groups) == 1, response
     return response.groups[0]
 

@@ -6,6 +6,8 @@ refused request changes nothing."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 from broker.raw import connect, create_topic, server_log
+from confluent_kafka.admin import AdminClient
 
 from moldau.client.blocking import BlockingConnection
 from moldau.devcluster.brokers import BrokerProcess
@@ -455,6 +458,27 @@ def test_batch_leave_and_describe(conn: BlockingConnection, member: MakeMember) 
     assert (unknown.protocol_type, unknown.protocol_data) == ("", "")
 
 
+def test_describe_with_authorized_operations(broker: BrokerProcess, conn: BlockingConnection,
+                                            member: MakeMember) -> None:
+    """Kafka 3.9 answers READ|DELETE|DESCRIBE (328) for a group, known or not, when asked;
+    Kafka's and librdkafka's admin clients ask (issue 41, item 12: it closed the
+    connection)."""
+    group = group_name("ops")
+    a = member(group, topics=[TOPIC_A])
+    form_group(conn, [a], {0: assignment({TOPIC_A: [0]})})
+    for name in (group, group_name("never")):
+        assert describe(conn, name, operations=True).authorized_operations == 328
+        assert describe(conn, name, version=3, operations=True).authorized_operations == 328
+        assert describe(conn, name).authorized_operations == -(2**31)  # not asked
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    found = admin.describe_consumer_groups([group], include_authorized_operations=True)
+    description = found[group].result(timeout=30)
+    assert {op.name for op in description.authorized_operations} == {
+        "READ", "DELETE", "DESCRIBE"}
+    assert describe(conn, group).group_state == "Stable"  # the connection still serves
+
+
 def test_list_groups_filters(conn: BlockingConnection, member: MakeMember) -> None:
     stable, empty = group_name("ls-stable"), group_name("ls-empty")
     form_group(conn, [member(stable)])
@@ -529,6 +553,42 @@ def test_offset_delete(conn: BlockingConnection, member: MakeMember) -> None:
         (TOPIC_A, 0): (-1, ""), (TOPIC_A, 1): (6, "")}
     assert delete_offsets(conn, group_name("odel-missing"), {TOPIC_A: [0]}) == (
         GROUP_ID_NOT_FOUND, {})
+
+    # the last offset of an Empty group taken, the group is Dead, as in Kafka: deleting it
+    # then finds no group (issue 41, item 14)
+    assert delete_offsets(conn, group, {TOPIC_A: [1]}) == (NONE, {(TOPIC_A, 1): NONE})
+    assert describe(conn, group).group_state == "Dead"
+    assert group not in list_groups(conn)
+    assert delete_groups(conn, [group]) == {group: GROUP_ID_NOT_FOUND}
+
+
+def test_deleting_a_topic_removes_its_committed_offsets(broker: BrokerProcess,
+                                                        conn: BlockingConnection) -> None:
+    """Kafka's onPartitionsDeleted (issue 41, item 2): the offsets of a deleted topic are
+    tombstoned in every group, a group left with none is Dead, kafka-consumer-groups
+    --describe still works, and a re-created topic starts with no stale position."""
+    topic = f"deleted-{uuid.uuid4().hex[:6]}"
+    only, both = group_name("del-only"), group_name("del-both")
+    create_topic(conn, topic, partitions=2)
+    assert set(commit(conn, only, {(topic, 0): 5, (topic, 1): 7}).values()) == {NONE}
+    assert set(commit(conn, both, {(topic, 0): 3, (TOPIC_A, 0): 4}).values()) == {NONE}
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics([topic])[topic].result(timeout=30)
+    wait_for(lambda: topic not in {t for t, _ in fetch_offsets(conn, both, None)},
+             "the deleted topic's offsets to go")
+    assert fetch_offsets(conn, both, None) == {(TOPIC_A, 0): (4, "")}
+    wait_for(lambda: describe(conn, only).group_state == "Dead", "the group to be Dead")
+    assert delete_groups(conn, [only]) == {only: GROUP_ID_NOT_FOUND}
+    tool = subprocess.run([sys.executable, "-m", "moldau.cli", "consumer-groups",
+                           "--bootstrap-server", broker.bootstrap, "--describe", "--group",
+                           both], capture_output=True, text=True, timeout=60)
+    assert tool.returncode == 0, tool.stdout + tool.stderr
+    assert TOPIC_A in tool.stdout and topic not in tool.stdout
+
+    create_topic(conn, topic, partitions=2)
+    assert fetch_offsets(conn, both, {topic: [0, 1]}) == {(topic, 0): (-1, ""),
+                                                          (topic, 1): (-1, "")}
 
 
 # ---- OffsetFetch forms

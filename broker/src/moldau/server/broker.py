@@ -575,8 +575,14 @@ class Broker:
         cache.set_brokers([
             BrokerEndpoints(b.id, {e.listener_name: (e.host or "", e.port) for e in b.endpoints},
                             b.rack) for b in live])
+        gone: list[tuple[str, int]] = []
         for name in deleted:
+            info = cache.topics.get(name)
+            if info is not None:
+                gone += [(name, index) for index in info.partitions]
             cache.remove_topic(name)
+        if gone:
+            self.group_coordinator.on_partitions_deleted(gone)
         topics: dict[str, TopicInfo] = {}
         for d in decisions:
             info = topics.get(d.topic)

@@ -177,6 +177,29 @@ class GroupCoordinator:
             self._cancel_group_timers(group)
         log.info("Unloaded the groups of __consumer_offsets-%d", partition)
 
+    def on_partitions_deleted(self, partitions: Iterable[TopicPartition]) -> None:
+        """These partitions' topics were deleted (Kafka's onPartitionsDeleted, from
+        UpdateMetadata): every group's committed offsets of them go, tombstoned, so a
+        re-created topic starts without stale positions; an Empty group left with no
+        offset is Dead (cleanupGroupMetadata)."""
+        gone = set(partitions)
+        if gone and self.active:
+            self._spawn(self._remove_deleted(gone))
+
+    async def _remove_deleted(self, gone: set[TopicPartition]) -> None:
+        now = _now_ms()
+        for group in list(self.groups.values()):
+            stale = [tp for tp in group.offsets if tp in gone]
+            if not stale or group.is_in(GroupState.DEAD):
+                continue
+            error = await self._remove_offsets(group, stale, now)
+            if error:
+                log.warning("Could not remove the offsets of deleted partitions from group "
+                            "%s: error %d", group.group_id, error)
+            else:
+                log.info("Removed %d offsets of deleted partitions from group %s",
+                         len(stale), group.group_id)
+
     async def _load(self, partition: int) -> None:
         started = time.monotonic()
         try:
@@ -951,16 +974,37 @@ class GroupCoordinator:
             else:
                 deletable.append(tp)
         present = [tp for tp in deletable if tp in group.offsets]
-        error = 0
-        if present:
-            error = await self._append(group_id, [(offset_commit_key(group_id, t, p), None)
-                                                  for t, p in present])
-            if not error:
-                for tp in present:
-                    group.offsets.pop(tp, None)
+        error = await self._remove_offsets(group, present, _now_ms())
         for tp in deletable:
             errors[tp] = error
         return {tp: errors[tp] for tp in partitions}
+
+    async def _remove_offsets(self, group: Group, partitions: list[TopicPartition],
+                              now: int) -> int:
+        """Kafka's cleanupGroupMetadata for one group: tombstones for these committed
+        offsets, and for the group itself when it is Empty and keeps no other offset; such
+        a group is Dead and gone. The error of the append, or 0."""
+        records: list[tuple[bytes, bytes | None]] = [
+            (offset_commit_key(group.group_id, t, p), None) for t, p in partitions]
+        remove_group = (group.is_in(GroupState.EMPTY)
+                        and not (set(group.offsets) - set(partitions))
+                        and not group.pending_offsets)
+        if remove_group:
+            records.append((group_metadata_key(group.group_id), None))
+        if not records:
+            return 0
+        error = await self._append(group.group_id, records)
+        if error:
+            return error
+        for tp in partitions:
+            group.offsets.pop(tp, None)
+        if remove_group and group.is_in(GroupState.EMPTY) and not group.offsets:
+            group.transition_to(GroupState.DEAD, now)
+            self._cancel_group_timers(group)
+            self.groups.pop(group.group_id, None)
+            log.info("Group %s transitioned to Dead in generation %d", group.group_id,
+                     group.generation)
+        return 0
 
     # --- expiry ------------------------------------------------------------------------
 
@@ -984,29 +1028,12 @@ class GroupCoordinator:
             if group.is_in(GroupState.DEAD):
                 continue
             expired = self._expired_offsets(group, now, retention)
-            records: list[tuple[bytes, bytes | None]] = [
-                (offset_commit_key(group.group_id, t, p), None) for t, p in expired]
-            remove_group = (group.is_in(GroupState.EMPTY)
-                            and not (set(group.offsets) - set(expired))
-                            and not group.pending_offsets)
-            if remove_group:
-                records.append((group_metadata_key(group.group_id), None))
-            if not records:
-                continue
-            error = await self._append(group.group_id, records)
+            error = await self._remove_offsets(group, expired, now)
             if error:
                 log.warning("Could not expire offsets of group %s: error %d", group.group_id,
                             error)
                 continue
-            for tp in expired:
-                group.offsets.pop(tp, None)
             removed_total += len(expired)
-            if remove_group and group.is_in(GroupState.EMPTY) and not group.offsets:
-                group.transition_to(GroupState.DEAD, now)
-                self._cancel_group_timers(group)
-                self.groups.pop(group.group_id, None)
-                log.info("Group %s transitioned to Dead in generation %d", group.group_id,
-                         group.generation)
         if removed_total:
             log.info("Removed %d expired offsets", removed_total)
 

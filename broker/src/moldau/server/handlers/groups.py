@@ -46,7 +46,9 @@ log = logging.getLogger("kafka.server.KafkaApis")
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 NO_OPERATIONS = -(2**31)  # DescribeGroups without include_authorized_operations
-GROUP_OPERATIONS = ("READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS")
+# Kafka's operations on a group (AclEntry.supportedOperations), by AclOperation code:
+# READ, DESCRIBE and DELETE give 328, what Kafka 3.9 answers a requester allowed them all
+GROUP_OPERATIONS = {"READ": 3, "DELETE": 6, "DESCRIBE": 8}
 
 
 class _GroupHandler:
@@ -402,11 +404,13 @@ class DescribeGroupsHandler(_GroupHandler):
         except KafkaError as exc:
             return Described(error_code=exc.code, group_id=group_id, group_state="",
                              protocol_type="", protocol_data="", members=[])
+        operations = (authorized_operations(ctx, "GROUP", group_id, GROUP_OPERATIONS)
+                      if with_operations else NO_OPERATIONS)
         if group is None:
             # Kafka 3.9 describes an unknown group as Dead, without an error
             return Described(error_code=0, group_id=group_id,
                              group_state=GroupState.DEAD.value, protocol_type="",
-                             protocol_data="", members=[])
+                             protocol_data="", members=[], authorized_operations=operations)
         stable = group.is_in(GroupState.STABLE) and group.protocol is not None
         members = [
             DescribeGroupsResponse.DescribedGroupMember(
@@ -415,13 +419,10 @@ class DescribeGroupsHandler(_GroupHandler):
                 member_metadata=m.metadata(group.protocol) if stable else b"",
                 member_assignment=m.assignment if stable else b"")
             for m in group.members.values()]
-        described = Described(error_code=0, group_id=group_id, group_state=group.state.value,
-                              protocol_type=group.protocol_type or "",
-                              protocol_data=group.protocol if stable else "", members=members)
-        described.authorized_operations = (
-            authorized_operations(ctx, "GROUP", group_id, GROUP_OPERATIONS)
-            if with_operations else NO_OPERATIONS)
-        return described
+        return Described(error_code=0, group_id=group_id, group_state=group.state.value,
+                         protocol_type=group.protocol_type or "",
+                         protocol_data=group.protocol if stable else "", members=members,
+                         authorized_operations=operations)
 
 
 class ListGroupsHandler(_GroupHandler):
