@@ -4,6 +4,7 @@ leader-epoch-checkpoint file it keeps (version 0, entry count, `epoch start_offs
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 from storage_helpers import as_stored, batch, crash
@@ -42,7 +43,7 @@ def test_assign_records_the_first_offset_of_each_epoch(cache):
 
 def test_negative_epochs_are_not_recorded(cache):
     cache.assign(-1, 0)
-    assert entries(cache) == [] and not os.path.exists(cache.path)
+    assert entries(cache) == [] and file_text(cache) == ""  # the file as created
 
 
 def test_same_epoch_with_an_earlier_offset_replaces_the_entry(cache):
@@ -160,7 +161,7 @@ def test_a_failed_background_write_surfaces_at_flush(tmp_path):
     directory = tmp_path / "gone"
     directory.mkdir()
     cache = LeaderEpochCache(str(directory))
-    directory.rmdir()  # the write cannot create its temp file
+    shutil.rmtree(directory)  # the write cannot create its temp file
     cache.assign(1, 0)
     with pytest.raises(OSError):
         cache.flush()
@@ -217,3 +218,15 @@ def test_log_drops_checkpoint_entries_past_its_end_on_load(tmp_path):
     log.truncate_to(3)  # a no-op truncation still drops epochs at or past the log end
     assert entries(log.epochs) == [(1, 0)]
     log.close()
+
+
+def test_a_new_log_has_an_empty_checkpoint_file_from_the_start(tmp_path):
+    # Kafka's CheckpointFile creates the file when the log is created, so a follower that
+    # has fetched nothing yet has one too (issue 41, item 9); it stays when reopened
+    log = PartitionLog(str(tmp_path / "t-0"), LogConfig())
+    path = tmp_path / "t-0" / "leader-epoch-checkpoint"
+    assert path.exists() and path.read_bytes() == b""
+    log.close()
+    reopened = PartitionLog(str(tmp_path / "t-0"), LogConfig())
+    assert reopened.epochs.entries == [] and path.read_bytes() == b""
+    reopened.close()

@@ -16,6 +16,7 @@ epochs of the records after it): PartitionLog.flush calls flush() here first.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -50,6 +51,9 @@ class LeaderEpochCache:
         # Loaded through the assign rules, as Kafka does, so a non-monotonic file is cleaned.
         for entry in read_leader_epoch_checkpoint(self.path):
             self._assign(entry.epoch, entry.start_offset)
+        # as Kafka's CheckpointFile: the file exists, empty, from the log's creation on
+        with contextlib.suppress(FileExistsError):
+            open(self.path, "xb").close()
 
     @property
     def latest_epoch(self) -> int:
