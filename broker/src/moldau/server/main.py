@@ -73,11 +73,15 @@ def main(argv: list[str] | None = None) -> int:
         log.error("%s", exc)
         print(f"moldau-server: {exc}", file=sys.stderr)
         return 1
+    # choose the loop first and serve outside the except: a traceback raised inside an
+    # `except ImportError` would be chained to the missing uvloop
     try:
         import uvloop  # type: ignore[import-not-found]
     except ImportError:
+        uvloop = None
+    if uvloop is None:
         return asyncio.run(_serve(config))
-    return uvloop.run(_serve(config))
+    return int(uvloop.run(_serve(config)))
 
 
 if __name__ == "__main__":
