@@ -5,9 +5,11 @@ murmur2 says which partition a key belongs to."""
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
 from typing import Any
 
-from .toolrun import ToolCluster, assert_golden, run
+from .toolrun import BIN, ToolCluster, assert_golden, die_with_parent, run
 
 PRODUCER, CONSUMER = "kafka-console-producer.sh", "kafka-console-consumer.sh"
 
@@ -93,6 +95,32 @@ def test_group_consumption_commits(cluster: ToolCluster) -> None:
                         "--timeout-ms", "2000")
     assert (rest.code, rest.out) == (0, "d\ne\n")
     assert rest.err.endswith("Processed a total of 2 messages\n")
+
+
+def test_sigterm_commits_leaves_and_prints_the_total(cluster: ToolCluster) -> None:
+    """As Kafka's shutdown hook (issue 41, item 4): SIGTERM, e.g. systemctl stop, ends the
+    consumer like Ctrl-C: its position committed, the group left at once, the total
+    printed."""
+    cluster.ok("kafka-topics.sh", "--create", "--topic", "terminated", "--partitions", "1")
+    cluster.ok(PRODUCER, "--topic", "terminated", stdin="a\nb\nc\n")
+    consumer = subprocess.Popen(
+        [str(BIN / CONSUMER), "--bootstrap-server", cluster.bootstrap, "--topic", "terminated",
+         "--group", "terminated-group", "--from-beginning"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=die_with_parent)
+    try:
+        assert consumer.stdout is not None
+        assert [consumer.stdout.readline() for _ in range(3)] == ["a\n", "b\n", "c\n"]
+        consumer.send_signal(signal.SIGTERM)
+        _, err = consumer.communicate(timeout=30)
+    finally:
+        consumer.kill()
+    assert consumer.returncode == 0, err
+    assert err.endswith("Processed a total of 3 messages\n"), err
+    described = cluster.tool("kafka-consumer-groups.sh", "--describe", "--group",
+                             "terminated-group")
+    assert re.search(r"terminated-group\s+terminated\s+0\s+3\s+3\s+0\s", described.out), \
+        described
+    assert "has no active members" in described.err  # left, not waiting for its session
 
 
 def test_bad_input(cluster: ToolCluster) -> None:

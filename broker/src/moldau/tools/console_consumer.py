@@ -5,7 +5,9 @@ commits what it printed."""
 from __future__ import annotations
 
 import re
+import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -234,8 +236,9 @@ def run(options: Options) -> int:
 
         assign()
         last_message, last_commit = time.monotonic(), time.monotonic()
+        stop = StopSignals()
         try:
-            while limit is None or count < limit:
+            while not stop.requested and (limit is None or count < limit):
                 for topic, partition, record, kind in fetcher.fetch(500):
                     sys.stdout.write(formatter.format(topic, partition, record, kind))
                     count += 1
@@ -259,11 +262,34 @@ def run(options: Options) -> int:
         except KeyboardInterrupt:
             pass
         finally:
+            stop.restore()
             if member is not None:
                 member.commit(fetcher.positions)
                 member.leave()
             print(f"Processed a total of {count} messages", file=sys.stderr)
     return 0
+
+
+class StopSignals:
+    """SIGTERM and SIGINT (Ctrl-C) end the consumer as Kafka's shutdown hook does: after
+    the request in progress, it commits, leaves its group and prints the total. A flag,
+    not an exception: one raised in the middle of a request would leave its answer
+    unread on the connection for the closing commit to trip over. Off the main thread,
+    where Python takes no signals, nothing is installed."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                self._previous[signum] = signal.signal(signum, self._request)
+
+    def _request(self, signum: int, frame: Any) -> None:
+        self.requested = True
+
+    def restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
 
 
 TOOL = Tool("console-consumer", "This tool helps to read data from Kafka topics and "
