@@ -4,11 +4,13 @@ command line registers, serves, and stops on SIGTERM from kafka-server-stop.sh
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
 import socket
 import time
+import urllib.request
 import uuid
 from typing import Any
 
@@ -37,12 +39,14 @@ def test_start_as_daemon_then_stop_by_node_id(tmp_path, zk_ensemble: Any) -> Non
     assert (usage.code, usage.out) == (
         1, "USAGE: kafka-server-start.sh [-daemon] server.properties "
            "[--override property=value]*\n")
-    os.environ["LOG_DIR"] = str(tmp_path / "logs")
+    # an operator's JMX_PORT names the port of Moldau's JSON metrics (issue 41, item 5)
+    jmx_port = free_port()
+    os.environ.update(LOG_DIR=str(tmp_path / "logs"), JMX_PORT=str(jmx_port))
     try:
         started = run("kafka-server-start.sh", "-daemon", str(config),
                       "--override", "num.partitions=2")
     finally:
-        del os.environ["LOG_DIR"]
+        del os.environ["LOG_DIR"], os.environ["JMX_PORT"]
     assert started.code == 0, started.err
     try:
         wait_for(lambda: _accepts(port), what="the daemon's listener")
@@ -53,7 +57,12 @@ def test_start_as_daemon_then_stop_by_node_id(tmp_path, zk_ensemble: Any) -> Non
         described = run("kafka-topics.sh", "--bootstrap-server", f"127.0.0.1:{port}",
                         "--describe", "--topic", "started")
         assert "PartitionCount: 2" in described.out  # the --override took effect
-        assert (tmp_path / "logs" / "kafkaServer.out").exists()
+        console = (tmp_path / "logs" / "kafkaServer.out").read_text()
+        assert f"JMX_PORT={jmx_port}: Moldau has no JMX; it serves its metrics as JSON on " \
+            f"http://127.0.0.1:{jmx_port}/jmx instead" in console
+        with urllib.request.urlopen(f"http://127.0.0.1:{jmx_port}/jmx?qry=kafka.server:"
+                                    "type=ReplicaManager,*", timeout=10) as answer:
+            assert json.load(answer)["beans"], "no ReplicaManager MBean on the JMX_PORT"
         stopped = run("kafka-server-stop.sh", f"--node-id={node_id}")
         assert stopped.code == 0, stopped.out + stopped.err
         wait_for(lambda: not broker_pids(node_id), what="the broker to exit")

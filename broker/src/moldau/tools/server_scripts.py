@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 from moldau import properties
+from moldau.metrics.http import METRICS_PORT_ENV
 
 SERVER_MODULE = "moldau.server.main"
 DAEMON_NAME = "kafkaServer"
@@ -33,14 +34,40 @@ def start(argv: list[str], program: str = "kafka-server-start.sh") -> int:
     if not args:
         return _usage(program)
     command = [sys.executable, "-m", SERVER_MODULE, *args]
+    env, notes = metrics_environment(dict(os.environ))
     if not daemon:
-        os.execv(sys.executable, command)  # the broker takes this process's place
+        for note in notes:
+            print(note, file=sys.stderr)
+        os.execve(sys.executable, command, env)  # the broker takes this process's place
     log_dir = os.environ.get("LOG_DIR") or os.path.join(os.getcwd(), "logs")
     os.makedirs(log_dir, exist_ok=True)
     with open(os.path.join(log_dir, f"{DAEMON_NAME}.out"), "ab") as out:
-        subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+        out.write("".join(f"{note}\n" for note in notes).encode())
+        out.flush()
+        subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
                          stdin=subprocess.DEVNULL, start_new_session=True)
     return 0
+
+
+def metrics_environment(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """Kafka's JMX settings as Moldau can honour them: Moldau has no JVM and no JMX; it
+    serves its MBeans as JSON on MOLDAU_METRICS_PORT (/jmx), so JMX_PORT names that port
+    when MOLDAU_METRICS_PORT does not. The environment for the broker, and what to tell
+    the operator about it."""
+    notes = []
+    jmx_port = env.get("JMX_PORT", "").strip()
+    if jmx_port and not env.get(METRICS_PORT_ENV):
+        env[METRICS_PORT_ENV] = jmx_port
+        notes.append(f"JMX_PORT={jmx_port}: Moldau has no JMX; it serves its metrics as JSON "
+                     f"on http://127.0.0.1:{jmx_port}/jmx instead ({METRICS_PORT_ENV}, "
+                     f"docs/metrics.md)")
+    elif jmx_port:
+        notes.append(f"JMX_PORT={jmx_port} is ignored: {METRICS_PORT_ENV}="
+                     f"{env[METRICS_PORT_ENV]} names the port of Moldau's metrics (/jmx)")
+    if env.get("KAFKA_JMX_OPTS", "").strip():
+        notes.append("KAFKA_JMX_OPTS is ignored: Moldau has no JVM; its metrics are JSON on "
+                     f"{METRICS_PORT_ENV} (docs/metrics.md)")
+    return env, notes
 
 
 def _cmdline(pid: int) -> list[str]:
