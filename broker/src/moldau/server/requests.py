@@ -5,7 +5,9 @@ Handlers are registered per API key with the version range Moldau serves. A hand
 takes (RequestContext, request body) and returns the response body, None when no
 response is due (Produce with acks=0), or an awaitable of either when it has to wait.
 The dispatcher owns what is common to every request: header decoding, version checks,
-the ApiVersions answer for unknown versions, `throttle_time_ms`, and the request log.
+the ApiVersions answer for unknown versions, `throttle_time_ms`, the request log, and
+the answer to a request whose handler failed (error_responses.py): one bad request does
+not cost the client its connection.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from moldau.errors import KafkaError
 from moldau.protocol._runtime import Message
 from moldau.protocol.api import APIS
 from moldau.protocol.errors import ProtocolError, UnsupportedVersionError
@@ -27,6 +30,7 @@ from moldau.protocol.headers import (
 )
 from moldau.protocol.messages.request_header import RequestHeader
 
+from .error_responses import error_response
 from .network import Connection, Session
 from .request_metrics import RequestMetrics
 from .responses import Parts, encode_response_parts
@@ -35,6 +39,7 @@ request_log = logging.getLogger("kafka.request.logger")
 log = logging.getLogger("kafka.server.KafkaApis")
 
 Handler = Callable[["RequestContext", Any], Any]
+PRODUCE_KEY = 0
 # the fast Produce path: (connection, frame, arrival ns) to parts, an awaitable of them, or None
 FastPath = Callable[[Connection, bytearray, int], Parts | Awaitable[Parts] | None]
 
@@ -149,7 +154,12 @@ class RequestDispatcher:
             conn.session.client_id = header.client_id
         ctx = RequestContext(conn, header, version, received, self.authorizer)
         started = time.monotonic_ns()
-        result = registration.handler(ctx, body)
+        try:
+            result = registration.handler(ctx, body)
+        except ProtocolError:
+            raise  # a request found malformed late: the connection goes, as for any other
+        except Exception as exc:
+            result = self._failed(ctx, body, exc)
         done = time.monotonic_ns()
         # a handler answers with a generated response (or None), or an awaitable of one
         if result is not None and not isinstance(result, Message) and inspect.isawaitable(result):
@@ -161,7 +171,12 @@ class RequestDispatcher:
 
     async def _complete(self, ctx: RequestContext, request: Any, pending: Awaitable[Any],
                         started: int, local: int, waited: int) -> Parts | None:
-        response = await pending
+        try:
+            response = await pending
+        except ProtocolError:
+            raise
+        except Exception as exc:
+            response = self._failed(ctx, request, exc)
         done = time.monotonic_ns()
         parts = self._respond(ctx, request, response)
         if self.metrics is not None:
@@ -180,6 +195,26 @@ class RequestDispatcher:
             metrics.unanswered(meta)
         else:
             ctx.conn.response_meta = meta
+
+    def _failed(self, ctx: RequestContext, request: Any, exc: Exception) -> Message:
+        """Kafka's handleError: a handler's failure answers its request (each part of it
+        with the error, UNKNOWN_SERVER_ERROR unless it is a KafkaError) and the
+        connection serves on. An acks=0 producer reads no answer: its connection closes,
+        as Kafka closes it, so the client learns of the failure."""
+        header = ctx.header
+        if isinstance(exc, KafkaError):
+            log.info("Error when handling request: clientId=%s, correlationId=%d, api=%s, "
+                     "version=%d: %s", header.client_id, header.correlation_id,
+                     APIS[header.request_api_key].name, ctx.api_version, exc)
+        else:
+            log.error("Error when handling request: clientId=%s, correlationId=%d, api=%s, "
+                      "version=%d, body=%s", header.client_id, header.correlation_id,
+                      APIS[header.request_api_key].name, ctx.api_version, _short(request),
+                      exc_info=exc)
+        if header.request_api_key == PRODUCE_KEY and getattr(request, "acks", -1) == 0:
+            raise exc
+        code = exc.code if isinstance(exc, KafkaError) else KafkaError.code
+        return error_response(header.request_api_key, ctx.api_version, request, code)
 
     def _respond(self, ctx: RequestContext, request: Any, response: Any) -> Parts | None:
         if response is None:
