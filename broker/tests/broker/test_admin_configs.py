@@ -137,6 +137,11 @@ def test_describe_configs_sources_synonyms_and_types(broker) -> None:
     assert configs["retention.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
     assert not configs["retention.bytes"].is_read_only
     assert configs["retention.ms"].value == str(100 * 3600 * 1000)  # log.retention.hours=100
+    # Kafka 3.9's tiered storage keys, off as on a broker without remote log storage
+    for key in ("remote.storage.enable", "remote.log.copy.disable",
+                "remote.log.delete.on.disable"):
+        assert (configs[key].value, configs[key].source) == (
+            "false", ConfigSource.DEFAULT_CONFIG.value), key
 
     kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
@@ -150,15 +155,16 @@ def test_describe_configs_sources_synonyms_and_types(broker) -> None:
         assert segment["config_type"] == "INT"
         isr = got["topic"][name]["min.insync.replicas"]
         assert isr["config_source"] == "STATIC_BROKER_CONFIG"  # from server.properties
-        # retention.ms maps to log.retention.ms, unset: its synonyms are the broker's
-        # other retention keys, as Kafka shows them (log.retention.hours=100 is static)
+        # retention.ms maps to log.retention.ms, unset: Kafka lists synonyms from that
+        # key on (ConfigHelper.configSynonyms' dropWhile), so none, and calls the value
+        # a default although log.retention.hours=100 in server.properties made it
+        # (issue 41, item 11)
         retention = kp.describe_configs(
             [KResource(ConfigResourceType.TOPIC, name, ["retention.ms"])],
             include_synonyms=True, config_filter="all")["topic"][name]["retention.ms"]
-        assert retention["config_source"] == "STATIC_BROKER_CONFIG"
-        assert [(s["name"], s["value"], s["source"]) for s in retention["synonyms"]] == [
-            ("log.retention.hours", "100", "STATIC_BROKER_CONFIG"),
-            ("log.retention.hours", "168", "DEFAULT_CONFIG")]
+        assert retention["config_source"] == "DEFAULT_CONFIG"
+        assert retention["value"] == str(100 * 3600 * 1000)
+        assert retention["synonyms"] == []
         got = kp.describe_configs([KResource(ConfigResourceType.BROKER, "1",
                                              ["log.cleaner.threads", "log.dirs"])],
                                   include_synonyms=True, config_filter="all")
@@ -239,6 +245,13 @@ def test_topic_override_applies_and_delete_falls_back(broker) -> None:
         "least 14")
     assert alter(broker, TOPIC, name, [("no.such.key", SET, "1")]) == (
         INVALID_CONFIG, "Unknown topic config name: no.such.key")
+    # no tiered storage, as a Kafka broker without remote.log.storage.system.enable says
+    assert alter(broker, TOPIC, name, [("remote.storage.enable", SET, "true")]) == (
+        INVALID_CONFIG, f"Invalid config value for resource ConfigResource(type=TOPIC, "
+        f"name='{name}'): Tiered Storage functionality is disabled in the broker. Topic "
+        "cannot be configured with remote log storage.")
+    assert alter(broker, TOPIC, name, [("remote.storage.enable", SET, "false")]) == (0, None)
+    assert effective(broker, TOPIC, name, "remote.storage.enable") == ("false", TOPIC_CONFIG)
     assert alter(broker, TOPIC, topic_name("absent"), [("retention.ms", SET, "1")])[0] == 3
 
 

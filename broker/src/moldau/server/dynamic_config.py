@@ -690,11 +690,11 @@ class DynamicBrokerConfig:
         broker_key = TOPIC_TO_BROKER.get(topic_key)
         if broker_key is None:
             return []
-        # Every broker synonym counts, as Kafka shows it: a topic's retention.ms with
-        # nothing set reports {DEFAULT_CONFIG:log.retention.hours=168}, although the
-        # broker key it maps to, log.retention.ms, has no default of its own.
-        return self._synonyms(broker_key, broker_config_synonyms(broker_key, True), True,
-                              from_name=False)
+        # From the broker key on, as Kafka's configSynonyms drops what comes before it: a
+        # topic's retention.ms with nothing set reports no synonym at all, since only
+        # log.retention.hours has a default (the same for segment.ms, segment.jitter.ms
+        # and flush.ms)
+        return self._synonyms(broker_key, broker_config_synonyms(broker_key, True), True)
 
     def source(self, name: str) -> int:
         found = self.synonyms(name)

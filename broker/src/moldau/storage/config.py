@@ -102,6 +102,11 @@ class LogConfig:
     message_timestamp_difference_max_ms: int = LONG_MAX
     local_retention_ms: int = -2
     local_retention_bytes: int = -2
+    # tiered storage (KIP-405): off, as on a Kafka broker without
+    # remote.log.storage.system.enable; turning it on for a topic is refused
+    remote_storage_enable: bool = False
+    remote_log_copy_disable: bool = False
+    remote_log_delete_on_disable: bool = False
     # replication throttles (KIP-73): "*" or "partition:broker" pairs naming the replicas
     # whose replication traffic the leader / follower rate limits apply to
     leader_replication_throttled_replicas: str = ""
@@ -146,6 +151,9 @@ class LogConfig:
                 f"Invalid value {self.message_timestamp_type} for configuration "
                 f"message.timestamp.type: String must be one of: {', '.join(TIMESTAMP_TYPES)}"
             )
+        if self.remote_storage_enable:
+            raise ConfigError("Tiered Storage functionality is disabled in the broker. Topic "
+                              "cannot be configured with remote log storage.")
         if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
             raise ConfigError("min.compaction.lag.ms must not exceed max.compaction.lag.ms")
         for name in ("leader_replication_throttled_replicas",

@@ -85,7 +85,10 @@ def resource_str(resource_type: int, name: str) -> str:
 
 # topic configs without a broker synonym, with their types (LogConfig validates values)
 TOPIC_ONLY_CONFIGS = {"leader.replication.throttled.replicas": "list",
-                      "follower.replication.throttled.replicas": "list"}
+                      "follower.replication.throttled.replicas": "list",
+                      "remote.storage.enable": "boolean",
+                      "remote.log.copy.disable": "boolean",
+                      "remote.log.delete.on.disable": "boolean"}
 
 
 def topic_config_type(name: str) -> str:
