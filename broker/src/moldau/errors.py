@@ -97,5 +97,7 @@ StaleControllerEpochError = _error("StaleControllerEpochError", 11)
 StaleBrokerEpochError = _error("StaleBrokerEpochError", 77)
 PreferredLeaderNotAvailableError = _error("PreferredLeaderNotAvailableError", 80, True)
 EligibleLeadersNotAvailableError = _error("EligibleLeadersNotAvailableError", 83, True)
-ElectionNotNeededError = _error("ElectionNotNeededError", 84)
+FetchSessionIdNotFoundError = _error("FetchSessionIdNotFoundError", 70, retriable=True)
+InvalidFetchSessionEpochError = _error("InvalidFetchSessionEpochError", 71, retriable=True)
+ElectionNotNeededError = _error("ElectionNotNeededError", 84, True)  # InvalidMetadataException
 NoReassignmentInProgressError = _error("NoReassignmentInProgressError", 85)

@@ -19,6 +19,7 @@ from uuid import UUID
 from moldau.client.broker_connection import BrokerConnection
 from moldau.cluster import zk_data
 from moldau.cluster.controller import PartitionDecision
+from moldau.errors import KafkaStorageError
 from moldau.protocol.fit import fit_to_version
 from moldau.protocol.messages.leader_and_isr_request import LeaderAndIsrRequest
 from moldau.protocol.messages.stop_replica_request import StopReplicaRequest
@@ -35,7 +36,7 @@ LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 LEADER_DURING_DELETE = -2  # UpdateMetadata's mark of a topic being deleted
 RETRY_BACKOFF_S = 0.1
 ZERO_UUID = UUID(int=0)
-KAFKA_STORAGE_ERROR = 56
+KAFKA_STORAGE_ERROR = KafkaStorageError.code
 OnResponse = Callable[[Any], None]
 
 

@@ -20,8 +20,11 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from moldau.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
+
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
-FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH = 70, 71
+FETCH_SESSION_ID_NOT_FOUND = FetchSessionIdNotFoundError.code
+INVALID_FETCH_SESSION_EPOCH = InvalidFetchSessionEpochError.code
 INT32_MAX = 2**31 - 1
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from moldau.client.blocking import BlockingConnection
+from moldau.errors import NotControllerError
 from moldau.protocol.api import APIS
 from moldau.protocol.errors import ProtocolError
 from moldau.security.tls import TlsConfigError, build_client_context
@@ -18,7 +19,7 @@ from moldau.tools.kafka_errors import KafkaToolError, check
 from moldau.tools.options import ToolError
 
 _SPECS = {spec.name: spec for spec in APIS.values()}
-NOT_CONTROLLER = 41
+NOT_CONTROLLER = NotControllerError.code
 RETRIABLE = {5, 6, 7, 14, 15, 16, 41}  # leader/coordinator moving: ask again
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from moldau.errors import InvalidRequestError
 from moldau.protocol.messages.api_versions_response import ApiVersionsResponse
 
 if TYPE_CHECKING:
     from ..broker import Broker
     from ..requests import RequestContext
 
-INVALID_REQUEST = 42
+INVALID_REQUEST = InvalidRequestError.code
 
 
 class ApiVersionsHandler:

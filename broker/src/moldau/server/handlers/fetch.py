@@ -37,6 +37,7 @@ from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from moldau.storage.log import PartitionLog
 
 from ..fetch_sessions import (
+    FETCH_SESSION_ID_NOT_FOUND,
     FINAL_EPOCH,
     INITIAL_EPOCH,
     INVALID_FETCH_SESSION_EPOCH,
@@ -63,7 +64,6 @@ NO_DIVERGING_EPOCH = EpochEndOffset()
 NO_CURRENT_LEADER = FetchResponse.LeaderIdAndEpoch()
 NO_SNAPSHOT_ID = FetchResponse.SnapshotId()
 INT32_MAX = 2**31 - 1
-FETCH_SESSION_ID_NOT_FOUND = 70
 READ_COMMITTED = 1
 SESSIONS_VERSION = 7  # Fetch v7 brought fetch sessions
 # Records up to this size are copied into the answer rather than sent with sendfile

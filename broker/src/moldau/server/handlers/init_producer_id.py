@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from moldau.errors import InvalidRequestError
 from moldau.protocol.messages.init_producer_id_response import InitProducerIdResponse
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from ..requests import RequestContext
 
 log = logging.getLogger("kafka.coordinator.transaction.TransactionCoordinator")
-INVALID_REQUEST = 42
+INVALID_REQUEST = InvalidRequestError.code
 MAX_EPOCH = 32767
 
 

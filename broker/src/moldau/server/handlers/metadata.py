@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from moldau.errors import (
     KafkaError,
     LeaderNotAvailableError,
+    ReplicaNotAvailableError,
     TopicAuthorizationFailedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
@@ -32,7 +33,7 @@ Broker_ = MetadataResponse.MetadataResponseBroker
 Topic_ = MetadataResponse.MetadataResponseTopic
 Partition_ = MetadataResponse.MetadataResponsePartition
 ZERO_UUID_INT = 0
-REPLICA_NOT_AVAILABLE = 9
+REPLICA_NOT_AVAILABLE = ReplicaNotAvailableError.code
 # AclOperation codes of the operations Kafka supports on a TOPIC resource (KIP-430)
 TOPIC_OPERATIONS = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7,
                     "DESCRIBE": 8, "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11}
