@@ -80,15 +80,15 @@ test: debian-deps
 		"monitoring@30:$(BIN)/pytest tests/monitoring -q -p no:cacheprovider" \
 		"deploy@90:$(BIN)/pytest tests/deploy -q -p no:cacheprovider" \
 		"spark@240:$(BIN)/pytest pipeline/tests -q -p no:cacheprovider" \
-		"molecule@2200:scripts/molecule-test"
+		"molecule@1880:scripts/molecule-test"
 
 # The soak-length checks CI does not run; run it before resolving an issue and quote its
 # table in the note (docs/development.md lists what is here and why).
 test-long: deps deploy-deps spark-deps
 	@scripts/run-suites \
 		"properties@1800:HYPOTHESIS_PROFILE=long $(BIN)/pytest broker/tests/protocol broker/tests/storage broker/tests/coordinator -q -p no:cacheprovider -n 2" \
-		"zookeeper@600:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test" \
-		"operations-full@1700:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
+		"zookeeper@150:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test" \
+		"operations-full@1400:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
 
 lint: deps
 	$(BIN)/ruff check .
