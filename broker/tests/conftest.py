@@ -4,7 +4,9 @@ Hypothesis explores new random examples on every local run, which is how it find
 CI (`CI` set by .ci/run) runs a derandomized profile instead, so a landing is never
 decided by the luck of one draw. A failure found locally prints a reproducible blob.
 `make test-long` picks the `long` profile (HYPOTHESIS_PROFILE): ten times the examples,
-drawn afresh, for the property tests of the codec, storage and coordinator.
+drawn afresh, for the property tests of the codec, storage and coordinator; a test that
+names its own max_examples scales it with hypothesis_budget.examples, since an explicit
+number overrides the profile's.
 """
 
 import os

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from moldau.cluster.assignment import (
     MIXED_RACKS,
@@ -318,7 +319,7 @@ def clusters(draw):
     return brokers, rf, partitions, start, shift, first
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(clusters())
 def test_properties(cluster) -> None:
     brokers, rf, partitions, start, shift, first = cluster

@@ -23,6 +23,7 @@ from uuid import UUID
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis_budget import examples
 
 from moldau.protocol import messages
 from moldau.protocol._runtime import ZERO_UUID, in_range
@@ -42,7 +43,7 @@ from kafka.protocol.old.api import Response as OldResponse  # noqa: E402
 from kafka.protocol.schemas.fields.codecs import BitField  # noqa: E402
 
 CROSS = settings(
-    max_examples=10,
+    max_examples=examples(10),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from moldau.protocol import headers, messages
 from moldau.protocol.errors import ProtocolError, UnsupportedVersionError
@@ -245,7 +246,7 @@ FUZZED = [
 ]
 FUZZ_PAIRS = [(c, v) for c in FUZZED for v in range(c.VALID_VERSIONS[0], c.VALID_VERSIONS[1] + 1)]
 FUZZ = settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -304,7 +305,7 @@ def test_fuzz_mutated_requests(data):
     decode_or_protocol_error(headers.decode_request, bad)
 
 
-@settings(max_examples=100, deadline=None, database=None)
+@settings(max_examples=examples(100), deadline=None, database=None)
 @given(st.sampled_from(FUZZ_PAIRS), st.binary(max_size=64))
 def test_fuzz_random_bytes(pair, raw):
     cls, version = pair

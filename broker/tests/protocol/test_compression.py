@@ -11,6 +11,7 @@ import pytest
 import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from moldau.protocol import compression as c
 from moldau.protocol.errors import ProtocolError
@@ -40,7 +41,7 @@ def test_levels(codec):
     assert c.decompress(codec, low) == c.decompress(codec, high) == TEXT
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(codec=st.sampled_from(CODECS), data=st.binary(max_size=2000), xerial=st.booleans())
 def test_round_trip_property(codec, data, xerial):
     assert c.decompress(codec, c.compress(codec, data, xerial=xerial)) == data

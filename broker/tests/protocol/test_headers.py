@@ -13,6 +13,7 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from moldau.protocol import headers
 from moldau.protocol.api import APIS
@@ -39,7 +40,7 @@ from kafka.protocol.metadata import MetadataRequest as KpMetadataRequest  # noqa
 from kafka.protocol.metadata import MetadataResponse as KpMetadataResponse  # noqa: E402
 from kafka.protocol.old.api_versions import ApiVersionsResponse_v0 as OldApiVersionsV0  # noqa: E402
 
-FAST = settings(max_examples=30, deadline=None, database=None)
+FAST = settings(max_examples=examples(30), deadline=None, database=None)
 correlation_ids = st.integers(-(2**31), 2**31 - 1)
 client_ids = st.none() | st.text(max_size=20)
 
@@ -289,7 +290,7 @@ def test_unsupported_api_versions_response_is_v0_with_error_35():
 # --- the frame decoder -----------------------------------------------------------------------
 
 
-@settings(max_examples=100, deadline=None, database=None)
+@settings(max_examples=examples(100), deadline=None, database=None)
 @given(st.lists(st.binary(max_size=40), max_size=8), st.data())
 def test_frame_decoder_with_any_chunking(payloads, data):
     stream = b"".join(frame(p) for p in payloads)

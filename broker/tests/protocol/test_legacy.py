@@ -11,6 +11,7 @@ import kafka.codec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.memory_records import MemoryRecords
 
@@ -339,7 +340,7 @@ def test_convert_empty_set():
 _BASES = [legacy.build_message_set(sample(4), magic=m, compression=c) for m, c in LEGACY_CODECS]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     original=st.sampled_from(_BASES),
     edits=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=4),

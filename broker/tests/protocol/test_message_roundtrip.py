@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis_budget import examples
 
 from moldau.protocol import messages
 from moldau.protocol._runtime import Message, in_range
@@ -33,7 +34,7 @@ PAIRS = [
 ]
 FLEXIBLE_PAIRS = [(cls, v) for cls, v in PAIRS if strategies.is_flexible(cls, v)]
 ROUND_TRIP = settings(
-    max_examples=12,
+    max_examples=examples(12),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -17,6 +17,7 @@ import pytest
 from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from kafka.record.default_records import DefaultRecordBatch
 
 from moldau.protocol import compression, legacy
@@ -617,7 +618,7 @@ record_strategy = st.builds(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     codec=st.sampled_from(CODECS),
     records=st.lists(record_strategy, min_size=1, max_size=15),
@@ -658,7 +659,7 @@ def _mutated_inputs():
     return st.sampled_from(base)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     original=_mutated_inputs(),
     edits=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=4),

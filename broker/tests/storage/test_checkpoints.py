@@ -9,6 +9,7 @@ from uuid import UUID
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from moldau.storage import files
 from moldau.storage.checkpoints import (
@@ -39,7 +40,8 @@ from moldau.storage.checkpoints import (
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "storage"
 FUNCTION_TMP = settings(
-    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(50), deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 GOLDEN_OFFSETS = {

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis_budget import examples
 
 from moldau.storage.index import (
     DEFAULT_MAX_INDEX_SIZE,
@@ -495,7 +496,8 @@ def test_full_check_finds_disorder_in_the_middle(tmp_path):
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60), deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.binary(max_size=200))
 def test_random_bytes_never_crash_the_reader(tmp_path, data):
@@ -638,7 +640,7 @@ class TimeIndexMachine(RuleBasedStateMachine):
         self.idx.sanity_check(full=True)
 
 
-MACHINE_SETTINGS = settings(max_examples=60, stateful_step_count=40, deadline=None)
+MACHINE_SETTINGS = settings(max_examples=examples(60), stateful_step_count=40, deadline=None)
 TestOffsetIndexModel = OffsetIndexMachine.TestCase
 TestOffsetIndexModel.settings = MACHINE_SETTINGS
 TestTimeIndexModel = TimeIndexMachine.TestCase

@@ -33,6 +33,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from hypothesis_budget import examples
 from storage_helpers import (
     T0,
     as_stored,
@@ -499,7 +500,7 @@ class LogMachine(RuleBasedStateMachine):
 
 
 LogMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("MOLDAU_PROP_EXAMPLES", "800")),
+    max_examples=examples(int(os.environ.get("MOLDAU_PROP_EXAMPLES", "800"))),
     stateful_step_count=35,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
