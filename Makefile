@@ -88,7 +88,7 @@ test-long: deps deploy-deps spark-deps
 	@scripts/run-suites \
 		"properties@1800:HYPOTHESIS_PROFILE=long $(BIN)/pytest broker/tests/protocol broker/tests/storage broker/tests/coordinator -q -p no:cacheprovider -n 2" \
 		"zookeeper@150:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test" \
-		"operations-full@1400:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
+		"operations-full@1550:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
 
 lint: deps
 	$(BIN)/ruff check .
