@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -47,9 +48,28 @@ def test_status_without_a_cluster_says_so(tmp_path) -> None:
     assert "moldau dev-cluster up" in status.stderr
 
 
+def free_ports(count: int) -> int:
+    """The first of `count` consecutive free ports (dev-cluster numbers brokers' ports
+    on from the first), so brokers of tests beside this one are not in the way."""
+    while True:
+        port = free_port()
+        sockets = []
+        try:
+            for offset in range(count):
+                sock = socket.socket()
+                sockets.append(sock)
+                sock.bind(("127.0.0.1", port + offset))
+            return port
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+
+
 def test_three_brokers_replicate(tmp_path) -> None:
     """The README's replicated quick start (issue 41, item 1: it was refused)."""
-    port = free_port()
+    port = free_ports(3)
     directory = str(tmp_path / "dev3")
     bootstrap = f"127.0.0.1:{port}"
     up = moldau("dev-cluster", "up", "--dir", directory, "--port", str(port), "--brokers", "3")
