@@ -668,8 +668,8 @@ class DynamicBrokerConfig:
         names = broker_config_synonyms(name, match_listener_override=True)
         return self._synonyms(name, names, per_broker)
 
-    def _synonyms(self, name: str, names: list[str], per_broker: bool,
-                  from_name: bool = True) -> list[tuple[str, str, int]]:
+    def _synonyms(self, name: str, names: list[str], per_broker: bool
+                  ) -> list[tuple[str, str, int]]:
         found: list[tuple[str, str, int]] = []
         for level, source in ((self.broker_props, DYNAMIC_BROKER_CONFIG),
                               (self.default_props, DYNAMIC_DEFAULT_BROKER_CONFIG),
@@ -678,9 +678,10 @@ class DynamicBrokerConfig:
             for n in names:
                 if n in level:
                     found.append((n, level[n], source))
-        if from_name:  # a broker key: listener overrides etc. before it are not its own
-            start = next((i for i, s in enumerate(found) if s[0] == name), len(found))
-            found = found[start:]
+        # from the name on (ConfigHelper's dropWhile): listener overrides and other keys
+        # before it are not its own
+        start = next((i for i, s in enumerate(found) if s[0] == name), len(found))
+        found = found[start:]
         if not per_broker:
             found = [s for s in found if s[2] == DYNAMIC_DEFAULT_BROKER_CONFIG]
         return found
