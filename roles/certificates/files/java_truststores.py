@@ -21,6 +21,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
+from pki import write_atomically  # beside this script: its directory is on sys.path
 
 JKS_MAGIC = b"\xfe\xed\xfe\xed"
 JKS_VERSION = 2
@@ -58,13 +59,6 @@ def _p12_holds(path: Path, certificates: list[x509.Certificate], password: str) 
         sorted(c.fingerprint(_SHA256) for c in certificates)
 
 
-def _write(path: Path, data: bytes) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_bytes(data)
-    temporary.chmod(0o644)
-    os.replace(temporary, path)
-
-
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -79,14 +73,14 @@ def main(argv: list[str]) -> int:
     changed = False
     jks_path, jks = out / "truststore.jks", jks_bytes(certificates, password)
     if not jks_path.exists() or jks_path.read_bytes() != jks:
-        _write(jks_path, jks)
+        write_atomically(jks_path, jks, 0o644)
         changed = True
     p12_path = out / "truststore.p12"
     if not _p12_holds(p12_path, certificates, password):
-        _write(p12_path, pkcs12.serialize_java_truststore(
+        write_atomically(p12_path, pkcs12.serialize_java_truststore(
             [pkcs12.PKCS12Certificate(c, b"ca" if i == 0 else f"ca-{i}".encode())
              for i, c in enumerate(certificates)],
-            serialization.BestAvailableEncryption(password.encode())))
+            serialization.BestAvailableEncryption(password.encode())), 0o644)
         changed = True
     print("changed" if changed else "unchanged")
     return 0

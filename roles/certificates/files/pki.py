@@ -43,8 +43,9 @@ CA_CURVE = ec.SECP384R1
 USAGES = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
 
 
-def _write(path: Path, data: bytes, mode: int) -> None:
-    """Replace path atomically with data, created with mode (never briefly wider)."""
+def write_atomically(path: Path, data: bytes, mode: int) -> None:
+    """Replace path atomically with data, created with mode (never briefly wider); the
+    trust stores (java_truststores.py) are written with it too."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         os.fchmod(fd, mode)
@@ -99,8 +100,8 @@ def make_ca(directory: Path, stem: str, common_name: str, days: int) -> tuple[bo
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski),
                            critical=False)
             .sign(key, hashes.SHA256()))
-    _write(directory / f"{stem}.key", _key_pem(key), 0o600)
-    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_atomically(directory / f"{stem}.key", _key_pem(key), 0o600)
+    write_atomically(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
     return True, f"made the CA {cert_path} ({common_name})"
 
 
@@ -119,10 +120,10 @@ def _load_key(path: Path, force: bool) -> tuple[ec.EllipticCurvePrivateKey, str 
                         path.chmod(0o600)
                         return key, "key mode set to 0600"
                     return key, None
-                _write(path, _key_pem(key), 0o600)
+                write_atomically(path, _key_pem(key), 0o600)
                 return key, "key rewritten as PKCS#8"
     key = ec.generate_private_key(HOST_CURVE())
-    _write(path, _key_pem(key), 0o600)
+    write_atomically(path, _key_pem(key), 0o600)
     return key, "new key"
 
 
@@ -185,7 +186,7 @@ def issue(directory: Path, ca_stem: str, name: str, days: int, renew_days: int,
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
                            critical=False)
             .sign(ca_key, hashes.SHA256()))
-    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_atomically(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
     return True, f"{name}: certificate issued by {ca_stem} ({why})"
 
 
