@@ -59,8 +59,9 @@ deploy-deps: $(DEPLOY_VENV)/.installed
 # suite takes longer, so drift shows the day it happens. Time is won where the machine
 # would wait (docs/development.md): the Molecule host image (about 2.5 minutes of
 # debootstrap on a fresh machine) is built in the background while the venvs install side
-# by side, and the unit suite runs in 3 pytest-xdist workers, a test file per worker at a
-# time (most of its time is waiting on brokers and ZooKeeper). scripts/molecule-test
+# by side, and the unit suite runs in 4 pytest-xdist workers, a test file per worker at a
+# time, the longest files first (most of its time is waiting on brokers and ZooKeeper;
+# broker/tests/conftest.py orders the files). scripts/molecule-test
 # waits for the image under scripts/prepare-hosts' lock.
 HOSTS_LOG := /tmp/moldau-prepare-hosts.log
 # Present while a `make test` that started the Docker engine runs: it stops it at the end.
@@ -75,10 +76,10 @@ test: debian-deps
 	MOLDAU_STOP_DOCKER=$$stop_docker scripts/run-suites \
 		"lint@60:$(BIN)/ruff check ." \
 		"codegen@60:scripts/check-codegen $(SHARED)/kafka-protocol" \
-		"unit@440:$(BIN)/pytest broker/tests -q -p no:cacheprovider -n 3 --dist loadfile" \
-		"exporters@60:$(BIN)/pytest exporters/tests -q -p no:cacheprovider" \
+		"unit@360:$(BIN)/pytest broker/tests -q -p no:cacheprovider -n 4 --dist loadfile --no-loadscope-reorder" \
+		"exporters@45:$(BIN)/pytest exporters/tests -q -p no:cacheprovider -n 2" \
 		"monitoring@30:$(BIN)/pytest tests/monitoring -q -p no:cacheprovider" \
-		"deploy@90:$(BIN)/pytest tests/deploy -q -p no:cacheprovider" \
+		"deploy@60:$(BIN)/pytest tests/deploy -q -p no:cacheprovider -n 3" \
 		"spark@240:$(BIN)/pytest pipeline/tests -q -p no:cacheprovider" \
 		"molecule@1880:scripts/molecule-test"
 
