@@ -28,7 +28,7 @@ from moldau.cluster.zk_client import KafkaZkClient, ZooKeeperUnavailableError
 from moldau.cluster.zk_ensemble import ZkServerTls, ZooKeeperEnsemble
 from moldau.cluster.zk_tls import StoreWatchingContext, tls_context
 from moldau.devcluster.brokers import BrokerProcess
-from moldau.security.tls import TlsConfigError
+from moldau.security.ssl_settings import TlsConfigError
 
 
 @pytest.fixture(scope="module")

@@ -27,20 +27,17 @@ from tls_material import (
     make_tls_material,
 )
 
-from moldau.security.tls import (
+from moldau.security.principal import (
     ANONYMOUS,
     KafkaPrincipal,
     PrincipalMappingError,
     SslPrincipalMapper,
-    TlsConfigError,
-    TlsContextHolder,
-    build_client_context,
-    build_server_context,
-    distinguished_name,
-    listener_settings,
     peer_principal,
     principal_from_certificate,
 )
+from moldau.security.ssl_settings import TlsConfigError, listener_settings
+from moldau.security.tls import TlsContextHolder, build_client_context, build_server_context
+from moldau.security.x500 import distinguished_name
 
 T = TypeVar("T")
 TIMEOUT = 5.0

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from tls_material import SERVER_NAMES, SERVER_SUBJECT, TlsMaterial, make_tls_material
 
-from moldau.security.tls import TlsConfigError, TlsContextHolder
+from moldau.security.ssl_settings import TlsConfigError
+from moldau.security.tls import TlsContextHolder
 from moldau.server.config import BrokerConfig
 from moldau.server.dynamic_config import DynamicBrokerConfig, DynamicConfigError
 

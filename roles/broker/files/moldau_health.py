@@ -26,7 +26,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 
 from moldau.cluster import zk_data, zk_tls
-from moldau.security.tls import TlsConfigError
+from moldau.security.ssl_settings import TlsConfigError
 from moldau.tools.options import ToolError
 from moldau.tools.properties import load_properties
 

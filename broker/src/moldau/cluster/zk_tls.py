@@ -26,12 +26,13 @@ from typing import Any
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.security import ACL, make_acl
 
-from moldau.security.tls import TlsConfigError, build_client_context
+from moldau.security.ssl_settings import TlsConfigError
+from moldau.security.tls import build_client_context
 
 PREFIX = "zookeeper."
 ENABLE = "zookeeper.ssl.client.enable"
 SET_ACL = "zookeeper.set.acl"
-# zookeeper.ssl.<name> -> the listener-style ssl.<name> key that tls.py reads
+# zookeeper.ssl.<name> -> the listener-style ssl.<name> key that moldau.security reads
 _KEYS = ("keystore.location", "keystore.password", "keystore.type", "truststore.location",
          "truststore.password", "truststore.type", "protocol", "enabled.protocols",
          "cipher.suites", "endpoint.identification.algorithm")

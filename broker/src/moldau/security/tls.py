@@ -1,19 +1,11 @@
-"""TLS from Kafka's `ssl.*` keys, and the principal of a TLS connection.
+"""SSL contexts from Kafka's `ssl.*` keys, and their reload at run time.
 
-Settings are a mapping of Kafka key names to values, either typed (`BrokerConfig.values`:
-lists are lists) or raw properties strings (lists comma-separated); use
-`listener_settings()` to apply the `listener.name.<listener>.ssl.*` overrides first.
+Settings are read through moldau.security.ssl_settings (`listener_settings()` applies the
+`listener.name.<listener>.ssl.*` overrides); the key and trust stores are loaded by
+moldau.security.stores.
 
 What maps to what:
 
-* key stores: ``JKS`` (Kafka's default type; read by moldau.security.jks), ``PKCS12``
-  and ``PEM`` (a PEM file by `ssl.keystore.location`, or Kafka's PEM-in-config form
-  `ssl.keystore.key` + `ssl.keystore.certificate.chain`). Like Java 9+
-  (keystore.type.compat), JKS and PKCS12 files load under either type. A JCEKS file gets
-  an error with the keytool command that converts it. Same for trust stores
-  (`ssl.truststore.*`).
-  Moldau is more lenient than Kafka in one place: a PEM key store file may hold an
-  unencrypted key (Kafka insists on `ssl.key.password`).
 * `ssl.client.auth` none/requested/required -> CERT_NONE/CERT_OPTIONAL/CERT_REQUIRED.
 * `ssl.enabled.protocols` -> minimum/maximum TLS version. TLSv1.2 and TLSv1.3 only:
   TLSv1/TLSv1.1/SSLv3 are ignored with a warning (current JVMs disable them too).
@@ -41,52 +33,36 @@ import ssl
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
-from cryptography.hazmat.primitives.serialization import pkcs12
 
-from moldau.security import jks
+from moldau.security.ssl_settings import (
+    ALLOW_DN_CHANGES,
+    ALLOW_SAN_CHANGES,
+    CIPHER_SUITES,
+    CLIENT_AUTH,
+    ENABLED_PROTOCOLS,
+    ENDPOINT_IDENTIFICATION,
+    KEYSTORE_CERTIFICATE_CHAIN,
+    KEYSTORE_KEY,
+    KEYSTORE_LOCATION,
+    PROTOCOL,
+    RECONFIGURABLE_KEYS,
+    TRUSTSTORE_LOCATION,
+    TlsConfigError,
+    read_flag,
+    read_list,
+    read_text,
+)
+from moldau.security.stores import KeyMaterial, load_keystore, load_truststore
+from moldau.security.x500 import distinguished_name
 
 log = logging.getLogger(__name__)
 
-# ---------------------------------------------------------------------------- key names
-
-PROTOCOL = "ssl.protocol"
-ENABLED_PROTOCOLS = "ssl.enabled.protocols"
-CIPHER_SUITES = "ssl.cipher.suites"
-KEYSTORE_TYPE = "ssl.keystore.type"
-KEYSTORE_LOCATION = "ssl.keystore.location"
-KEYSTORE_PASSWORD = "ssl.keystore.password"
-KEY_PASSWORD = "ssl.key.password"
-KEYSTORE_KEY = "ssl.keystore.key"
-KEYSTORE_CERTIFICATE_CHAIN = "ssl.keystore.certificate.chain"
-TRUSTSTORE_TYPE = "ssl.truststore.type"
-TRUSTSTORE_LOCATION = "ssl.truststore.location"
-TRUSTSTORE_PASSWORD = "ssl.truststore.password"
-TRUSTSTORE_CERTIFICATES = "ssl.truststore.certificates"
-CLIENT_AUTH = "ssl.client.auth"
-ENDPOINT_IDENTIFICATION = "ssl.endpoint.identification.algorithm"
-PRINCIPAL_MAPPING_RULES = "ssl.principal.mapping.rules"
-ALLOW_DN_CHANGES = "ssl.allow.dn.changes"
-ALLOW_SAN_CHANGES = "ssl.allow.san.changes"
-
-# Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: only the stores change on a dynamic update;
-# everything else about a listener's TLS is fixed when the listener starts.
-RECONFIGURABLE_KEYS = frozenset({
-    KEYSTORE_TYPE, KEYSTORE_LOCATION, KEYSTORE_PASSWORD, KEY_PASSWORD, KEYSTORE_KEY,
-    KEYSTORE_CERTIFICATE_CHAIN, TRUSTSTORE_TYPE, TRUSTSTORE_LOCATION, TRUSTSTORE_PASSWORD,
-    TRUSTSTORE_CERTIFICATES,
-})
-
 DEFAULT_ENABLED_PROTOCOLS = ("TLSv1.2", "TLSv1.3")
-DEFAULT_RULES = "DEFAULT"
-SUPPORTED_STORE_TYPES = ("PKCS12", "PEM")
 
 _VERSIONS = {"tlsv1.2": ssl.TLSVersion.TLSv1_2, "tlsv1.3": ssl.TLSVersion.TLSv1_3}
 _LEGACY_PROTOCOLS = {"tlsv1", "tlsv1.1", "sslv3", "sslv2", "sslv2hello"}
@@ -135,306 +111,8 @@ IANA_TO_OPENSSL = {
 }
 _OPENSSL_NAME = re.compile(r"[A-Z0-9]+(?:-[A-Z0-9]+)+")
 
-_JCEKS_MAGIC = b"\xce\xce\xce\xce"
-_PEM_KEY = re.compile(rb"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY)-----.*?-----END \1-----", re.S)
-
-
-class TlsConfigError(ValueError):
-    """Invalid TLS settings or key material; the message starts with the key to fix."""
-
-    def __init__(self, key: str, reason: str) -> None:
-        super().__init__(f"{key}: {reason}")
-        self.key = key
-        self.reason = reason
-
-
-class PrincipalMappingError(ValueError):
-    """No `ssl.principal.mapping.rules` rule applies to a certificate's name (Kafka fails
-    the authentication of that connection)."""
-
-
-# ---------------------------------------------------------------------------- settings
-
-
-def listener_settings(values: Mapping[str, Any], listener: str) -> dict[str, Any]:
-    """The `ssl.*` settings of one listener: `listener.name.<listener lower-case>.ssl.*`
-    overrides the plain `ssl.*` key, as Kafka's valuesWithPrefixOverride does.
-
-    `values` is e.g. `BrokerConfig.values` (which must then keep the prefixed keys)."""
-    prefix = f"listener.name.{listener.lower()}."
-    out = {k: v for k, v in values.items() if k.startswith("ssl.")}
-    for key, value in values.items():
-        if key.startswith(prefix) and key[len(prefix):].startswith("ssl."):
-            out[key[len(prefix):]] = value
-    return out
-
-
-def _text(settings: Mapping[str, Any], key: str, default: str | None = None) -> str | None:
-    """A string setting; blank counts as unset (a blank location names no file)."""
-    value = settings.get(key)
-    if value is None:
-        return default
-    text = str(value).strip()
-    return text or default
-
-
-def _password(settings: Mapping[str, Any], key: str) -> str | None:
-    """A password keeps "" (an empty password is still a password, as Kafka's Password)."""
-    value = settings.get(key)
-    return None if value is None else str(value).strip()
-
-
-def _list(settings: Mapping[str, Any], key: str, default: tuple[str, ...]) -> list[str]:
-    value = settings.get(key)
-    if value is None:
-        return list(default)
-    items = value.split(",") if isinstance(value, str) else [str(v) for v in value]
-    return [item.strip() for item in items if item.strip()]
-
-
-def _flag(settings: Mapping[str, Any], key: str) -> bool:
-    value = settings.get(key, False)
-    return value if isinstance(value, bool) else str(value).strip().lower() == "true"
-
 
 # ---------------------------------------------------------------------------- key material
-
-
-@dataclass(frozen=True)
-class _KeyMaterial:
-    key: PrivateKeyTypes
-    chain: list[x509.Certificate]  # leaf first
-
-
-@dataclass(frozen=True)
-class _Built:
-    context: ssl.SSLContext
-    keystore: _KeyMaterial | None
-    trusted: list[x509.Certificate] | None  # None = the system's default CAs
-
-
-def _read(key: str, location: str) -> bytes:
-    try:
-        return Path(location).read_bytes()
-    except OSError as exc:
-        raise TlsConfigError(key, f"cannot read {location}: {exc.strerror or exc}") from None
-
-
-def _jceks_error(key: str, location: str) -> TlsConfigError:
-    target = str(Path(location).with_suffix(".p12"))
-    return TlsConfigError(
-        key, f"{location} is a JCEKS store; Moldau reads JKS, PKCS12 and PEM stores. "
-        f"Convert it with: keytool -importkeystore -srckeystore {location} -srcstoretype "
-        f"JCEKS -destkeystore {target} -deststoretype PKCS12")
-
-
-def _store_kind(type_key: str, type_: str, loc_key: str, location: str, data: bytes) -> str:
-    """JKS, PKCS12 or PEM, from the configured type and the file's content."""
-    if data[:4] == _JCEKS_MAGIC:
-        raise _jceks_error(loc_key, location)
-    looks_pem = b"-----BEGIN " in data[:4096]
-    if type_ in ("JKS", "PKCS12"):
-        # Java 9+ loads either binary format under either type (keystore.type.compat).
-        if jks.is_jks(data):
-            return "JKS"
-        if looks_pem:
-            raise TlsConfigError(type_key, f"{location} is a PEM file but the type is "
-                                 f"{type_}: set {type_key}=PEM")
-        return "PKCS12"
-    if type_ == "JCEKS":
-        raise _jceks_error(loc_key, location)
-    if type_ == "PEM":
-        return "PEM"
-    raise TlsConfigError(type_key, f"unsupported store type {type_}; Moldau supports "
-                         "JKS, PKCS12 and PEM")
-
-
-def _open_jks(pw_key: str, location: str, data: bytes, password: str | None) -> jks.KeyStore:
-    try:
-        return jks.load(data, password)
-    except jks.JksError as exc:
-        raise TlsConfigError(pw_key, f"cannot open the JKS store {location}: {exc}") from None
-
-
-def _jks_key(location: str, data: bytes, password: str, key_password: str | None
-             ) -> _KeyMaterial:
-    store = _open_jks(KEYSTORE_PASSWORD, location, data, password)
-    if not store.keys:
-        raise TlsConfigError(KEYSTORE_LOCATION, f"{location} holds no private key entry "
-                             "(is it a trust store?)")
-    if len(store.keys) > 1:
-        log.warning("%s: %s holds %d private keys; using the first, %r", KEYSTORE_LOCATION,
-                    location, len(store.keys), store.keys[0].alias)
-    entry = store.keys[0]
-    # keytool protects the key with the store password unless told otherwise.
-    for candidate in dict.fromkeys(p for p in (key_password, password) if p is not None):
-        try:
-            return _KeyMaterial(entry.private_key(candidate), entry.chain)
-        except jks.JksError:
-            continue
-    raise TlsConfigError(KEY_PASSWORD, f"neither {KEY_PASSWORD} nor {KEYSTORE_PASSWORD} "
-                         f"opens the private key {entry.alias!r} in {location}")
-
-
-def _pem_certificates(key: str, data: bytes) -> list[x509.Certificate]:
-    try:
-        return x509.load_pem_x509_certificates(data)
-    except ValueError:
-        raise TlsConfigError(key, "no valid PEM certificate (-----BEGIN CERTIFICATE-----) "
-                             "found") from None
-
-
-def _pem_private_key(key: str, data: bytes, password: str | None) -> PrivateKeyTypes:
-    blocks = [m.group(0) for m in _PEM_KEY.finditer(data)]
-    if len(blocks) != 1:
-        raise TlsConfigError(key, f"expected one PEM private key, found {len(blocks)}")
-    pw = password.encode() if password else None
-    try:
-        return serialization.load_pem_private_key(blocks[0], pw)
-    except TypeError:
-        if pw is None:
-            raise TlsConfigError(KEY_PASSWORD, "the private key is encrypted: set "
-                                 f"{KEY_PASSWORD}") from None
-        # an unencrypted key with a key password: Kafka would fail; the key is usable
-        return serialization.load_pem_private_key(blocks[0], None)
-    except ValueError:
-        if pw is not None:
-            raise TlsConfigError(KEY_PASSWORD, "cannot decrypt the private key: wrong "
-                                 "password") from None
-        raise TlsConfigError(key, "the private key cannot be read") from None
-
-
-def _public_der(public_key: Any) -> bytes:
-    return public_key.public_bytes(serialization.Encoding.DER,
-                                   serialization.PublicFormat.SubjectPublicKeyInfo)
-
-
-def _checked(key: str, material: _KeyMaterial) -> _KeyMaterial:
-    if not material.chain:
-        raise TlsConfigError(key, "the key store holds no certificate")
-    if _public_der(material.key.public_key()) != _public_der(material.chain[0].public_key()):
-        raise TlsConfigError(key, "the private key does not belong to the first "
-                             "certificate of the chain (the chain must start with the "
-                             "certificate of the key)")
-    return material
-
-
-def _load_pkcs12(pw_key: str, location: str, data: bytes, passwords: list[str | None]
-                 ) -> tuple[Any, Any, list[x509.Certificate]]:
-    for password in passwords:
-        try:
-            return pkcs12.load_key_and_certificates(
-                data, password.encode() if password is not None else None)
-        except ValueError:
-            continue
-    if passwords == [None]:
-        # Java reads a PKCS12 trust store without a password (skipping the integrity
-        # check); cryptography insists on the password of a MAC-protected file.
-        raise TlsConfigError(pw_key, f"cannot open the PKCS12 store {location} without a "
-                             f"password: set {pw_key}")
-    raise TlsConfigError(pw_key, f"cannot open the PKCS12 store {location}: wrong password "
-                         "or not a PKCS12 file")
-
-
-def _load_keystore(settings: Mapping[str, Any]) -> _KeyMaterial | None:
-    """The key and chain from the key store settings (Kafka's createKeystore rules)."""
-    type_ = (_text(settings, KEYSTORE_TYPE) or "JKS").upper()
-    location = _text(settings, KEYSTORE_LOCATION)
-    password = _password(settings, KEYSTORE_PASSWORD)
-    key_password = _password(settings, KEY_PASSWORD)
-    inline_key = _text(settings, KEYSTORE_KEY)
-    inline_chain = _text(settings, KEYSTORE_CERTIFICATE_CHAIN)
-    if inline_key is not None:
-        if type_ != "PEM":
-            raise TlsConfigError(KEYSTORE_TYPE, f"{KEYSTORE_KEY} is set, so {KEYSTORE_TYPE} "
-                                 f"must be PEM, not {type_}")
-        if inline_chain is None:
-            raise TlsConfigError(KEYSTORE_CERTIFICATE_CHAIN, f"{KEYSTORE_KEY} is set but the "
-                                 "certificate chain is not")
-        if location is not None:
-            raise TlsConfigError(KEYSTORE_LOCATION, f"set either {KEYSTORE_LOCATION} or "
-                                 f"{KEYSTORE_KEY}, not both")
-        if password:
-            raise TlsConfigError(KEYSTORE_PASSWORD, "a PEM key store has no store password; "
-                                 f"only {KEY_PASSWORD} (for an encrypted key) applies")
-        key = _pem_private_key(KEYSTORE_KEY, inline_key.encode(), key_password)
-        chain = _pem_certificates(KEYSTORE_CERTIFICATE_CHAIN, inline_chain.encode())
-        return _checked(KEYSTORE_KEY, _KeyMaterial(key, chain))
-    if inline_chain is not None:
-        raise TlsConfigError(KEYSTORE_KEY, f"{KEYSTORE_CERTIFICATE_CHAIN} is set but the "
-                             "private key is not")
-    if location is None:
-        if password:
-            raise TlsConfigError(KEYSTORE_PASSWORD, "a key store password is set but "
-                                 f"{KEYSTORE_LOCATION} is not")
-        return None
-    data = _read(KEYSTORE_LOCATION, location)
-    kind = _store_kind(KEYSTORE_TYPE, type_, KEYSTORE_LOCATION, location, data)
-    if kind == "PEM":
-        if password:
-            raise TlsConfigError(KEYSTORE_PASSWORD, "a PEM key store has no store password; "
-                                 f"only {KEY_PASSWORD} (for an encrypted key) applies")
-        key = _pem_private_key(KEYSTORE_LOCATION, data, key_password)
-        return _checked(KEYSTORE_LOCATION,
-                        _KeyMaterial(key, _pem_certificates(KEYSTORE_LOCATION, data)))
-    if password is None:
-        raise TlsConfigError(KEYSTORE_PASSWORD, f"{KEYSTORE_LOCATION} is set but the key "
-                             "store password is not")
-    if kind == "JKS":
-        return _checked(KEYSTORE_LOCATION, _jks_key(location, data, password, key_password))
-    # PKCS12 has one password in practice (keytool ignores a separate key password);
-    # try ssl.key.password second for stores written by other tools.
-    passwords: list[str | None] = [password]
-    if key_password is not None and key_password != password:
-        passwords.append(key_password)
-    key, cert, extra = _load_pkcs12(KEYSTORE_PASSWORD, location, data, passwords)
-    if key is None or cert is None:
-        raise TlsConfigError(KEYSTORE_LOCATION, f"{location} holds no private key entry "
-                             "(is it a trust store?)")
-    return _checked(KEYSTORE_LOCATION, _KeyMaterial(key, [cert, *extra]))
-
-
-def _load_truststore(settings: Mapping[str, Any]) -> list[x509.Certificate] | None:
-    """Trusted certificates, or None for the system's default CAs (Java's cacerts)."""
-    type_ = (_text(settings, TRUSTSTORE_TYPE) or "JKS").upper()
-    location = _text(settings, TRUSTSTORE_LOCATION)
-    password = _password(settings, TRUSTSTORE_PASSWORD)
-    inline = _text(settings, TRUSTSTORE_CERTIFICATES)
-    if inline is not None:
-        if type_ != "PEM":
-            raise TlsConfigError(TRUSTSTORE_TYPE, f"{TRUSTSTORE_CERTIFICATES} is set, so "
-                                 f"{TRUSTSTORE_TYPE} must be PEM, not {type_}")
-        if location is not None:
-            raise TlsConfigError(TRUSTSTORE_LOCATION, f"set either {TRUSTSTORE_LOCATION} or "
-                                 f"{TRUSTSTORE_CERTIFICATES}, not both")
-        if password:
-            raise TlsConfigError(TRUSTSTORE_PASSWORD, "a PEM trust store has no password")
-        return _pem_certificates(TRUSTSTORE_CERTIFICATES, inline.encode())
-    if location is None:
-        if password:
-            raise TlsConfigError(TRUSTSTORE_PASSWORD, "a trust store password is set but "
-                                 f"{TRUSTSTORE_LOCATION} is not")
-        return None
-    data = _read(TRUSTSTORE_LOCATION, location)
-    kind = _store_kind(TRUSTSTORE_TYPE, type_, TRUSTSTORE_LOCATION, location, data)
-    if kind == "PEM":
-        if password:
-            raise TlsConfigError(TRUSTSTORE_PASSWORD, "a PEM trust store has no password")
-        return _pem_certificates(TRUSTSTORE_LOCATION, data)
-    if kind == "JKS":
-        # Without a password Java skips the integrity check of a trust store; so does this.
-        store = _open_jks(TRUSTSTORE_PASSWORD, location, data, password)
-        certs = store.trusted + [entry.chain[0] for entry in store.keys if entry.chain]
-        if not certs:
-            raise TlsConfigError(TRUSTSTORE_LOCATION, f"{location} holds no certificate")
-        return certs
-    # Java opens a PKCS12 trust store without a password too (skipping the integrity
-    # check); here that works only for a store without a MAC (see _load_pkcs12).
-    _key, cert, extra = _load_pkcs12(TRUSTSTORE_PASSWORD, location, data, [password])
-    certs = ([cert] if cert is not None else []) + list(extra)
-    if not certs:
-        raise TlsConfigError(TRUSTSTORE_LOCATION, f"{location} holds no certificate")
-    return certs
 
 
 @contextmanager
@@ -467,7 +145,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _install_key_material(context: ssl.SSLContext, key: str, material: _KeyMaterial) -> None:
+def _install_key_material(context: ssl.SSLContext, key: str, material: KeyMaterial) -> None:
     # Why a file: ssl.SSLContext.load_cert_chain reads only from files (the ssl module has
     # no in-memory form for keys, unlike cadata for trust), while PKCS12 and PEM-in-config
     # material lives in memory. The key is written encrypted under a random one-time
@@ -493,11 +171,11 @@ def _trust_pem(certs: list[x509.Certificate]) -> str:
 
 
 def _enabled_versions(settings: Mapping[str, Any], client: bool) -> set[ssl.TLSVersion]:
-    protocol = _text(settings, PROTOCOL, "TLSv1.3") or "TLSv1.3"
+    protocol = read_text(settings, PROTOCOL, "TLSv1.3") or "TLSv1.3"
     cap = _PROTOCOL_CAP.get(protocol.lower())
     if cap is None:
         raise TlsConfigError(PROTOCOL, f"unknown protocol {protocol}; use TLSv1.3 or TLSv1.2")
-    names = _list(settings, ENABLED_PROTOCOLS, DEFAULT_ENABLED_PROTOCOLS)
+    names = read_list(settings, ENABLED_PROTOCOLS, DEFAULT_ENABLED_PROTOCOLS)
     if not names:  # Kafka: an empty list means the SSL context's defaults
         names = list(DEFAULT_ENABLED_PROTOCOLS)
     enabled: set[ssl.TLSVersion] = set()
@@ -521,7 +199,7 @@ def _enabled_versions(settings: Mapping[str, Any], client: bool) -> set[ssl.TLSV
 
 def _apply_ciphers(context: ssl.SSLContext, settings: Mapping[str, Any],
                    enabled: set[ssl.TLSVersion]) -> set[ssl.TLSVersion]:
-    names = _list(settings, CIPHER_SUITES, ())
+    names = read_list(settings, CIPHER_SUITES, ())
     if not names:
         return enabled
     tls12: list[str] = []
@@ -555,7 +233,7 @@ def _apply_ciphers(context: ssl.SSLContext, settings: Mapping[str, Any],
                     "enabled", CIPHER_SUITES, ", ".join(sorted(TLS13_SUITES)))
     if not enabled:
         raise TlsConfigError(CIPHER_SUITES, f"no listed suite fits the enabled protocols "
-                             f"{_list(settings, ENABLED_PROTOCOLS, DEFAULT_ENABLED_PROTOCOLS)}")
+                             f"{read_list(settings, ENABLED_PROTOCOLS, DEFAULT_ENABLED_PROTOCOLS)}")
     if tls12:
         context.set_ciphers(":".join(tls12))
     return enabled
@@ -570,11 +248,18 @@ def _configure(context: ssl.SSLContext, settings: Mapping[str, Any], client: boo
 # ---------------------------------------------------------------------------- contexts
 
 
+@dataclass(frozen=True)
+class _Built:
+    context: ssl.SSLContext
+    keystore: KeyMaterial | None
+    trusted: list[x509.Certificate] | None  # None = the system's default CAs
+
+
 def _build(settings: Mapping[str, Any], server_side: bool) -> _Built:
     auth = "none"
     if server_side:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        auth = (_text(settings, CLIENT_AUTH, "none") or "none").lower()
+        auth = (read_text(settings, CLIENT_AUTH, "none") or "none").lower()
         if auth not in _CLIENT_AUTH:
             raise TlsConfigError(CLIENT_AUTH, f"unknown value {auth}; use none, requested or "
                                  "required")
@@ -589,15 +274,15 @@ def _build(settings: Mapping[str, Any], server_side: bool) -> _Built:
         context.check_hostname = algorithm == "https"
         context.verify_mode = ssl.CERT_REQUIRED  # the chain is always checked, as in JSSE
     _configure(context, settings, client=not server_side)
-    material = _load_keystore(settings)
+    material = load_keystore(settings)
     if material is not None:
-        source = KEYSTORE_KEY if _text(settings, KEYSTORE_KEY) else KEYSTORE_LOCATION
+        source = KEYSTORE_KEY if read_text(settings, KEYSTORE_KEY) else KEYSTORE_LOCATION
         _install_key_material(context, source, material)
     elif server_side:
         raise TlsConfigError(KEYSTORE_LOCATION, "an SSL listener needs a key store: set "
                              f"{KEYSTORE_LOCATION} (PKCS12 or PEM) or {KEYSTORE_KEY} and "
                              f"{KEYSTORE_CERTIFICATE_CHAIN}")
-    trusted = _load_truststore(settings)
+    trusted = load_truststore(settings)
     if trusted is not None:
         context.load_verify_locations(cadata=_trust_pem(trusted))
     elif server_side and auth != "none":
@@ -727,14 +412,14 @@ class TlsContextHolder:
         if old.keystore is None or new.keystore is None:
             return
         old_leaf, new_leaf = old.keystore.chain[0], new.keystore.chain[0]
-        if not _flag(settings, ALLOW_DN_CHANGES):
+        if not read_flag(settings, ALLOW_DN_CHANGES):
             old_dn = distinguished_name(old_leaf.public_bytes(serialization.Encoding.DER))
             new_dn = distinguished_name(new_leaf.public_bytes(serialization.Encoding.DER))
             if old_dn.lower() != new_dn.lower():
                 raise TlsConfigError(KEYSTORE_LOCATION, f"the new certificate's subject "
                                      f"{new_dn!r} differs from the current {old_dn!r}; set "
                                      f"{ALLOW_DN_CHANGES}=true to allow that")
-        if not _flag(settings, ALLOW_SAN_CHANGES):
+        if not read_flag(settings, ALLOW_SAN_CHANGES):
             old_sans, new_sans = _subject_alt_names(old_leaf), _subject_alt_names(new_leaf)
             if old_sans != new_sans:
                 raise TlsConfigError(KEYSTORE_LOCATION, f"the new certificate's "
@@ -742,361 +427,3 @@ class TlsContextHolder:
                                      f"current {sorted(old_sans)}; set {ALLOW_SAN_CHANGES}="
                                      "true to allow that")
 
-
-# ---------------------------------------------------------------------------- distinguished names
-
-# Java's X500Principal.getName() (RFC 2253) writes these attribute types by keyword and
-# every other one as a dotted OID with a '#'-hex DER value.
-_RFC2253_KEYWORDS = {
-    "2.5.4.3": "CN", "2.5.4.6": "C", "2.5.4.7": "L", "2.5.4.8": "ST", "2.5.4.10": "O",
-    "2.5.4.11": "OU", "2.5.4.9": "STREET", "0.9.2342.19200300.100.1.25": "DC",
-    "0.9.2342.19200300.100.1.1": "UID",
-}
-# DER string types Java renders as text (AVA.isDerString, non-canonical): UTF8String,
-# PrintableString, T61String, IA5String, GeneralString, BMPString. Java 17 decodes the
-# content bytes of all of them as UTF-8 (a BMPString comes out garbled: so does it here).
-_DER_STRINGS = frozenset({0x0C, 0x13, 0x14, 0x16, 0x1B, 0x1E})
-_ESCAPED = frozenset(',=+<>#;"\\')
-
-
-def _tlv(data: bytes, pos: int, end: int) -> tuple[int, int, int]:
-    """(tag, content start, content end) of the DER element at `pos`."""
-    if pos + 2 > end:
-        raise ValueError("truncated DER")
-    tag, length = data[pos], data[pos + 1]
-    pos += 2
-    if length & 0x80:
-        count = length & 0x7F
-        if not 1 <= count <= 4 or pos + count > end:
-            raise ValueError("bad DER length")
-        length = int.from_bytes(data[pos:pos + count], "big")
-        pos += count
-    if pos + length > end:
-        raise ValueError("truncated DER")
-    return tag, pos, pos + length
-
-
-def _children(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
-    """(tag, element start, content start, content end) of each element in a range."""
-    pos = start
-    while pos < end:
-        tag, cstart, cend = _tlv(data, pos, end)
-        yield tag, pos, cstart, cend
-        pos = cend
-
-
-def _oid(content: bytes) -> str:
-    arcs: list[int] = []
-    value = 0
-    for byte in content:
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            arcs.append(value)
-            value = 0
-    if not arcs:
-        raise ValueError("empty OID")
-    first = min(arcs[0] // 40, 2)
-    return ".".join(str(a) for a in (first, arcs[0] - 40 * first, *arcs[1:]))
-
-
-def _ava(data: bytes, start: int, end: int) -> str:
-    (_t, _s, ostart, oend), (vtag, vstart, cstart, cend) = list(_children(data, start, end))[:2]
-    oid = _oid(data[ostart:oend])
-    keyword = _RFC2253_KEYWORDS.get(oid)
-    if keyword is None or vtag not in _DER_STRINGS:
-        return f"{keyword or oid}=#{data[vstart:cend].hex()}"
-    text = data[cstart:cend].decode("utf-8", errors="replace")
-    out: list[str] = []
-    for ch in text:
-        if ch in _ESCAPED:
-            out.append("\\" + ch)
-        elif ch == "\x00":
-            out.append("\\00")
-        else:
-            out.append(ch)
-    chars = "".join(out)
-    # leading and trailing spaces (and CRs) are escaped, as Java does
-    lead = len(chars) - len(chars.lstrip(" \r"))
-    trail = len(chars.rstrip(" \r"))
-    return keyword + "=" + "".join(
-        "\\" + c if i < lead or i >= trail else c for i, c in enumerate(chars))
-
-
-def name_to_rfc2253(name_der: bytes) -> str:
-    """An X.501 Name (DER) as Java's X500Principal.getName() writes it: RDNs from the last
-    to the first, multi-valued RDNs joined with '+', in the order they are encoded."""
-    tag, start, end = _tlv(name_der, 0, len(name_der))
-    if tag != 0x30:
-        raise ValueError("a Name is a SEQUENCE")
-    rdns: list[str] = []
-    for rtag, _e, rstart, rend in _children(name_der, start, end):
-        if rtag != 0x31:
-            raise ValueError("an RDN is a SET")
-        rdns.append("+".join(_ava(name_der, s, e)
-                             for _t, _el, s, e in _children(name_der, rstart, rend)))
-    return ",".join(reversed(rdns))
-
-
-def distinguished_name(cert_der: bytes) -> str:
-    """The subject of a DER certificate, RFC 2253 as Java writes it (what Kafka maps)."""
-    _t, start, end = _tlv(cert_der, 0, len(cert_der))  # Certificate
-    _t, start, end = _tlv(cert_der, start, end)  # TBSCertificate
-    fields = list(_children(cert_der, start, end))
-    if fields and fields[0][0] == 0xA0:  # [0] version
-        fields = fields[1:]
-    # serialNumber, signature, issuer, validity, subject
-    _tag, element, _cstart, cend = fields[4]
-    return name_to_rfc2253(cert_der[element:cend])
-
-
-# ---------------------------------------------------------------------------- principal mapping
-
-
-@dataclass(frozen=True)
-class KafkaPrincipal:
-    """A principal as Kafka writes it: "User:alice"."""
-
-    name: str
-    type: str = "User"
-
-    def __str__(self) -> str:
-        return f"{self.type}:{self.name}"
-
-
-ANONYMOUS = KafkaPrincipal("ANONYMOUS")
-
-
-@dataclass(frozen=True)
-class _Rule:
-    pattern_text: str | None  # None = DEFAULT
-    replacement_text: str = ""
-    case: str = ""  # "", "L" or "U"
-    pattern: re.Pattern[str] | None = None
-    parts: tuple[str | int, ...] = ()  # literal text (str) and group references
-    names: frozenset[int] = field(default_factory=frozenset)  # indexes of named refs
-
-    def apply(self, dn: str) -> str | None:
-        if self.pattern is None:
-            return dn
-        if self.pattern.fullmatch(dn) is None:
-            return None
-        # Kafka: matches() decides, then replaceAll() rewrites (the whole DN, normally).
-        result = self.pattern.sub(self._expand, dn)
-        if self.case == "L":
-            return result.lower()
-        if self.case == "U":
-            return result.upper()
-        return result
-
-    def _expand(self, match: re.Match[str]) -> str:
-        out: list[str] = []
-        for index, part in enumerate(self.parts):
-            if index in self.names or isinstance(part, int):
-                out.append(match.group(part) or "")
-            else:
-                out.append(part)
-        return "".join(out)
-
-    def __str__(self) -> str:  # Kafka's Rule.toString
-        if self.pattern_text is None:
-            return "DEFAULT"
-        case = f"/{self.case}" if self.case else ""
-        return f"RULE:{self.pattern_text}/{self.replacement_text}{case}"
-
-
-_SPACE = " \t\n\x0b\f\r"
-
-
-def _read_part(text: str, pos: int) -> tuple[str, int] | None:
-    """Up to the next unescaped '/' (backslash escapes kept); None if there is none."""
-    start = pos
-    while pos < len(text):
-        if text[pos] == "\\":
-            pos += 2
-        elif text[pos] == "/":
-            return text[start:pos], pos + 1
-        else:
-            pos += 1
-    return None
-
-
-def _java_regex(pattern: str) -> str:
-    """The few Java regex spellings Python writes differently: named groups."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("\\k<", i):
-            close = pattern.find(">", i)
-            if close > 0:
-                out.append(f"(?P={pattern[i + 3:close]})")
-                i = close + 1
-                continue
-        if pattern[i] == "\\":
-            out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if pattern.startswith("(?<", i) and i + 3 < len(pattern) and pattern[i + 3].isalpha():
-            out.append("(?P<")
-            i += 3
-            continue
-        out.append(pattern[i])
-        i += 1
-    return "".join(out)
-
-
-def _compile_replacement(rule: str, text: str, pattern: re.Pattern[str]
-                         ) -> tuple[tuple[str | int, ...], frozenset[int]]:
-    """Java's replacement syntax: \\x is a literal x, $n a group (Java takes more digits
-    while the number stays a valid group), ${name} a named group. As in Kafka, $n with n
-    beyond the groups is literal text."""
-    groups = pattern.groups
-    parts: list[str | int] = []
-    names: set[int] = set()
-    literal: list[str] = []
-
-    def flush() -> None:
-        if literal:
-            parts.append("".join(literal))
-            literal.clear()
-
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            if i + 1 == len(text):
-                raise TlsConfigError(PRINCIPAL_MAPPING_RULES, f"invalid rule {rule}: the "
-                                     "replacement ends with a lone backslash")
-            literal.append(text[i + 1])
-            i += 2
-        elif ch == "$" and text.startswith("{", i + 1):
-            close = text.find("}", i)
-            name = text[i + 2:close] if close > 0 else ""
-            if name not in pattern.groupindex:
-                raise TlsConfigError(PRINCIPAL_MAPPING_RULES, f"invalid rule {rule}: no "
-                                     f"group named {name!r}")
-            flush()
-            names.add(len(parts))
-            parts.append(name)
-            i = close + 1
-        elif ch == "$" and i + 1 < len(text) and text[i + 1] in "0123456789":
-            ref = int(text[i + 1])
-            if ref > groups:
-                literal.append("$")
-                i += 1
-                continue
-            j = i + 2
-            while j < len(text) and text[j] in "0123456789" and ref * 10 + int(text[j]) <= groups:
-                ref = ref * 10 + int(text[j])
-                j += 1
-            flush()
-            parts.append(ref)
-            i = j
-        elif ch == "$":
-            raise TlsConfigError(PRINCIPAL_MAPPING_RULES, f"invalid rule {rule}: '$' must be "
-                                 "followed by a group number or {name}; write \\$ for a $")
-        else:
-            literal.append(ch)
-            i += 1
-    flush()
-    return tuple(parts), frozenset(names)
-
-
-def _make_rule(source: str, pattern_text: str, replacement: str, case: str) -> _Rule:
-    try:
-        pattern = re.compile(_java_regex(pattern_text))
-    except re.error as exc:
-        raise TlsConfigError(PRINCIPAL_MAPPING_RULES, f"invalid rule {source}: bad pattern "
-                             f"{pattern_text!r}: {exc}") from None
-    parts, names = _compile_replacement(source, replacement, pattern)
-    return _Rule(pattern_text, replacement, case, pattern, parts, names)
-
-
-def parse_rules(rules: str | None) -> list[_Rule]:
-    """Kafka's `ssl.principal.mapping.rules`: comma-separated `DEFAULT` and
-    `RULE:pattern/replacement/[LU]` entries (whitespace around entries and empty entries
-    are ignored; pattern and replacement may hold commas and `\\/`)."""
-    text = (DEFAULT_RULES if rules is None else rules).strip(_SPACE)
-    out: list[_Rule] = []
-    pos = 0
-    while pos < len(text):
-        while pos < len(text) and text[pos] in _SPACE:
-            pos += 1
-        start = pos
-        if text.startswith(",", pos):
-            pos += 1
-            continue
-        if text.startswith("DEFAULT", pos):
-            out.append(_Rule(None))
-            pos += len("DEFAULT")
-        elif text.startswith("RULE:", pos):
-            first = _read_part(text, pos + len("RULE:"))
-            second = _read_part(text, first[1]) if first else None
-            if first is None or second is None:
-                end = text.find(",", pos)
-                raise TlsConfigError(PRINCIPAL_MAPPING_RULES, "invalid rule "
-                                     f"{text[pos:end if end >= 0 else None]!r}: expected "
-                                     "RULE:pattern/replacement/ with an optional L or U")
-            pos = second[1]
-            case = ""
-            if pos < len(text) and text[pos] in "LU":
-                case = text[pos]
-                pos += 1
-            out.append(_make_rule(text[start:pos], first[0], second[0], case))
-        while pos < len(text) and text[pos] in _SPACE:
-            pos += 1
-        if pos < len(text):
-            if text[pos] != ",":
-                end = text.find(",", pos)
-                bad = text[start:end if end >= 0 else None].strip(_SPACE)
-                raise TlsConfigError(PRINCIPAL_MAPPING_RULES, f"invalid rule {bad!r}: "
-                                     "expected DEFAULT or RULE:pattern/replacement/[LU]")
-            pos += 1
-    return out
-
-
-class SslPrincipalMapper:
-    """Maps a certificate's RFC 2253 DN to a principal name with Kafka's rules."""
-
-    def __init__(self, rules: str | None = DEFAULT_RULES) -> None:
-        self.rules = parse_rules(rules)
-
-    @staticmethod
-    def from_rules(rules: str | None) -> SslPrincipalMapper:
-        """A parsed mapper, cached: connections share the listener's rules string."""
-        return _cached_mapper(rules)
-
-    def get_name(self, dn: str) -> str:
-        for rule in self.rules:
-            name = rule.apply(dn)
-            if name is not None:
-                return name
-        raise PrincipalMappingError(f"No rules apply to {dn}, rules {self._names()}")
-
-    def _names(self) -> str:
-        return "[" + ", ".join(str(r) for r in self.rules) + "]"
-
-    def __repr__(self) -> str:
-        return f"SslPrincipalMapper(rules = {self._names()})"
-
-
-@lru_cache(maxsize=64)
-def _cached_mapper(rules: str | None) -> SslPrincipalMapper:
-    return SslPrincipalMapper(rules)
-
-
-def principal_from_certificate(peer_cert_der: bytes | None,
-                               rules: str | None = DEFAULT_RULES) -> str:
-    """The principal name (no "User:" prefix) of a TLS peer: ANONYMOUS without a client
-    certificate, else the subject DN mapped by `ssl.principal.mapping.rules`.
-    Raises PrincipalMappingError when no rule applies (Kafka fails that authentication)."""
-    if not peer_cert_der:
-        return ANONYMOUS.name
-    return SslPrincipalMapper.from_rules(rules).get_name(distinguished_name(peer_cert_der))
-
-
-def peer_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None,
-                   rules: str | None = DEFAULT_RULES) -> KafkaPrincipal:
-    """The KafkaPrincipal of an established TLS connection (asyncio: the transport's
-    "ssl_object" extra info)."""
-    der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
-    return KafkaPrincipal(principal_from_certificate(der, rules))

@@ -37,12 +37,9 @@ from moldau.replication.controller_channel import NetworkControllerChannel
 from moldau.replication.protocol_versions import versions_for
 from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from moldau.replication.throttle import FOLLOWER, LEADER, ReplicationThrottle, rate_reader
-from moldau.security.tls import (
-    TlsConfigError,
-    TlsContextHolder,
-    build_client_context,
-    principal_from_certificate,
-)
+from moldau.security.principal import principal_from_certificate
+from moldau.security.ssl_settings import TlsConfigError
+from moldau.security.tls import TlsContextHolder, build_client_context
 from moldau.storage import checkpoints
 from moldau.storage.log_manager import LogManager, ManagerConfig
 

@@ -1001,7 +1001,7 @@ class BrokerConfig:
 
     def listener_settings(self, listener: str) -> dict[str, Any]:
         """The `ssl.*` settings of one listener, per-listener overrides applied."""
-        from moldau.security.tls import listener_settings
+        from moldau.security.ssl_settings import listener_settings
 
         return listener_settings({**self.values, **self.listener_overrides}, listener)
 

@@ -47,8 +47,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from moldau.cluster import zk_data
-from moldau.security.tls import RECONFIGURABLE_KEYS as TLS_STORE_KEYS
-from moldau.security.tls import TlsConfigError
+from moldau.security.ssl_settings import RECONFIGURABLE_KEYS as TLS_STORE_KEYS
+from moldau.security.ssl_settings import TlsConfigError
 from moldau.storage.config import LogConfig
 
 from .config import (

@@ -14,7 +14,8 @@ from moldau.client.blocking import BlockingConnection
 from moldau.errors import NotControllerError
 from moldau.protocol.api import APIS
 from moldau.protocol.errors import ProtocolError
-from moldau.security.tls import TlsConfigError, build_client_context
+from moldau.security.ssl_settings import TlsConfigError
+from moldau.security.tls import build_client_context
 from moldau.tools.kafka_errors import KafkaToolError, check
 from moldau.tools.options import ToolError
 

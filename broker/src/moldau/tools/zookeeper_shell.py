@@ -14,7 +14,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError, NotEmptyError
 
 from moldau.cluster import zk_tls
-from moldau.security.tls import TlsConfigError
+from moldau.security.ssl_settings import TlsConfigError
 from moldau.tools.options import ToolError
 from moldau.tools.properties import load_properties
 
