@@ -74,6 +74,7 @@ def record_batch(size: int, seed: int = 1) -> bytes:
 
 def produce_payload(partitions: int, batch: bytes, version: int = 9) -> bytes:
     """A Produce request (v9: header v2; v8: header v1) without the 4-byte size: one topic."""
+    from moldau.protocol.api import ApiKey
     from moldau.protocol.headers import encode_request
     from moldau.protocol.messages import ProduceRequest, RequestHeader
 
@@ -92,7 +93,7 @@ def produce_payload(partitions: int, batch: bytes, version: int = 9) -> bytes:
         ],
     )
     header = RequestHeader(
-        request_api_key=0,
+        request_api_key=ApiKey.PRODUCE,
         request_api_version=version,
         correlation_id=42,
         client_id="bench-producer",

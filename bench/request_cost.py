@@ -43,6 +43,7 @@ RUNS = ("broker", "broker acks=all", "floor")
 
 
 def _frames(acks: int) -> list[bytes]:
+    from moldau.protocol.api import ApiKey
     from moldau.protocol.headers import encode_request
     from moldau.protocol.messages import ProduceRequest, RequestHeader
     from moldau.protocol.records import build_batch
@@ -54,8 +55,8 @@ def _frames(acks: int) -> list[bytes]:
             ProduceRequest.TopicProduceData(name=TOPIC, partition_data=[
                 ProduceRequest.PartitionProduceData(
                     index=i % PARTITIONS, records=build_batch([(None, value)] * 5))])])
-        header = RequestHeader(request_api_key=0, request_api_version=9, correlation_id=i,
-                               client_id="request-cost")
+        header = RequestHeader(request_api_key=ApiKey.PRODUCE, request_api_version=9,
+                               correlation_id=i, client_id="request-cost")
         frames.append(encode_request(header, body))
     return frames
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from .emitter import ModuleEmitter, module_name
-from .schema import MessageDef, load_all
+from .schema import MessageDef, load_all, snake_case
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_PROTOCOL = HERE.parents[1] / ".." / "shared" / "kafka-protocol"
@@ -48,6 +48,11 @@ def messages_index(messages: list[MessageDef]) -> str:
     return "\n".join(lines)
 
 
+def api_key_member(request: MessageDef) -> str:
+    """ApiKey's member for a request: OffsetForLeaderEpochRequest -> OFFSET_FOR_LEADER_EPOCH."""
+    return snake_case(request.name.removesuffix("Request")).upper()
+
+
 def api_table(messages: list[MessageDef]) -> str:
     by_name = {m.name: m for m in messages}
     requests = sorted((m for m in messages if m.kind == "request"), key=lambda m: m.api_key)
@@ -55,9 +60,17 @@ def api_table(messages: list[MessageDef]) -> str:
         GENERATED,
         '"""The API table: for each API key its name, message classes and version ranges."""',
         "",
+        "from enum import IntEnum",
+        "",
         "from moldau.protocol._runtime import ApiSpec",
+        "",
+        "",
+        "class ApiKey(IntEnum):",
+        '    """Kafka\'s API keys, named after the requests (ProduceRequest -> PRODUCE)."""',
+        "",
     ]
-    lines += ["", "APIS: dict[int, ApiSpec] = {"]
+    lines += [f"    {api_key_member(m)} = {m.api_key}" for m in requests]
+    lines += ["", "", "APIS: dict[int, ApiSpec] = {"]
     for m in requests:
         api = m.name.removesuffix("Request")
         response = by_name[api + "Response"]

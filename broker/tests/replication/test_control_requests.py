@@ -9,6 +9,7 @@ import pytest
 
 from moldau.cluster import zk_data
 from moldau.cluster.controller import PartitionDecision
+from moldau.protocol.api import ApiKey
 from moldau.protocol.fit import fit_to_version
 from moldau.protocol.headers import decode_request, encode_request
 from moldau.protocol.messages.request_header import RequestHeader
@@ -43,7 +44,7 @@ def topic_ids(name: str) -> uuid.UUID:
 def test_leader_and_isr(version: int) -> None:
     # the partitions' states were written by a controller of epoch 2; epoch 5 sends them
     request = cc.leader_and_isr_request(DECISIONS, 1, 55, [], 5)
-    back = round_trip(cc.LEADER_AND_ISR, version, request)
+    back = round_trip(ApiKey.LEADER_AND_ISR, version, request)
     assert cc.decisions_from_leader_and_isr(back, version, topic_ids) == DECISIONS
     assert back.controller_epoch == 5
     assert back.broker_epoch == (55 if version >= 2 else -1)
@@ -52,7 +53,7 @@ def test_leader_and_isr(version: int) -> None:
 @pytest.mark.parametrize("version", range(3, 9))
 def test_update_metadata(version: int) -> None:
     request = cc.update_metadata_request(DECISIONS, ["gone"], [BROKER], 1, 55, 2)
-    back = round_trip(cc.UPDATE_METADATA, version, request)
+    back = round_trip(ApiKey.UPDATE_METADATA, version, request)
     live, decisions, deleted = cc.read_update_metadata(back, version, topic_ids)
     assert decisions == DECISIONS and deleted == ["gone"]
     assert live == [BROKER] and live[0].rack == "r1"
@@ -67,7 +68,7 @@ def test_update_metadata(version: int) -> None:
 @pytest.mark.parametrize("delete", [True, False])
 def test_stop_replica(version: int, delete: bool) -> None:
     request = cc.stop_replica_request([("t", 0), ("t", 1), ("u", 0)], delete, 1, 55, 2)
-    back = round_trip(cc.STOP_REPLICA, version, request)
+    back = round_trip(ApiKey.STOP_REPLICA, version, request)
     assert cc.read_stop_replica(back, version) == {
         delete: [("t", 0), ("t", 1), ("u", 0)], not delete: []}
 

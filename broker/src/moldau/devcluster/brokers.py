@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from moldau import properties as java_properties
 from moldau.client.blocking import BlockingConnection
+from moldau.protocol.api import ApiKey
 from moldau.protocol.messages.metadata_request import MetadataRequest
 
-METADATA_KEY = 3
 PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
@@ -142,7 +142,7 @@ class BrokerProcess:
     def healthy(self) -> bool:
         try:
             with BlockingConnection("127.0.0.1", self.port, timeout=2) as conn:
-                response = conn.request(METADATA_KEY, 1, MetadataRequest(topics=[]))
+                response = conn.request(ApiKey.METADATA, 1, MetadataRequest(topics=[]))
         except (OSError, ConnectionError):
             return False
         return any(b.node_id == self.broker_id for b in response.brokers)

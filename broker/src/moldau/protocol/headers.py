@@ -12,14 +12,12 @@ import struct
 from typing import Any
 
 from ._runtime import _DECODE_FAILURES, decode_failure
-from .api import APIS
+from .api import APIS, ApiKey
 from .errors import ProtocolError, UnsupportedVersionError
 from .messages.api_versions_response import ApiVersionsResponse
 from .messages.request_header import RequestHeader
 from .messages.response_header import ResponseHeader
 
-API_VERSIONS_KEY = 18
-CONTROLLED_SHUTDOWN_KEY = 7
 UNSUPPORTED_VERSION = 35  # Kafka's error code
 
 _API_KEY_AND_VERSION = struct.Struct(">hh")
@@ -36,13 +34,13 @@ def _is_flexible(api_key: int, api_version: int) -> bool:
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
-    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     return 2 if _is_flexible(api_key, api_version) else 1
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
-    if api_key == API_VERSIONS_KEY:
+    if api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if _is_flexible(api_key, api_version) else 0
 
@@ -154,4 +152,4 @@ def unsupported_api_versions_response(
         for key, (low, high) in sorted(versions.items())
     ]
     body = ApiVersionsResponse(error_code=UNSUPPORTED_VERSION, api_keys=keys)
-    return encode_response(correlation_id, API_VERSIONS_KEY, 0, body)
+    return encode_response(correlation_id, ApiKey.API_VERSIONS, 0, body)

@@ -20,6 +20,7 @@ from moldau.client.broker_connection import BrokerConnection
 from moldau.cluster import zk_data
 from moldau.cluster.controller import PartitionDecision
 from moldau.errors import KafkaStorageError
+from moldau.protocol.api import ApiKey
 from moldau.protocol.fit import fit_to_version
 from moldau.protocol.messages.leader_and_isr_request import LeaderAndIsrRequest
 from moldau.protocol.messages.stop_replica_request import StopReplicaRequest
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafka.controller.RequestSendThread")
 
-LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 LEADER_DURING_DELETE = -2  # UpdateMetadata's mark of a topic being deleted
 RETRY_BACKOFF_S = 0.1
 ZERO_UUID = UUID(int=0)
@@ -146,7 +146,7 @@ class NetworkControllerChannel:
             return
         version = self.versions.leader_and_isr
         names = {d.topic_id: d.topic for d in decisions}
-        self._send(broker_id, LEADER_AND_ISR, version,
+        self._send(broker_id, ApiKey.LEADER_AND_ISR, version,
                    leader_and_isr_request(decisions, self.local_id, self.epochs.get(broker_id, -1),
                                           self._leaders(decisions),
                                           self._controller_epoch(decisions)),
@@ -169,7 +169,7 @@ class NetworkControllerChannel:
             if broker_id == self.local_id:
                 self.broker.apply_update_metadata(live_brokers, decisions, deleted_topics)
                 continue
-            self._send(broker_id, UPDATE_METADATA, self.versions.update_metadata,
+            self._send(broker_id, ApiKey.UPDATE_METADATA, self.versions.update_metadata,
                        update_metadata_request(decisions, deleted_topics, live_brokers,
                                                self.local_id, self.epochs.get(broker_id, -1),
                                                self._controller_epoch(decisions)))
@@ -179,7 +179,7 @@ class NetworkControllerChannel:
         if broker_id == self.local_id:
             await self.broker.apply_stop_replica(partitions, delete)
             return
-        self._send(broker_id, STOP_REPLICA, self.versions.stop_replica, stop_replica_request(
+        self._send(broker_id, ApiKey.STOP_REPLICA, self.versions.stop_replica, stop_replica_request(
             partitions, delete, self.local_id, self.epochs.get(broker_id, -1),
             self.broker.controller.epoch if self.broker.controller else 0))
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from moldau.client.broker_connection import BrokerConnection
 from moldau.errors import KafkaError, KafkaStorageError
+from moldau.protocol.api import ApiKey
 from moldau.protocol.messages.fetch_request import FetchRequest
 from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
 from moldau.protocol.messages.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafka.server.ReplicaFetcherThread")
 
-FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 1, 2, 23
 OFFSET_OUT_OF_RANGE = 1
 # The leader has not applied the controller's latest LeaderAndIsr yet (the follower heard
 # of the partition, its leadership or its new leader epoch first): it will within the
@@ -247,7 +247,7 @@ class ReplicaFetcher:
                 leader_epoch=p.log.epochs.latest_epoch))
         request = R(replica_id=self.config.broker_id, topics=[
             R.OffsetForLeaderTopic(topic=t, partitions=ps) for t, ps in by_topic.items()])
-        response = await connection.request(OFFSET_FOR_LEADER_EPOCH,
+        response = await connection.request(ApiKey.OFFSET_FOR_LEADER_EPOCH,
                                             self.versions.offset_for_leader_epoch, request,
                                             self.config.socket_timeout_ms / 1000)
         answers = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
@@ -299,7 +299,7 @@ class ReplicaFetcher:
         self._in_flight = states
         try:
             response = await connection.request(
-                FETCH, version, request,
+                ApiKey.FETCH, version, request,
                 self.config.socket_timeout_ms / 1000 + self.config.max_wait_ms / 1000)
         except BaseException:
             self._reset_session()  # the leader may or may not have applied it
@@ -471,7 +471,7 @@ class ReplicaFetcher:
             L.ListOffsetsTopic(name=p.topic, partitions=[L.ListOffsetsPartition(
                 partition_index=p.index, current_leader_epoch=p.leader_epoch,
                 timestamp=timestamp)])])
-        response = await connection.request(LIST_OFFSETS, 4, request,
+        response = await connection.request(ApiKey.LIST_OFFSETS, 4, request,
                                             self.config.socket_timeout_ms / 1000)
         answer = response.topics[0].partitions[0]
         return None if answer.error_code else answer.offset

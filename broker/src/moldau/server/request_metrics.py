@@ -26,11 +26,10 @@ from typing import Any
 
 from moldau import errors
 from moldau.metrics.registry import Histogram, Meter, MetricsRegistry
-from moldau.protocol.api import APIS
+from moldau.protocol.api import APIS, ApiKey
 from moldau.tools.kafka_errors import error_name
 
 NETWORK = "kafka.network"
-FETCH = 1
 # Kafka's Errors names where the exception class names differ from them
 _RENAMED = {0: "NONE", 2: "CORRUPT_MESSAGE", 10: "MESSAGE_TOO_LARGE",
             18: "RECORD_LIST_TOO_LARGE", 40: "INVALID_CONFIG"}
@@ -151,14 +150,14 @@ class RequestMetrics:
         the response went out. done_ns: when the handler's answer was ready (now when
         not given). error_counts: the response's error codes, for an answer that is
         bytes rather than a response object (else they are read from `response`)."""
-        if api_key == FETCH:
+        if api_key == ApiKey.FETCH:
             follower = (body.replica_id if version <= 14 else body.replica_state.replica_id) >= 0
             key: tuple[Any, int] = ("FetchFollower" if follower else "FetchConsumer", version)
         else:
             key = (api_key, version)
         metrics = self._by_request.get(key)
         if metrics is None:
-            name = key[0] if api_key == FETCH else APIS[api_key].name
+            name = key[0] if api_key == ApiKey.FETCH else APIS[api_key].name
             metrics = self._by_request[key] = self._make(name, version)
         metrics.requests.mark()
         metrics.queue.update((started_ns - arrived_ns) / 1e6)

@@ -21,10 +21,9 @@ from typing import Any
 
 from moldau.errors import KafkaError
 from moldau.protocol._runtime import Message
-from moldau.protocol.api import APIS
+from moldau.protocol.api import APIS, ApiKey
 from moldau.protocol.errors import ProtocolError, UnsupportedVersionError
 from moldau.protocol.headers import (
-    API_VERSIONS_KEY,
     decode_request,
     unsupported_api_versions_response,
 )
@@ -39,7 +38,6 @@ request_log = logging.getLogger("kafka.request.logger")
 log = logging.getLogger("kafka.server.KafkaApis")
 
 Handler = Callable[["RequestContext", Any], Any]
-PRODUCE_KEY = 0
 # the fast Produce path: (connection, frame, arrival ns) to parts, an awaitable of them, or None
 FastPath = Callable[[Connection, bytearray, int], Parts | Awaitable[Parts] | None]
 
@@ -132,7 +130,7 @@ class RequestDispatcher:
             header, body = decode_request(frame)
         except UnsupportedVersionError as exc:
             header = getattr(exc, "header", None)
-            if header is not None and header.request_api_key == API_VERSIONS_KEY:
+            if header is not None and header.request_api_key == ApiKey.API_VERSIONS:
                 # a client newer than us probes with a higher version: answer v0 so it
                 # can retry with one we know (KIP-511)
                 return [unsupported_api_versions_response(header.correlation_id,
@@ -143,7 +141,7 @@ class RequestDispatcher:
         registration = self.handlers.get(api_key)
         if registration is None or not (
                 registration.min_version <= version <= registration.max_version):
-            if api_key == API_VERSIONS_KEY:
+            if api_key == ApiKey.API_VERSIONS:
                 return [unsupported_api_versions_response(header.correlation_id,
                                                           self._advertised)]
             name = APIS[api_key].name
@@ -211,7 +209,7 @@ class RequestDispatcher:
                       "version=%d, body=%s", header.client_id, header.correlation_id,
                       APIS[header.request_api_key].name, ctx.api_version, _short(request),
                       exc_info=exc)
-        if header.request_api_key == PRODUCE_KEY and getattr(request, "acks", -1) == 0:
+        if header.request_api_key == ApiKey.PRODUCE and getattr(request, "acks", -1) == 0:
             raise exc
         code = exc.code if isinstance(exc, KafkaError) else KafkaError.code
         return error_response(header.request_api_key, ctx.api_version, request, code)

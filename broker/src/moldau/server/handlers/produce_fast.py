@@ -30,6 +30,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, NamedTuple
 
 from moldau.errors import KafkaError
+from moldau.protocol.api import ApiKey
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.messages.produce_response import ProduceResponse
 from moldau.protocol.primitives import read_uvarint, write_uvarint
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from ..replica_manager import Partition
     from ..requests import RequestDispatcher
 
-PRODUCE = 0
+PRODUCE = ApiKey.PRODUCE.value  # a plain int: compared on every request
 VERSIONS = range(9, 12)
 _HEADER = struct.Struct(">hhih")  # api key, version, correlation id, client id length
 _ACKS_TIMEOUT = struct.Struct(">hi")
