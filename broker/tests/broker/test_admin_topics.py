@@ -444,16 +444,20 @@ def test_topic_admin_apis_answer_not_controller_off_the_controller() -> None:
         DeleteTopicsHandler,
     )
 
-    follower = SimpleNamespace(controller=SimpleNamespace(active=False),
-                               config={"delete.topic.enable": True})
+    follower = SimpleNamespace(active=False)  # a controller that is not the active one
+    config: Any = {"delete.topic.enable": True}
+    unused: Any = None  # not reached before the controller check
     ctx = SimpleNamespace(api_version=6, authorize=lambda *_: True)
-    created = asyncio.run(CreateTopicsHandler(follower)(ctx, CreateTopicsRequest(
-        topics=[CreateTopicsRequest.CreatableTopic(name="a", num_partitions=1,
-                                                   replication_factor=1)])))
-    deleted = asyncio.run(DeleteTopicsHandler(follower)(ctx, DeleteTopicsRequest(
-        topics=[DeleteTopicsRequest.DeleteTopicState(name="a")], timeout_ms=1000)))
-    grown = asyncio.run(CreatePartitionsHandler(follower)(ctx, CreatePartitionsRequest(
-        topics=[CreatePartitionsRequest.CreatePartitionsTopic(name="a", count=2)])))
+    created = asyncio.run(CreateTopicsHandler(
+        config, unused, unused, unused, unused, lambda: follower)(ctx, CreateTopicsRequest(
+            topics=[CreateTopicsRequest.CreatableTopic(name="a", num_partitions=1,
+                                                       replication_factor=1)])))
+    deleted = asyncio.run(DeleteTopicsHandler(config, unused, unused, lambda: follower)(
+        ctx, DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name="a")],
+                                 timeout_ms=1000)))
+    grown = asyncio.run(CreatePartitionsHandler(unused, unused, unused, lambda: follower)(
+        ctx, CreatePartitionsRequest(
+            topics=[CreatePartitionsRequest.CreatePartitionsTopic(name="a", count=2)])))
     assert [t.error_code for t in created.topics] == [41]
     assert [t.error_code for t in deleted.responses] == [41]
     assert [t.error_code for t in grown.results] == [41]

@@ -26,6 +26,10 @@ def _broker() -> Any:
     return stub
 
 
+def _handler(broker: Any) -> MetadataHandler:
+    return MetadataHandler(broker.broker_id, broker.config, broker.metadata, broker.topics)
+
+
 def _no_create(name: str) -> None:
     raise AssertionError(f"auto-created {name} before the cluster's metadata was known")
 
@@ -35,7 +39,7 @@ def _ask(broker: Any, name: str) -> Any:
                           authorize=lambda *args: True)
     request = MetadataRequest(topics=[Topic(name=name)], allow_auto_topic_creation=False,
                               include_topic_authorized_operations=False)
-    return MetadataHandler(broker)(ctx, request).topics[0]
+    return _handler(broker)(ctx, request).topics[0]
 
 
 def test_a_topic_is_not_unknown_before_the_first_update_metadata() -> None:
@@ -59,5 +63,5 @@ def test_no_auto_creation_before_the_first_update_metadata() -> None:
                               allow_auto_topic_creation=True,
                               include_topic_authorized_operations=False)
     ctx = SimpleNamespace(api_version=9, listener="PLAINTEXT", authorize=lambda *a: True)
-    answer = MetadataHandler(broker)(ctx, request).topics[0]
+    answer = _handler(broker)(ctx, request).topics[0]
     assert answer.error_code == LeaderNotAvailableError.code  # and _no_create was not called

@@ -56,6 +56,7 @@ from .controlled_shutdown import controlled_shutdown
 from .cooperative import CooperativePause
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
 from .handlers import register_handlers
+from .handlers.services import BrokerState, HandlerServices
 from .metadata_cache import BrokerEndpoints, MetadataCache, PartitionInfo, TopicInfo
 from .network import ConnectionLimits, Listener, SocketServer, SocketSettings
 from .producer_ids import ProducerIdManager
@@ -81,8 +82,8 @@ class Broker:
         self.config = config
         self.broker_id = config.broker_id
         self.cluster_id = ""
-        self.broker_epoch = -1
-        self.controller_epoch_seen = 0  # the newest controller epoch heard from
+        # the registration's broker epoch and the newest controller epoch heard from
+        self.state = BrokerState(config.broker_id)
         self.versions = versions_for(config["inter.broker.protocol.version"])
         self.fetchers: ReplicaFetcherManager | None = None
         self.leader_throttle: ReplicationThrottle | None = None
@@ -129,6 +130,7 @@ class Broker:
         self.cluster_id = await self.zk.call("get_or_create_cluster_id")
         log.info("Cluster ID = %s", self.cluster_id)
         self.broker_id = await self._settle_broker_id()
+        self.state.broker_id = self.broker_id
         # dynamic broker configs (/config/brokers/<id> and <default>) precede the file
         self._loop = asyncio.get_running_loop()
         self._watch_loop_idle(self._loop)
@@ -152,7 +154,7 @@ class Broker:
         self.leader_throttle = self._throttle(LEADER)
         self.fetchers = self._replica_fetchers()
         self.group_coordinator = self._group_coordinator()
-        register_handlers(self.dispatcher, self)
+        register_handlers(self.dispatcher, self._handler_services())
         self.socket_server = SocketServer(
             self.dispatcher,
             max_request_size=config["socket.request.max.bytes"],
@@ -197,6 +199,20 @@ class Broker:
         self._maintenance = asyncio.ensure_future(self._run_maintenance())
         self.started = True
         log.info("[KafkaServer id=%d] started", self.broker_id)
+
+    def _handler_services(self) -> HandlerServices:
+        assert self.zk is not None and self.log_manager is not None
+        assert self.dynamic_config is not None and self.leader_throttle is not None
+        return HandlerServices(
+            config=self.config, state=self.state, metadata=self.metadata, zk=self.zk,
+            log_manager=self.log_manager, replica_manager=self.replica_manager,
+            group_coordinator=self.group_coordinator, topics=self.topics,
+            topic_configs=self.topic_configs, dynamic_config=self.dynamic_config,
+            producer_ids=self.producer_ids, topic_stats=self.topic_stats,
+            purgatory=self.purgatory, leader_throttle=self.leader_throttle,
+            metrics=self.metrics, partition_states=self,
+            controller=lambda: self.controller, tls_holders=self.tls_holders,
+            advertised_versions=self.dispatcher.advertised_versions)
 
     def _group_coordinator(self) -> GroupCoordinator:
         c = self.config
@@ -441,7 +457,7 @@ class Broker:
         deadline = loop.time() + self.config["zookeeper.session.timeout.ms"] / 1000 + 5
         while True:
             try:
-                self.broker_epoch = await self.zk.call("register_broker", reg)
+                self.state.broker_epoch = await self.zk.call("register_broker", reg)
                 break
             except ZkNodeExistsError as exc:
                 if loop.time() > deadline:
@@ -451,10 +467,10 @@ class Broker:
         self.zk.set_registration_listener(self._on_reregistered)
         log.info("Registered broker %d at path %s with addresses: %s, czxid (broker epoch): "
                  "%d", self.broker_id, zk_data.broker_path(self.broker_id),
-                 ",".join(e.connection_string() for e in reg.endpoints), self.broker_epoch)
+                 ",".join(e.connection_string() for e in reg.endpoints), self.state.broker_epoch)
 
     def _on_reregistered(self, epoch: int) -> None:
-        self.broker_epoch = epoch
+        self.state.broker_epoch = epoch
         log.info("Re-registered broker %d after a ZooKeeper session expiry (broker epoch %d)",
                  self.broker_id, epoch)
         if self.controller is not None:

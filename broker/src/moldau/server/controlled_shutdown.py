@@ -17,14 +17,13 @@ from typing import TYPE_CHECKING
 
 from moldau.client.broker_connection import BrokerConnection
 from moldau.errors import KafkaError
+from moldau.protocol.api import ApiKey
 from moldau.protocol.messages.controlled_shutdown_request import ControlledShutdownRequest
 
 if TYPE_CHECKING:
     from .broker import Broker
 
 log = logging.getLogger("kafka.server.KafkaServer")
-
-CONTROLLED_SHUTDOWN = 7
 
 
 class ControlledShutdownFailed(Exception):
@@ -71,7 +70,7 @@ async def _ask_controller(broker: Broker) -> list[tuple[str, int]]:
         controller = broker.controller
         if controller is None or not controller.active:
             raise ControlledShutdownFailed("this broker's controller is not active yet")
-        return await controller.controlled_shutdown(broker.broker_id, broker.broker_epoch)
+        return await controller.controlled_shutdown(broker.broker_id, broker.state.broker_epoch)
     listener = broker.config.inter_broker_listener_name
     address = broker.metadata.endpoint(controller_id, listener)
     if address is None:
@@ -83,9 +82,9 @@ async def _ask_controller(broker: Broker) -> list[tuple[str, int]]:
         ssl_context=broker.inter_broker_ssl_context(), timeout_s=timeout_s)
     try:
         response = await connection.request(
-            CONTROLLED_SHUTDOWN, broker.versions.controlled_shutdown,
+            ApiKey.CONTROLLED_SHUTDOWN, broker.versions.controlled_shutdown,
             ControlledShutdownRequest(broker_id=broker.broker_id,
-                                      broker_epoch=broker.broker_epoch), timeout_s)
+                                      broker_epoch=broker.state.broker_epoch), timeout_s)
     finally:
         connection.close()
     if response.error_code:

@@ -35,7 +35,6 @@ per_broker, tls_holders)`` checks against the listener's current TlsContextHolde
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import decimal
 import hashlib
@@ -795,31 +794,3 @@ def apply_log_defaults(broker: Any, log_config: LogConfig) -> None:
     if rm is not None:
         for (topic, _index), partition in rm.partitions.items():
             partition.log.config = broker.topic_configs.log_config(topic)
-
-
-async def ensure_dynamic_config(broker: Any) -> DynamicBrokerConfig:
-    """The broker's DynamicBrokerConfig (`broker.dynamic_config`). A broker that did not
-    create one at startup gets one now, loaded from ZooKeeper and subscribed to
-    /config/changes, so the admin handlers work either way."""
-    dynamic = getattr(broker, "dynamic_config", None)
-    if dynamic is not None:
-        return dynamic
-    lock = _LOCKS.setdefault(id(broker), asyncio.Lock())
-    async with lock:
-        dynamic = getattr(broker, "dynamic_config", None)
-        if dynamic is not None:
-            return dynamic
-        dynamic = DynamicBrokerConfig(broker.config, broker.broker_id)
-        dynamic.bind(broker.zk)
-        await dynamic.load(broker.zk)
-        dynamic.on_log_defaults_change(lambda lc: apply_log_defaults(broker, lc))
-        changes = getattr(broker, "config_changes", None)
-        if changes is not None:
-            changes.add_handler(dynamic.on_change)
-        if dynamic.log_config() != broker.topic_configs.default:
-            apply_log_defaults(broker, dynamic.log_config())
-        broker.dynamic_config = dynamic
-        return dynamic
-
-
-_LOCKS: dict[int, asyncio.Lock] = {}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from moldau.protocol.api import ApiKey
 
 from .api_versions import ApiVersionsHandler
 from .cluster_info import DescribeClusterHandler, DescribeLogDirsHandler
@@ -31,56 +33,71 @@ from .groups import (
 from .init_producer_id import InitProducerIdHandler
 from .list_offsets import ListOffsetsHandler
 from .metadata import MetadataHandler
-from .produce import ProduceHandler
+from .produce import ProduceAppends, ProduceHandler
 from .produce_fast import FastProduce
 from .reassignments import AlterPartitionReassignmentsHandler, ListPartitionReassignmentsHandler
 from .records import DeleteRecordsHandler, OffsetForLeaderEpochHandler
+from .services import HandlerServices
 from .topics import CreatePartitionsHandler, CreateTopicsHandler, DeleteTopicsHandler
 
 if TYPE_CHECKING:
-    from ..broker import Broker
     from ..requests import RequestDispatcher
 
-# API key -> handler class (each declares the versions it serves)
-HANDLERS = {
-    0: ProduceHandler,
-    1: FetchHandler,
-    2: ListOffsetsHandler,
-    3: MetadataHandler,
-    4: LeaderAndIsrHandler,
-    5: StopReplicaHandler,
-    6: UpdateMetadataHandler,
-    7: ControlledShutdownHandler,
-    8: OffsetCommitHandler,
-    9: OffsetFetchHandler,
-    10: FindCoordinatorHandler,
-    11: JoinGroupHandler,
-    12: HeartbeatHandler,
-    13: LeaveGroupHandler,
-    14: SyncGroupHandler,
-    15: DescribeGroupsHandler,
-    16: ListGroupsHandler,
-    18: ApiVersionsHandler,
-    22: InitProducerIdHandler,
-    19: CreateTopicsHandler,
-    20: DeleteTopicsHandler,
-    21: DeleteRecordsHandler,
-    23: OffsetForLeaderEpochHandler,
-    32: DescribeConfigsHandler,
-    33: AlterConfigsHandler,
-    35: DescribeLogDirsHandler,
-    42: DeleteGroupsHandler,
-    43: ElectLeadersHandler,
-    47: OffsetDeleteHandler,
-    37: CreatePartitionsHandler,
-    44: IncrementalAlterConfigsHandler,
-    45: AlterPartitionReassignmentsHandler,
-    46: ListPartitionReassignmentsHandler,
-    60: DescribeClusterHandler,
-}
+
+def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Any], ProduceAppends]:
+    """The composition of the request layer: every handler with only the services it
+    names (handlers/services.py), by API key (each handler's class declares the versions
+    it serves); and the Produce appends both Produce paths share."""
+    broker_id = s.state.broker_id
+    appends = ProduceAppends(s.metadata, s.replica_manager, s.log_manager, s.topic_stats,
+                             s.purgatory)
+    control = (s.state, s.metadata, s.partition_states)
+    groups = (s.group_coordinator, s.metadata)
+    alter_configs = (broker_id, s.metadata, s.zk, s.dynamic_config, s.tls_holders)
+    built: dict[ApiKey, Any] = {
+        ApiKey.PRODUCE: ProduceHandler(appends),
+        ApiKey.FETCH: FetchHandler(s.config, s.metadata, s.replica_manager, s.topic_stats,
+                                   s.purgatory, s.leader_throttle),
+        ApiKey.LIST_OFFSETS: ListOffsetsHandler(s.metadata, s.replica_manager),
+        ApiKey.METADATA: MetadataHandler(broker_id, s.config, s.metadata, s.topics),
+        ApiKey.LEADER_AND_ISR: LeaderAndIsrHandler(*control),
+        ApiKey.STOP_REPLICA: StopReplicaHandler(*control),
+        ApiKey.UPDATE_METADATA: UpdateMetadataHandler(*control),
+        ApiKey.CONTROLLED_SHUTDOWN: ControlledShutdownHandler(s.controller),
+        ApiKey.OFFSET_COMMIT: OffsetCommitHandler(*groups),
+        ApiKey.OFFSET_FETCH: OffsetFetchHandler(*groups),
+        ApiKey.FIND_COORDINATOR: FindCoordinatorHandler(*groups, s.topics),
+        ApiKey.JOIN_GROUP: JoinGroupHandler(*groups),
+        ApiKey.HEARTBEAT: HeartbeatHandler(*groups),
+        ApiKey.LEAVE_GROUP: LeaveGroupHandler(*groups),
+        ApiKey.SYNC_GROUP: SyncGroupHandler(*groups),
+        ApiKey.DESCRIBE_GROUPS: DescribeGroupsHandler(*groups),
+        ApiKey.LIST_GROUPS: ListGroupsHandler(*groups),
+        ApiKey.API_VERSIONS: ApiVersionsHandler(s.advertised_versions),
+        ApiKey.CREATE_TOPICS: CreateTopicsHandler(s.config, s.metadata, s.zk, s.topics,
+                                                  s.dynamic_config, s.controller),
+        ApiKey.DELETE_TOPICS: DeleteTopicsHandler(s.config, s.metadata, s.zk, s.controller),
+        ApiKey.DELETE_RECORDS: DeleteRecordsHandler(s.metadata, s.replica_manager, s.log_manager),
+        ApiKey.INIT_PRODUCER_ID: InitProducerIdHandler(s.producer_ids),
+        ApiKey.OFFSET_FOR_LEADER_EPOCH: OffsetForLeaderEpochHandler(s.metadata, s.replica_manager),
+        ApiKey.DESCRIBE_CONFIGS: DescribeConfigsHandler(broker_id, s.metadata, s.zk,
+                                                        s.topic_configs, s.dynamic_config),
+        ApiKey.ALTER_CONFIGS: AlterConfigsHandler(*alter_configs),
+        ApiKey.DESCRIBE_LOG_DIRS: DescribeLogDirsHandler(s.config, s.log_manager),
+        ApiKey.CREATE_PARTITIONS: CreatePartitionsHandler(s.metadata, s.zk, s.topics, s.controller),
+        ApiKey.DELETE_GROUPS: DeleteGroupsHandler(*groups),
+        ApiKey.ELECT_LEADERS: ElectLeadersHandler(s.controller),
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: IncrementalAlterConfigsHandler(*alter_configs),
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: AlterPartitionReassignmentsHandler(s.controller),
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: ListPartitionReassignmentsHandler(s.controller),
+        ApiKey.OFFSET_DELETE: OffsetDeleteHandler(*groups),
+        ApiKey.DESCRIBE_CLUSTER: DescribeClusterHandler(s.metadata),
+    }
+    return built, appends
 
 
-def register_handlers(dispatcher: RequestDispatcher, broker: Broker) -> None:
-    for api_key, cls in HANDLERS.items():
-        dispatcher.register(api_key, cls(broker), cls.MIN_VERSION, cls.MAX_VERSION)
-    dispatcher.fast_produce = FastProduce(broker, dispatcher)
+def register_handlers(dispatcher: RequestDispatcher, services: HandlerServices) -> None:
+    built, appends = build_handlers(services)
+    for api_key, handler in built.items():
+        dispatcher.register(api_key, handler, handler.MIN_VERSION, handler.MAX_VERSION)
+    dispatcher.fast_produce = FastProduce(appends, dispatcher, services.metrics)

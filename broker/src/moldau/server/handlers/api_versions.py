@@ -8,7 +8,8 @@ from moldau.errors import InvalidRequestError
 from moldau.protocol.messages.api_versions_response import ApiVersionsResponse
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from collections.abc import Callable
+
     from ..requests import RequestContext
 
 INVALID_REQUEST = InvalidRequestError.code
@@ -17,8 +18,8 @@ INVALID_REQUEST = InvalidRequestError.code
 class ApiVersionsHandler:
     MIN_VERSION, MAX_VERSION = 0, 4
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, advertised_versions: Callable[[], dict[int, tuple[int, int]]]) -> None:
+        self.advertised_versions = advertised_versions
         self._keys: list[Any] | None = None
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
@@ -36,7 +37,7 @@ class ApiVersionsHandler:
         if self._keys is None:  # the table is fixed once the handlers are registered
             self._keys = [
                 ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)
-                for key, (low, high) in sorted(self.broker.dispatcher.advertised_versions().items())
+                for key, (low, high) in sorted(self.advertised_versions().items())
             ]
         return self._keys
 

@@ -18,7 +18,10 @@ from moldau.protocol.messages.describe_cluster_response import DescribeClusterRe
 from moldau.protocol.messages.describe_log_dirs_response import DescribeLogDirsResponse
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from moldau.storage.log_manager import LogManager
+
+    from ..config import BrokerConfig
+    from ..metadata_cache import MetadataCache
     from ..requests import RequestContext
 
 log = logging.getLogger("kafka.server.ReplicaManager")
@@ -50,8 +53,8 @@ def authorized_operations(ctx: RequestContext, resource_type: str, name: str,
 class DescribeClusterHandler:
     MIN_VERSION, MAX_VERSION = 0, 1
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, metadata: MetadataCache) -> None:
+        self.metadata = metadata
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
@@ -74,7 +77,7 @@ class DescribeClusterHandler:
                                                    CLUSTER_OPERATIONS)
             else:
                 operations = 0
-        metadata = self.broker.metadata
+        metadata = self.metadata
         brokers = []
         for broker_id in metadata.alive_broker_ids():
             endpoint = metadata.endpoint(broker_id, ctx.listener)
@@ -101,20 +104,21 @@ def _space(path: str) -> tuple[int, int]:
 class DescribeLogDirsHandler:
     MIN_VERSION, MAX_VERSION = 0, 4
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, config: BrokerConfig, log_manager: LogManager) -> None:
+        self.config = config
+        self.log_manager = log_manager
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
         if not ctx.authorize("DESCRIBE", "CLUSTER", CLUSTER_NAME):
             return DescribeLogDirsResponse(error_code=ClusterAuthorizationFailedError.code,
                                            results=[])
-        manager = self.broker.log_manager
+        manager = self.log_manager
         if request.topics is None:
             wanted = None
         else:
             wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
         results = []
-        for configured in self.broker.config.log_dirs:
+        for configured in self.config.log_dirs:
             path = os.path.abspath(configured)
             log_dir = manager.dirs.get(path) if manager is not None else None
             try:

@@ -43,15 +43,20 @@ from ..dynamic_config import (
     DynamicBrokerConfig,
     DynamicConfigError,
     config_type,
-    ensure_dynamic_config,
     is_sensitive,
     render,
 )
 from ..topic_names import validate_topic_name
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from collections.abc import Mapping
+
+    from moldau.cluster.zk_async import AsyncZk
+    from moldau.security.tls import TlsContextHolder
+
+    from ..metadata_cache import MetadataCache
     from ..requests import RequestContext
+    from ..topic_configs import TopicConfigs
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
 
@@ -174,11 +179,16 @@ def broker_id_of(name: str, what: str = "Node") -> int:
 class DescribeConfigsHandler:
     MIN_VERSION, MAX_VERSION = 0, 4
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, broker_id: int, metadata: MetadataCache, zk: AsyncZk,
+                 topic_configs: TopicConfigs, dynamic_config: DynamicBrokerConfig) -> None:
+        self.broker_id = broker_id
+        self.metadata = metadata
+        self.zk = zk
+        self.topic_configs = topic_configs
+        self.dynamic_config = dynamic_config
 
     async def __call__(self, ctx: RequestContext, request: Any) -> Any:
-        dynamic = await ensure_dynamic_config(self.broker)
+        dynamic = self.dynamic_config
         version = ctx.api_version
         include_synonyms = request.include_synonyms if version >= 1 else False
         results = []
@@ -221,13 +231,13 @@ class DescribeConfigsHandler:
     async def _topic(self, dynamic: DynamicBrokerConfig, name: str,
                      include_synonyms: bool) -> list[Any]:
         validate_topic_name(name)  # INVALID_TOPIC_EXCEPTION, as Kafka's Topic.validate
-        if name not in self.broker.metadata.topics:
+        if name not in self.metadata.topics:
             raise UnknownTopicOrPartitionError()
-        overrides = await self.broker.zk.call("get_entity_config", "topics", name)
+        overrides = await self.zk.call("get_entity_config", "topics", name)
         try:
             config = LogConfig.from_properties(dict(overrides), dynamic.log_config())
         except StorageConfigError:
-            config = self.broker.topic_configs.log_config(name)
+            config = self.topic_configs.log_config(name)
         return [topic_entry(dynamic, config, overrides, key, include_synonyms)
                 for key in TOPIC_CONFIG_NAMES]
 
@@ -236,9 +246,9 @@ class DescribeConfigsHandler:
         if not name:
             names = sorted(dynamic.default_props)
             return [broker_entry(dynamic, n, False, include_synonyms) for n in names]
-        if broker_id_of(name, "Broker") != self.broker.broker_id:
+        if broker_id_of(name, "Broker") != self.broker_id:
             raise InvalidRequestError(f"Unexpected broker id, expected "
-                                      f"{self.broker.broker_id} or empty string, but received "
+                                      f"{self.broker_id} or empty string, but received "
                                       f"{name}")
         names = sorted(set(dynamic.current.values) | set(dynamic.merged_props()))
         return [broker_entry(dynamic, n, True, include_synonyms) for n in names]
@@ -246,9 +256,9 @@ class DescribeConfigsHandler:
     def _logger(self, name: str) -> list[Any]:
         if not name:
             raise InvalidRequestError("Broker id must not be empty")
-        if broker_id_of(name, "Broker") != self.broker.broker_id:
+        if broker_id_of(name, "Broker") != self.broker_id:
             raise InvalidRequestError(f"Unexpected broker id, expected "
-                                      f"{self.broker.broker_id} but received {name}")
+                                      f"{self.broker_id} but received {name}")
         return [Entry(name=logger, value=level, read_only=False,
                       config_source=DYNAMIC_BROKER_LOGGER_CONFIG, is_sensitive=False,
                       synonyms=[], config_type=0, documentation=None)
@@ -282,23 +292,29 @@ def _check_entries(configs: list[Any], incremental: bool) -> None:
 
 
 class _AlterBase:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, broker_id: int, metadata: MetadataCache, zk: AsyncZk,
+                 dynamic_config: DynamicBrokerConfig,
+                 tls_holders: Mapping[str, TlsContextHolder]) -> None:
+        self.broker_id = broker_id
+        self.metadata = metadata
+        self.zk = zk
+        self.dynamic_config = dynamic_config
+        self.tls_holders = tls_holders  # a new key store is checked against the listener's
 
     def _check_broker_name(self, name: str) -> bool:
         """True for a per-broker resource (our id), False for the cluster default ("")."""
         if not name:
             return False
-        if broker_id_of(name) != self.broker.broker_id:
+        if broker_id_of(name) != self.broker_id:
             raise InvalidRequestError(f"Unexpected broker id, expected "
-                                      f"{self.broker.broker_id}, but received {name}")
+                                      f"{self.broker_id}, but received {name}")
         return True
 
     RESPONSE: Any  # the response class (both share AlterConfigsResourceResponse's shape)
     WHAT: str  # for the log line
 
     async def __call__(self, ctx: RequestContext, request: Any) -> Any:
-        dynamic = await ensure_dynamic_config(self.broker)
+        dynamic = self.dynamic_config
         errors = _check_resource_list(request.resources)
         responses = []
         for i, resource in enumerate(request.resources):
@@ -327,13 +343,13 @@ class _AlterBase:
         """ZkAdminManager.alterTopicConfigs: the whole override set of the topic."""
         if not name:
             raise InvalidRequestError("Default topic resources are not allowed.")
-        if name not in self.broker.metadata.topics:
+        if name not in self.metadata.topics:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
         validate_topic_configs(props, dynamic.log_config(), resource_str(TOPIC, name))
         if not validate_only:
             log.info("Updating topic %s with new configuration : %s", name,
                      ",".join(f"{k} -> {v}" for k, v in props.items()))
-            await self.broker.zk.call("set_entity_config", "topics", name, props)
+            await self.zk.call("set_entity_config", "topics", name, props)
 
     async def _alter_broker(self, name: str, per_broker: bool, props: dict[str, str],
                             validate_only: bool, dynamic: DynamicBrokerConfig) -> None:
@@ -342,7 +358,7 @@ class _AlterBase:
         try:
             # the listeners' new TLS stores too (Kafka: SslFactory.validateReconfiguration),
             # so a bad key store is refused before it reaches ZooKeeper
-            dynamic.validate(props, per_broker, getattr(self.broker, "tls_holders", None))
+            dynamic.validate(props, per_broker, self.tls_holders)
         except DynamicConfigError as exc:
             raise InvalidRequestError(str(exc)) from None
         try:
@@ -353,17 +369,17 @@ class _AlterBase:
                 from None
         if validate_only:
             return
-        entity = str(self.broker.broker_id) if per_broker else DEFAULT_ENTITY
+        entity = str(self.broker_id) if per_broker else DEFAULT_ENTITY
         if per_broker:
             log.info("Updating broker %s with new configuration : %s", entity,
                      dynamic._loggable(props))
             await dynamic.reload_listener_files(props)
         else:
             log.info("Updating brokers with new configuration : %s", dynamic._loggable(props))
-        await self.broker.zk.call("set_entity_config", "brokers", entity, persistent)
+        await self.zk.call("set_entity_config", "brokers", entity, persistent)
         # apply here at once; the /config/changes notification does it again (no-op) and
         # tells the other brokers
-        await dynamic.on_change("brokers", entity, self.broker.zk)
+        await dynamic.on_change("brokers", entity, self.zk)
 
 
 # --------------------------------------------------------------------------- AlterConfigs
@@ -465,7 +481,7 @@ class IncrementalAlterConfigsHandler(_AlterBase):
         rtype, name = resource.resource_type, resource.resource_name
         ops = list(resource.configs)
         _check_entries(ops, incremental=True)
-        zk = self.broker.zk
+        zk = self.zk
         if rtype == TOPIC:
             if not ctx.authorize("ALTER_CONFIGS", "TOPIC", name):
                 raise TopicAuthorizationFailedError(f"Topic authorization failed for {name}")
@@ -478,7 +494,7 @@ class IncrementalAlterConfigsHandler(_AlterBase):
             if not ctx.authorize("ALTER_CONFIGS", "CLUSTER", CLUSTER_NAME):
                 raise ClusterAuthorizationFailedError("Cluster authorization failed.")
             per_broker = self._check_broker_name(name)
-            entity = str(self.broker.broker_id) if per_broker else DEFAULT_ENTITY
+            entity = str(self.broker_id) if per_broker else DEFAULT_ENTITY
             stored = await zk.call("get_entity_config", "brokers", entity)
             current = dynamic.from_persistent(stored, per_broker)
             props = apply_incremental(ops, current, _broker_list_type, _broker_list_default)
@@ -492,8 +508,8 @@ class IncrementalAlterConfigsHandler(_AlterBase):
 
     def _loggers(self, name: str, ops: list[Any], validate_only: bool) -> None:
         """RuntimeLoggerManager.applyChangesForResource (KIP-412)."""
-        if broker_id_of(name) != self.broker.broker_id:
-            raise InvalidRequestError(f"Unexpected node id. Expected {self.broker.broker_id}, "
+        if broker_id_of(name) != self.broker_id:
+            raise InvalidRequestError(f"Unexpected node id. Expected {self.broker_id}, "
                                       f"but received {name}")
         known = logging_setup.logger_levels()
         for op in ops:

@@ -30,33 +30,42 @@ from moldau.replication.controller_channel import (
 )
 
 from .cluster_info import CLUSTER_NAME
+from .services import active_controller
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from collections.abc import Callable
+
+    from moldau.cluster.controller import Controller
+
+    from ..metadata_cache import MetadataCache
     from ..requests import RequestContext
+    from .services import BrokerState, PartitionStates
 
 state_change_log = logging.getLogger("state.change.logger")
 
 
 class _ControlRequest:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, state: BrokerState, metadata: MetadataCache,
+                 partition_states: PartitionStates) -> None:
+        self.state = state
+        self.metadata = metadata
+        self.partition_states = partition_states
 
     def check(self, ctx: RequestContext, request: Any) -> None:
         """Raise the error the whole request gets, if any."""
         if not ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
             raise ClusterAuthorizationFailedError("CLUSTER_ACTION is not allowed")
-        broker = self.broker
-        if request.controller_epoch < broker.controller_epoch_seen:
+        state = self.state
+        if request.controller_epoch < state.controller_epoch_seen:
             state_change_log.warning(
                 "Ignoring a request from controller %d with epoch %d: the latest known "
                 "controller epoch is %d", request.controller_id, request.controller_epoch,
-                broker.controller_epoch_seen)
+                state.controller_epoch_seen)
             raise StaleControllerEpochError(f"controller epoch {request.controller_epoch}")
         epoch = getattr(request, "broker_epoch", -1)
-        if epoch != -1 and epoch < broker.broker_epoch:
-            raise StaleBrokerEpochError(f"broker epoch {epoch} < {broker.broker_epoch}")
-        broker.controller_epoch_seen = request.controller_epoch
+        if epoch != -1 and epoch < state.broker_epoch:
+            raise StaleBrokerEpochError(f"broker epoch {epoch} < {state.broker_epoch}")
+        state.controller_epoch_seen = request.controller_epoch
 
 
 class LeaderAndIsrHandler(_ControlRequest):
@@ -65,13 +74,13 @@ class LeaderAndIsrHandler(_ControlRequest):
     async def __call__(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
         decisions = decisions_from_leader_and_isr(request, version,
-                                                  self.broker.metadata.topic_id)
+                                                  self.metadata.topic_id)
         try:
             self.check(ctx, request)
         except KafkaError as exc:
             return self._response(version, decisions, exc.code, {})
-        await self.broker.load_topic_overrides({d.topic for d in decisions})
-        errors = await self.broker.apply_leader_and_isr(decisions)
+        await self.partition_states.load_topic_overrides({d.topic for d in decisions})
+        errors = await self.partition_states.apply_leader_and_isr(decisions)
         return self._response(version, decisions, 0, errors)
 
     @staticmethod
@@ -100,9 +109,9 @@ class UpdateMetadataHandler(_ControlRequest):
         except KafkaError as exc:
             return UpdateMetadataResponse(error_code=exc.code)
         live, decisions, deleted = read_update_metadata(request, ctx.api_version,
-                                                        self.broker.metadata.topic_id)
-        self.broker.metadata.controller_id = request.controller_id
-        self.broker.apply_update_metadata(live, decisions, deleted)
+                                                        self.metadata.topic_id)
+        self.metadata.controller_id = request.controller_id
+        self.partition_states.apply_update_metadata(live, decisions, deleted)
         return UpdateMetadataResponse(error_code=0)
 
 
@@ -119,7 +128,7 @@ class StopReplicaHandler(_ControlRequest):
         else:
             for delete, partitions in groups.items():
                 if partitions:
-                    await self.broker.apply_stop_replica(partitions, delete)
+                    await self.partition_states.apply_stop_replica(partitions, delete)
         R = StopReplicaResponse
         return R(error_code=code, partition_errors=[
             R.StopReplicaPartitionError(topic_name=t, partition_index=i, error_code=code)
@@ -131,15 +140,15 @@ class ControlledShutdownHandler:
 
     MIN_VERSION, MAX_VERSION = 0, 3
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, controller: Callable[[], Controller | None]) -> None:
+        self.controller = controller
 
     async def __call__(self, ctx: RequestContext, request: Any) -> Any:
         R = ControlledShutdownResponse
         if not ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
             return R(error_code=ClusterAuthorizationFailedError.code, remaining_partitions=[])
-        controller = self.broker.controller
-        if controller is None or not controller.active:
+        controller = active_controller(self.controller)
+        if controller is None:
             return R(error_code=NotControllerError.code, remaining_partitions=[])
         epoch = request.broker_epoch if ctx.api_version >= 2 else -1
         try:

@@ -10,9 +10,13 @@ from moldau.errors import ClusterAuthorizationFailedError, NotControllerError
 from moldau.protocol.messages.elect_leaders_response import ElectLeadersResponse
 
 from .cluster_info import CLUSTER_NAME
+from .services import active_controller
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from collections.abc import Callable
+
+    from moldau.cluster.controller import Controller
+
     from ..requests import RequestContext
 
 PREFERRED, UNCLEAN = 0, 1
@@ -23,8 +27,8 @@ Partition_ = ElectLeadersResponse.PartitionResult
 class ElectLeadersHandler:
     MIN_VERSION, MAX_VERSION = 0, 2
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, controller: Callable[[], Controller | None]) -> None:
+        self.controller = controller
 
     async def __call__(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
@@ -32,8 +36,8 @@ class ElectLeadersHandler:
                   [(t.topic, p) for t in request.topic_partitions for p in t.partitions])
         if not ctx.authorize("ALTER", "CLUSTER", CLUSTER_NAME):
             return self._answer(version, wanted or [], {}, ClusterAuthorizationFailedError.code)
-        controller = self.broker.controller
-        if controller is None or not controller.active:
+        controller = active_controller(self.controller)
+        if controller is None:
             error = NotControllerError("this broker is not the controller")
             return self._answer(version, wanted or [], dict.fromkeys(wanted or [], error), 0)
         election = request.election_type if version >= 1 else PREFERRED

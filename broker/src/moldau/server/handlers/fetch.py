@@ -51,7 +51,14 @@ from ..responses import FileRecords
 from .cluster_info import CLUSTER_NAME
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from collections.abc import Mapping
+
+    from moldau.replication.throttle import ReplicationThrottle
+
+    from ..broker_metrics import BrokerTopicStats, DelayedOperations, NoTopicStats
+    from ..config import BrokerConfig
+    from ..metadata_cache import MetadataCache
+    from ..replica_manager import ReplicaManager
     from ..requests import RequestContext
 
 PartitionData = FetchResponse.PartitionData
@@ -126,10 +133,18 @@ def diverging_epoch(plog: PartitionLog, last_fetched_epoch: int,
 class FetchHandler:
     MIN_VERSION, MAX_VERSION = 4, 17
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, config: BrokerConfig, metadata: MetadataCache,
+                 replica_manager: ReplicaManager, topic_stats: BrokerTopicStats | NoTopicStats,
+                 purgatory: Mapping[str, DelayedOperations],
+                 leader_throttle: ReplicationThrottle) -> None:
+        self.config = config
+        self.metadata = metadata
+        self.replica_manager = replica_manager
+        self.topic_stats = topic_stats
+        self.fetch_purgatory = purgatory["Fetch"]
+        self.leader_throttle = leader_throttle
         self.sessions = FetchSessionCache(
-            broker.config["max.incremental.fetch.session.cache.slots"])
+            config["max.incremental.fetch.session.cache.slots"])
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
@@ -156,7 +171,7 @@ class FetchHandler:
             return self._answer(response, replica_id, session, version)
         # watch now: the long poll's task starts a loop pass later, and an append in
         # between (the next produce, answered first) would wait out max_wait_ms
-        watched = self.broker.replica_manager.watch(partitions)
+        watched = self.replica_manager.watch(partitions)
         return self._long_poll(request, wanted, partitions, version, replica_id, watched,
                                session)
 
@@ -199,8 +214,8 @@ class FetchHandler:
     def _accounted(self, response: Any, replica_id: int) -> Any:
         """Count the answer in BrokerTopicMetrics: bytes out (replication bytes for a
         follower), and a fetch request (failed or not) per partition of known topics."""
-        stats = self.broker.topic_stats
-        known = self.broker.metadata.topics
+        stats = self.topic_stats
+        known = self.metadata.topics
         for topic in response.responses:
             name = topic.topic
             if name not in known:
@@ -222,21 +237,21 @@ class FetchHandler:
 
     def _reassignment_fetch(self, topic: str, index: int, replica_id: int) -> bool:
         """A fetch by a replica that a reassignment adds (ReassignmentBytesOutPerSec)."""
-        partition = self.broker.replica_manager.partitions.get((topic, index))
+        partition = self.replica_manager.partitions.get((topic, index))
         return partition is not None and replica_id in partition.state.adding
 
     async def _long_poll(self, request: Any, wanted: list[Any], partitions: list[Partition],
                          version: int, replica_id: int,
                          watched: asyncio.Future[None] | None, session: SessionUse) -> Any:
         deadline = time.monotonic() + request.max_wait_ms / 1000
-        rm = self.broker.replica_manager
+        rm = self.replica_manager
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 if watched is not None:  # the task started after the deadline
                     rm.unwatch(partitions, watched)
                 break
-            with self.broker.purgatory["Fetch"].waiting(len(partitions)):
+            with self.fetch_purgatory.waiting(len(partitions)):
                 await rm.wait_for_change(partitions, remaining, watched)
             watched = None  # registered anew after each read, in the same loop pass
             response, total, partitions, answer_now = self._read(request, wanted, version,
@@ -249,7 +264,7 @@ class FetchHandler:
     def _resolve(self, ctx: RequestContext, topics: list[Any], version: int,
                  from_follower: bool) -> list[Any]:
         """[(topic name or None, topic id, topic entry, authorized)] in request order."""
-        metadata = self.broker.metadata
+        metadata = self.metadata
         resolved = []
         for topic in topics:
             if version >= 13:
@@ -270,14 +285,14 @@ class FetchHandler:
         waiting by a follower that died since must not keep it looking alive, nor put it
         back in the ISR. The last value returned says the answer cannot wait: an error or
         a diverging epoch."""
-        rm = self.broker.replica_manager
-        metadata = self.broker.metadata
+        rm = self.replica_manager
+        metadata = self.metadata
         # a follower reads to the log end; a consumer to the high watermark or the LSO
         isolation = request.isolation_level if replica_id < 0 else None
         # KIP-392: consumers that send client metadata (v11+) may read from followers, and
         # a leader with a replica selector may send them to a replica in their rack
         from_follower_ok = replica_id < 0 and version >= 11
-        selector = self.broker.config["replica.selector.class"] if from_follower_ok else None
+        selector = self.config["replica.selector.class"] if from_follower_ok else None
         client_rack = request.rack_id if from_follower_ok else ""
         now_ms = time.time() * 1000
         with_start = version >= 5
@@ -334,8 +349,7 @@ class FetchHandler:
                     limit = min(fp.partition_max_bytes, budget)
                     throttled = replica_id >= 0 and self._leader_throttled(partition, replica_id)
                     if throttled:  # what the leader throttle allows now (maybe nothing)
-                        assert self.broker.leader_throttle is not None
-                        limit = int(min(limit, self.broker.leader_throttle.quota.available()))
+                        limit = int(min(limit, self.leader_throttle.quota.available()))
                     if limit > 0 or (min_one and not throttled):
                         data = plog.read(fp.fetch_offset, max(limit, 0),
                                          max_offset=plog.fetch_upper_bound(isolation),
@@ -347,8 +361,7 @@ class FetchHandler:
                             budget -= found.size
                             min_one = False
                             if throttled:
-                                assert self.broker.leader_throttle is not None
-                                self.broker.leader_throttle.quota.record(found.size)
+                                self.leader_throttle.quota.record(found.size)
                 except KafkaError as exc:
                     answer_now = True
                     out.error_code = exc.code
@@ -360,7 +373,7 @@ class FetchHandler:
     def _leader_throttled(self, partition: Partition, replica_id: int) -> bool:
         """KIP-73 on the leader: a follower outside the ISR of a partition named in
         leader.replication.throttled.replicas."""
-        throttle = self.broker.leader_throttle
+        throttle = self.leader_throttle
         return (throttle is not None and replica_id not in partition.state.isr
                 and throttle.applies(partition.topic, partition.index))
 

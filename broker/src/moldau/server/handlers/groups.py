@@ -39,8 +39,11 @@ from moldau.protocol.messages.sync_group_response import SyncGroupResponse
 from .cluster_info import authorized_operations
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from moldau.coordinator.group.coordinator import GroupCoordinator
+
+    from ..metadata_cache import MetadataCache
     from ..requests import RequestContext
+    from ..topic_admin import TopicAdmin
 
 log = logging.getLogger("kafka.server.KafkaApis")
 
@@ -52,18 +55,20 @@ GROUP_OPERATIONS = {"READ": 3, "DELETE": 6, "DESCRIBE": 8}
 
 
 class _GroupHandler:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-
-    @property
-    def coordinator(self) -> Any:
-        return self.broker.group_coordinator
+    def __init__(self, coordinator: GroupCoordinator, metadata: MetadataCache) -> None:
+        self.coordinator = coordinator
+        self.metadata = metadata
 
 
 # --- FindCoordinator --------------------------------------------------------------------
 
 class FindCoordinatorHandler(_GroupHandler):
     MIN_VERSION, MAX_VERSION = 0, 5
+
+    def __init__(self, coordinator: GroupCoordinator, metadata: MetadataCache,
+                 topics: TopicAdmin) -> None:
+        super().__init__(coordinator, metadata)
+        self.topics = topics  # FindCoordinator creates the offsets topic on first use
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
@@ -93,7 +98,7 @@ class FindCoordinatorHandler(_GroupHandler):
             if not ctx.authorize("DESCRIBE", "GROUP", key):
                 raise GroupAuthorizationFailedError(f"not authorized to describe group {key}")
             node = self._coordinator_node(key)
-            endpoint = self.broker.metadata.endpoint(node, ctx.listener)
+            endpoint = self.metadata.endpoint(node, ctx.listener)
             if endpoint is None:
                 raise CoordinatorNotAvailableError(f"broker {node} has no {ctx.listener}")
             return node, endpoint[0], endpoint[1], 0, None
@@ -102,10 +107,10 @@ class FindCoordinatorHandler(_GroupHandler):
 
     def _coordinator_node(self, group_id: str) -> int:
         """The leader of the group's offsets partition; creates the topic on first use."""
-        metadata = self.broker.metadata
+        metadata = self.metadata
         info = metadata.topics.get(OFFSETS_TOPIC)
         if info is None:
-            self.broker.topics.create_offsets_topic()
+            self.topics.create_offsets_topic()
             raise CoordinatorNotAvailableError(f"{OFFSETS_TOPIC} is being created")
         partition = self.coordinator.partition_of(group_id)
         state = info.partitions.get(partition)
@@ -252,7 +257,7 @@ class OffsetCommitHandler(_GroupHandler):
                 tp = (topic.name, p.partition_index)
                 if topic_error:
                     errors[tp] = topic_error
-                elif self.broker.metadata.partition(topic.name, p.partition_index) is None:
+                elif self.metadata.partition(topic.name, p.partition_index) is None:
                     errors[tp] = UnknownTopicOrPartitionError.code
                 else:
                     timestamp = p.commit_timestamp if version == 1 else -1
@@ -368,7 +373,7 @@ class OffsetDeleteHandler(_GroupHandler):
             for tp in wanted:
                 if not ctx.authorize("READ", "TOPIC", tp[0]):
                     errors[tp] = TopicAuthorizationFailedError.code
-                elif self.broker.metadata.partition(*tp) is None:
+                elif self.metadata.partition(*tp) is None:
                     errors[tp] = UnknownTopicOrPartitionError.code
                 else:
                     allowed.append(tp)

@@ -12,7 +12,7 @@ from moldau.errors import InvalidRequestError
 from moldau.protocol.messages.init_producer_id_response import InitProducerIdResponse
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from ..producer_ids import ProducerIdManager
     from ..requests import RequestContext
 
 log = logging.getLogger("kafka.coordinator.transaction.TransactionCoordinator")
@@ -23,8 +23,8 @@ MAX_EPOCH = 32767
 class InitProducerIdHandler:
     MIN_VERSION, MAX_VERSION = 0, 5
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, producer_ids: ProducerIdManager) -> None:
+        self.producer_ids = producer_ids
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
         if request.transactional_id is not None:
@@ -40,5 +40,5 @@ class InitProducerIdHandler:
         return self._new_id()
 
     async def _new_id(self) -> Any:
-        producer_id = await self.broker.producer_ids.next_id()
+        producer_id = await self.producer_ids.next_id()
         return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)

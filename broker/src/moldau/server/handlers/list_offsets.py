@@ -13,7 +13,8 @@ from moldau.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTA
 from .fetch import check_leader_epoch
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from ..metadata_cache import MetadataCache
+    from ..replica_manager import ReplicaManager
     from ..requests import RequestContext
 
 Topic_ = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -24,12 +25,13 @@ CONSUMER_REPLICA_ID = -1
 class ListOffsetsHandler:
     MIN_VERSION, MAX_VERSION = 0, 8
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, metadata: MetadataCache, replica_manager: ReplicaManager) -> None:
+        self.metadata = metadata
+        self.replica_manager = replica_manager
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
-        rm = self.broker.replica_manager
-        metadata = self.broker.metadata
+        rm = self.replica_manager
+        metadata = self.metadata
         version = ctx.api_version
         isolation = request.isolation_level if version >= 2 else 0
         from_consumer = request.replica_id == CONSUMER_REPLICA_ID

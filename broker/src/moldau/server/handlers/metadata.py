@@ -25,8 +25,10 @@ from ..topic_names import validate_topic_name
 from .cluster_info import CLUSTER_NAME, CLUSTER_OPERATIONS, authorized_operations
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from ..config import BrokerConfig
+    from ..metadata_cache import MetadataCache
     from ..requests import RequestContext
+    from ..topic_admin import TopicAdmin
 
 log = logging.getLogger("kafka.server.KafkaApis")
 Broker_ = MetadataResponse.MetadataResponseBroker
@@ -42,11 +44,15 @@ TOPIC_OPERATIONS = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7,
 class MetadataHandler:
     MIN_VERSION, MAX_VERSION = 0, 12
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, broker_id: int, config: BrokerConfig, metadata: MetadataCache,
+                 topics: TopicAdmin) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.metadata = metadata
+        self.topics = topics  # auto-creation
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
-        metadata = self.broker.metadata
+        metadata = self.metadata
         version = ctx.api_version
         listener = ctx.listener
         brokers = []
@@ -84,7 +90,7 @@ class MetadataHandler:
 
     def _one(self, ctx: RequestContext, wanted: Any, version: int, listener: str,
              allow_create: bool) -> Any:
-        metadata = self.broker.metadata
+        metadata = self.metadata
         name = wanted.name
         if name is None:  # v10+: asked by id
             name = metadata.topic_names.get(wanted.topic_id)
@@ -103,13 +109,13 @@ class MetadataHandler:
                 # acts on (it drops the topic's partitions and fails the queued
                 # records); this error is retriable in every client.
                 raise LeaderNotAvailableError(
-                    f"broker {self.broker.broker_id} has no metadata from the controller yet")
+                    f"broker {self.broker_id} has no metadata from the controller yet")
             validate_topic_name(name)
-            if allow_create and self.broker.config["auto.create.topics.enable"]:
+            if allow_create and self.config["auto.create.topics.enable"]:
                 if not ctx.authorize("CREATE", "CLUSTER", "kafka-cluster") and not \
                         ctx.authorize("CREATE", "TOPIC", name):
                     raise TopicAuthorizationFailedError(name)
-                self.broker.topics.auto_create(name)
+                self.topics.auto_create(name)
                 raise LeaderNotAvailableError(f"topic {name} is being created")
             raise UnknownTopicOrPartitionError(f"unknown topic {name}")
         except KafkaError as exc:
@@ -118,7 +124,7 @@ class MetadataHandler:
                           is_internal=version >= 1 and name in INTERNAL_TOPICS)
 
     def _describe(self, info: TopicInfo, version: int, listener: str) -> Any:
-        metadata = self.broker.metadata
+        metadata = self.metadata
         alive = metadata.brokers
         partitions = []
         for index in sorted(info.partitions):

@@ -33,9 +33,14 @@ from ..metadata_cache import INTERNAL_TOPICS
 from ..replica_manager import Partition
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from moldau.storage.log_manager import LogManager
     from moldau.storage.validation import AppendInfo
 
-    from ..broker import Broker
+    from ..broker_metrics import BrokerTopicStats, DelayedOperations, NoTopicStats
+    from ..metadata_cache import MetadataCache
+    from ..replica_manager import ReplicaManager
     from ..requests import RequestContext
 
 log = logging.getLogger("kafka.server.KafkaApis")
@@ -44,26 +49,16 @@ PartitionResponse = ProduceResponse.PartitionProduceResponse
 TopicResponse = ProduceResponse.TopicProduceResponse
 
 
-def after_append(broker: Broker, topic: str, partition: Partition, info: AppendInfo,
-                 nbytes: int) -> None:
-    """What follows a leader's append of a produced batch: the topic's metrics, the high
-    watermark, and the requests waiting on the partition."""
-    broker.topic_stats.produced(topic, info.record_count, nbytes)
-    partition.maybe_increment_high_watermark()
-    partition.wake()
-
-
 class ProduceHandler:
     MIN_VERSION, MAX_VERSION = 0, 11
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, appends: ProduceAppends) -> None:
+        self.appends = appends
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
         acks = request.acks
         version = ctx.api_version
-        replica_manager = self.broker.replica_manager
-        metadata = self.broker.metadata
+        appends = self.appends
         responses = []
         waiting: list[tuple[Partition, int]] = []  # acks=all: (partition, offset needed)
         failed = False
@@ -86,9 +81,7 @@ class ProduceHandler:
                     if name in INTERNAL_TOPICS:
                         # only the coordinators write there (Kafka's internal topic guard)
                         raise InvalidTopicError(f"Cannot append to internal topic {name}")
-                    # Kafka answers NOT_LEADER_OR_FOLLOWER only for a partition the
-                    # metadata knows; a partition beyond the topic's count is unknown
-                    partition = replica_manager.leading(name, data.index, metadata)
+                    partition = appends.leading(name, data.index)
                     plog = partition.log
                     if acks == -1:
                         min_isr = plog.config.min_insync_replicas
@@ -100,7 +93,7 @@ class ProduceHandler:
                     if records is None:
                         raise InvalidRecordError("the produce request has null records")
                     info = plog.append_as_leader(records, partition.state.leader_epoch)
-                    after_append(self.broker, name, partition, info, len(records))
+                    appends.after_append(name, partition, info, len(records))
                     response.base_offset = info.first_offset
                     if version >= 2:
                         response.log_append_time_ms = info.log_append_time
@@ -112,8 +105,8 @@ class ProduceHandler:
                     continue
                 except (KafkaError, ProtocolError) as exc:
                     failed = True
-                    fail_partition(self.broker, response, exc, name, version, partition,
-                                   len(data.records or b""))
+                    appends.fail_partition(response, exc, name, version, partition,
+                                           len(data.records or b""))
                 partition_responses.append(response)
             responses.append(TopicResponse(name=name, partition_responses=partition_responses))
         if acks == 0:
@@ -128,7 +121,7 @@ class ProduceHandler:
 
     async def _await_replication(self, response: Any, waiting: list[tuple[Partition, int]],
                                  timeout_ms: int) -> Any:
-        errors = await await_replication(self.broker, waiting, timeout_ms)
+        errors = await self.appends.await_replication(waiting, timeout_ms)
         if errors:
             for topic in response.responses:
                 for pr in topic.partition_responses:
@@ -136,67 +129,93 @@ class ProduceHandler:
         return response
 
 
-def fail_partition(broker: Broker, response: Any, exc: KafkaError | ProtocolError,
-                   topic: str, version: int, partition: Partition | None,
-                   nbytes: int) -> None:
-    """A partition's append failed: its response carries the error, the topic's metrics
-    count it, and a storage error takes the log dir offline (the controller then moves
-    leadership away). partition is None when the topic or partition is unknown."""
-    malformed = isinstance(exc, ProtocolError)
-    if malformed:
-        exc = InvalidRecordError(str(exc))
-    response.error_code = exc.code
-    response.base_offset = -1  # Kafka's INVALID_OFFSET: nothing was appended
-    if version >= 8:
-        response.error_message = str(exc) or None
-    if isinstance(exc, InvalidRecordError) and version >= 8:
-        response.record_errors = [
-            ProduceResponse.BatchIndexAndErrorMessage(
-                batch_index=0, batch_index_error_message=str(exc))]
-    elif isinstance(exc, KafkaStorageError):
-        log.error("Error appending to %s-%d: %s", topic, response.index, exc)
-    log.debug("Produce to %s-%d failed: %s", topic, response.index, exc)
-    if partition is None:
-        return
-    stats = broker.topic_stats  # a known topic: it has metrics
-    if not malformed:
-        stats.mark("FailedProduceRequestsPerSec", topic)
-    if isinstance(exc, RecordTooLargeError | RecordBatchTooLargeError):
-        stats.mark("BytesRejectedPerSec", topic, nbytes)
-    if isinstance(exc, KafkaStorageError):
-        broker.log_manager.handle_storage_error(partition.log, exc)
-    stats.mark("TotalProduceRequestsPerSec", topic)  # (a successful append counts it too)
 
+class ProduceAppends:
+    """What both Produce paths (this handler and produce_fast.py) do around a leader's
+    append: find the partition this broker leads, account for the append or its
+    failure, and wait for the ISR (acks=all)."""
 
-async def await_replication(broker: Broker, waiting: list[tuple[Partition, int]],
-                            timeout_ms: int) -> dict[tuple[str, int], int]:
-    """acks=all: wait until each partition's high watermark reaches its offset, or
-    timeout_ms; the error code of each (topic, partition) that did not make it."""
-    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
-    rm = broker.replica_manager
-    epochs = {id(p): p.leader_epoch for p, _ in waiting}
+    def __init__(self, metadata: MetadataCache, replica_manager: ReplicaManager,
+                 log_manager: LogManager, topic_stats: BrokerTopicStats | NoTopicStats,
+                 purgatory: Mapping[str, DelayedOperations]) -> None:
+        self.metadata = metadata
+        self.replica_manager = replica_manager
+        self.log_manager = log_manager
+        self.topic_stats = topic_stats
+        self.produce_purgatory = purgatory["Produce"]
 
-    def moved(p: Partition) -> bool:
-        """Leadership moved since the append (Kafka's DelayedProduce answers
-        NOT_LEADER_OR_FOLLOWER at once): this broker's high watermark no longer says
-        whether the records are committed, and the new leader may truncate them."""
-        return (not p.is_leader or p.leader_epoch != epochs[id(p)]
-                or rm.get_partition(p.topic, p.index) is not p)
+    def leading(self, topic: str, index: int) -> Partition:
+        """The partition, if this broker leads it (Kafka answers NOT_LEADER_OR_FOLLOWER
+        only for a partition the metadata knows; one beyond the topic's count is unknown)."""
+        return self.replica_manager.leading(topic, index, self.metadata)
 
-    with broker.purgatory["Produce"].waiting(len(waiting)):
-        while True:
-            left = [(p, o) for p, o in waiting if p.log.high_watermark < o and not moved(p)]
-            remaining = deadline - time.monotonic()
-            if not left or remaining <= 0:
-                break
-            await rm.wait_for_change([p for p, _ in left], remaining)
-    errors: dict[tuple[str, int], int] = {}
-    for p, o in waiting:
-        if p.log.high_watermark < o:
-            unconfirmed = NotLeaderOrFollowerError if moved(p) else RequestTimedOutError
-            errors[(p.topic, p.index)] = unconfirmed.code
-        elif len(p.state.isr) < p.log.config.min_insync_replicas:
-            # replicated, but the ISR shrank below the minimum meanwhile (Kafka's
-            # checkEnoughReplicasReachOffset)
-            errors[(p.topic, p.index)] = NotEnoughReplicasAfterAppendError.code
-    return errors
+    def after_append(self, topic: str, partition: Partition, info: AppendInfo,
+                     nbytes: int) -> None:
+        """What follows a leader's append of a produced batch: the topic's metrics, the
+        high watermark, and the requests waiting on the partition."""
+        self.topic_stats.produced(topic, info.record_count, nbytes)
+        partition.maybe_increment_high_watermark()
+        partition.wake()
+
+    def fail_partition(self, response: Any, exc: KafkaError | ProtocolError, topic: str,
+                       version: int, partition: Partition | None, nbytes: int) -> None:
+        """A partition's append failed: its response carries the error, the topic's metrics
+        count it, and a storage error takes the log dir offline (the controller then moves
+        leadership away). partition is None when the topic or partition is unknown."""
+        malformed = isinstance(exc, ProtocolError)
+        if malformed:
+            exc = InvalidRecordError(str(exc))
+        response.error_code = exc.code
+        response.base_offset = -1  # Kafka's INVALID_OFFSET: nothing was appended
+        if version >= 8:
+            response.error_message = str(exc) or None
+        if isinstance(exc, InvalidRecordError) and version >= 8:
+            response.record_errors = [
+                ProduceResponse.BatchIndexAndErrorMessage(
+                    batch_index=0, batch_index_error_message=str(exc))]
+        elif isinstance(exc, KafkaStorageError):
+            log.error("Error appending to %s-%d: %s", topic, response.index, exc)
+        log.debug("Produce to %s-%d failed: %s", topic, response.index, exc)
+        if partition is None:
+            return
+        stats = self.topic_stats  # a known topic: it has metrics
+        if not malformed:
+            stats.mark("FailedProduceRequestsPerSec", topic)
+        if isinstance(exc, RecordTooLargeError | RecordBatchTooLargeError):
+            stats.mark("BytesRejectedPerSec", topic, nbytes)
+        if isinstance(exc, KafkaStorageError):
+            self.log_manager.handle_storage_error(partition.log, exc)
+        stats.mark("TotalProduceRequestsPerSec", topic)  # (a successful append counts it too)
+
+    async def await_replication(self, waiting: list[tuple[Partition, int]],
+                                timeout_ms: int) -> dict[tuple[str, int], int]:
+        """acks=all: wait until each partition's high watermark reaches its offset, or
+        timeout_ms; the error code of each (topic, partition) that did not make it."""
+        deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+        rm = self.replica_manager
+        epochs = {id(p): p.leader_epoch for p, _ in waiting}
+
+        def moved(p: Partition) -> bool:
+            """Leadership moved since the append (Kafka's DelayedProduce answers
+            NOT_LEADER_OR_FOLLOWER at once): this broker's high watermark no longer says
+            whether the records are committed, and the new leader may truncate them."""
+            return (not p.is_leader or p.leader_epoch != epochs[id(p)]
+                    or rm.get_partition(p.topic, p.index) is not p)
+
+        with self.produce_purgatory.waiting(len(waiting)):
+            while True:
+                left = [(p, o) for p, o in waiting if p.log.high_watermark < o and not moved(p)]
+                remaining = deadline - time.monotonic()
+                if not left or remaining <= 0:
+                    break
+                await rm.wait_for_change([p for p, _ in left], remaining)
+        errors: dict[tuple[str, int], int] = {}
+        for p, o in waiting:
+            if p.log.high_watermark < o:
+                unconfirmed = NotLeaderOrFollowerError if moved(p) else RequestTimedOutError
+                errors[(p.topic, p.index)] = unconfirmed.code
+            elif len(p.state.isr) < p.log.config.min_insync_replicas:
+                # replicated, but the ISR shrank below the minimum meanwhile (Kafka's
+                # checkEnoughReplicasReachOffset)
+                errors[(p.topic, p.index)] = NotEnoughReplicasAfterAppendError.code
+        return errors

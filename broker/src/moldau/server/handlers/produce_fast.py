@@ -39,16 +39,14 @@ from ..metadata_cache import INTERNAL_TOPICS
 from ..responses import Parts, encode_response_parts
 from .produce import (
     PartitionResponse,
+    ProduceAppends,
     TopicResponse,
-    after_append,
-    await_replication,
-    fail_partition,
 )
 
 if TYPE_CHECKING:
+    from moldau.metrics.registry import MetricsRegistry
     from moldau.storage.validation import AppendInfo
 
-    from ..broker import Broker
     from ..network import Connection
     from ..replica_manager import Partition
     from ..requests import RequestDispatcher
@@ -142,10 +140,11 @@ def encode_success(correlation_id: int, topic: str, partition: int, base_offset:
 class FastProduce:
     """The dispatcher's first try for a request with API key 0 (see the module doc)."""
 
-    def __init__(self, broker: Broker, dispatcher: RequestDispatcher) -> None:
-        self.broker = broker
+    def __init__(self, appends: ProduceAppends, dispatcher: RequestDispatcher,
+                 metrics: MetricsRegistry) -> None:
+        self.appends = appends
         self.dispatcher = dispatcher
-        self.handled = broker.metrics.meter("moldau", "ProduceFastPath", "RequestsPerSec")
+        self.handled = metrics.meter("moldau", "ProduceFastPath", "RequestsPerSec")
 
     def __call__(self, conn: Connection, frame: bytearray,
                  received_ns: int) -> Parts | Awaitable[Parts] | None:
@@ -159,9 +158,9 @@ class FastProduce:
                 or not dispatcher.authorizer.authorize(session, "WRITE", "TOPIC", topic)):
             return None
         started = time.monotonic_ns()
-        broker = self.broker
+        appends = self.appends
         try:
-            partition = broker.replica_manager.leading(topic, index, broker.metadata)
+            partition = appends.leading(topic, index)
             plog = partition.log
             if acks == -1 and len(partition.state.isr) < plog.config.min_insync_replicas:
                 return None  # the general path answers NOT_ENOUGH_REPLICAS
@@ -177,7 +176,7 @@ class FastProduce:
             # have patched the batch's offsets in the frame, which the general path
             # would then refuse as a produced batch with a base offset.
             return self._failed(conn, request, partition, exc, received_ns, started)
-        after_append(broker, topic, partition, info, len(records))
+        appends.after_append(topic, partition, info, len(records))
         log_start_offset = plog.log_start_offset
         if acks == -1 and plog.high_watermark <= info.last_offset:
             return self._after_replication(conn, request, partition, info, log_start_offset,
@@ -191,8 +190,8 @@ class FastProduce:
                 exc: KafkaError | ProtocolError, received_ns: int, started: int) -> Parts:
         """The error answer to an append that failed, as the general path gives it."""
         response = PartitionResponse(index=request.partition)
-        fail_partition(self.broker, response, exc, request.topic, request.version, partition,
-                       len(request.records))
+        self.appends.fail_partition(response, exc, request.topic, request.version, partition,
+                                    len(request.records))
         return self._answer(conn, request, response, received_ns, started)
 
     def _answer(self, conn: Connection, request: SingleProduce, response: PartitionResponse,
@@ -225,8 +224,8 @@ class FastProduce:
                                  log_start_offset: int, received_ns: int, started: int,
                                  returned: int) -> Parts:
         """acks=all once the ISR has the records (or the wait ends in an error)."""
-        errors = await await_replication(self.broker, [(partition, info.last_offset + 1)],
-                                         request.timeout_ms)
+        errors = await self.appends.await_replication([(partition, info.last_offset + 1)],
+                                                      request.timeout_ms)
         code = errors.get((request.topic, request.partition), 0)
         if code:
             return self._answer(conn, request, PartitionResponse(

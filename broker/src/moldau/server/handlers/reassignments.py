@@ -16,40 +16,44 @@ from moldau.protocol.messages.list_partition_reassignments_response import (
 )
 
 from .cluster_info import CLUSTER_NAME
+from .services import active_controller
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from collections.abc import Callable
+
+    from moldau.cluster.controller import Controller
+
     from ..requests import RequestContext
 
 Alter_ = AlterPartitionReassignmentsResponse
 List_ = ListPartitionReassignmentsResponse
 
 
-def _refusal(ctx: RequestContext, broker: Broker, operation: str) -> KafkaError | None:
-    """Why this broker cannot serve the request, if it cannot."""
-    if not ctx.authorize(operation, "CLUSTER", CLUSTER_NAME):
-        return ClusterAuthorizationFailedError("Cluster authorization failed.")
-    controller = broker.controller
-    if controller is None or not controller.active:
-        return NotControllerError("This is not the correct controller for this cluster.")
-    return None
+class _ReassignmentHandler:
+    def __init__(self, controller: Callable[[], Controller | None]) -> None:
+        self.controller = controller
+
+    def serving(self, ctx: RequestContext, operation: str) -> Controller | KafkaError:
+        """The active controller, or why this broker cannot serve the request."""
+        if not ctx.authorize(operation, "CLUSTER", CLUSTER_NAME):
+            return ClusterAuthorizationFailedError("Cluster authorization failed.")
+        controller = active_controller(self.controller)
+        if controller is None:
+            return NotControllerError("This is not the correct controller for this cluster.")
+        return controller
 
 
-class AlterPartitionReassignmentsHandler:
+class AlterPartitionReassignmentsHandler(_ReassignmentHandler):
     MIN_VERSION, MAX_VERSION = 0, 0
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-
     async def __call__(self, ctx: RequestContext, request: Any) -> Any:
-        refusal = _refusal(ctx, self.broker, "ALTER")
-        if refusal is not None:
-            return Alter_(error_code=refusal.code, error_message=str(refusal))
+        controller = self.serving(ctx, "ALTER")
+        if isinstance(controller, KafkaError):
+            return Alter_(error_code=controller.code, error_message=str(controller))
         wanted = {(t.name, p.partition_index): (None if p.replicas is None else list(p.replicas))
                   for t in request.topics for p in t.partitions}
-        assert self.broker.controller is not None
         try:
-            results = await self.broker.controller.alter_reassignments(wanted)
+            results = await controller.alter_reassignments(wanted)
         except NotControllerError as exc:  # the controller moved while we asked
             return Alter_(error_code=exc.code, error_message=str(exc))
         by_topic: dict[str, list[Any]] = {}
@@ -61,21 +65,17 @@ class AlterPartitionReassignmentsHandler:
             Alter_.ReassignableTopicResponse(name=t, partitions=ps) for t, ps in by_topic.items()])
 
 
-class ListPartitionReassignmentsHandler:
+class ListPartitionReassignmentsHandler(_ReassignmentHandler):
     MIN_VERSION, MAX_VERSION = 0, 0
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
-        refusal = _refusal(ctx, self.broker, "DESCRIBE")
-        if refusal is not None:
-            return List_(error_code=refusal.code, error_message=str(refusal))
+        controller = self.serving(ctx, "DESCRIBE")
+        if isinstance(controller, KafkaError):
+            return List_(error_code=controller.code, error_message=str(controller))
         wanted = (None if request.topics is None else
                   [(t.name, i) for t in request.topics for i in t.partition_indexes])
-        assert self.broker.controller is not None
         by_topic: dict[str, list[Any]] = {}
-        for (topic, index), move in sorted(self.broker.controller.reassigner.ongoing(wanted)
+        for (topic, index), move in sorted(controller.reassigner.ongoing(wanted)
                                            .items()):
             by_topic.setdefault(topic, []).append(List_.OngoingPartitionReassignment(
                 partition_index=index, replicas=move.replicas, adding_replicas=move.adding,

@@ -25,7 +25,10 @@ from ..replica_manager import Partition
 from .fetch import check_leader_epoch
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from moldau.storage.log_manager import LogManager
+
+    from ..metadata_cache import MetadataCache
+    from ..replica_manager import ReplicaManager
     from ..requests import RequestContext
 
 log = logging.getLogger("kafka.server.ReplicaManager")
@@ -40,11 +43,10 @@ EpochTopic_ = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 EpochEnd_ = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
-def _local_partition(broker: Broker, topic: str, index: int, known: bool,
+def _local_partition(rm: ReplicaManager, topic: str, index: int, known: bool,
                      current_leader_epoch: int = -1) -> Partition:
     """Partition.getLocalLog(fetchOnlyFromLeader=true): the epoch check first, then
     leadership and the log dir."""
-    rm = broker.replica_manager
     partition = rm.get_partition(topic, index)
     if partition is None:
         if known:
@@ -57,11 +59,14 @@ def _local_partition(broker: Broker, topic: str, index: int, known: bool,
 class DeleteRecordsHandler:
     MIN_VERSION, MAX_VERSION = 0, 2
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, metadata: MetadataCache, replica_manager: ReplicaManager,
+                 log_manager: LogManager) -> None:
+        self.metadata = metadata
+        self.replica_manager = replica_manager
+        self.log_manager = log_manager
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
-        metadata = self.broker.metadata
+        metadata = self.metadata
         topics = []
         for topic in request.topics:
             name = topic.name
@@ -75,7 +80,7 @@ class DeleteRecordsHandler:
                         raise TopicAuthorizationFailedError(name)
                     if metadata.partition(name, wanted.partition_index) is None:
                         raise UnknownTopicOrPartitionError(f"{name}-{wanted.partition_index}")
-                    partition = _local_partition(self.broker, name, wanted.partition_index,
+                    partition = _local_partition(self.replica_manager, name, wanted.partition_index,
                                                  True)
                     out.low_watermark = self._delete(partition, wanted.offset)
                 except KafkaError as exc:
@@ -102,7 +107,7 @@ class DeleteRecordsHandler:
         try:
             start = plog.delete_records(target)
         except OSError as exc:
-            self.broker.log_manager.handle_storage_error(plog, exc)
+            self.log_manager.handle_storage_error(plog, exc)
             raise KafkaStorageError(str(exc)) from exc
         log.info("Incremented log start offset of %s to %d due to client delete records "
                  "request", partition.name, start)
@@ -112,12 +117,13 @@ class DeleteRecordsHandler:
 class OffsetForLeaderEpochHandler:
     MIN_VERSION, MAX_VERSION = 0, 4
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, metadata: MetadataCache, replica_manager: ReplicaManager) -> None:
+        self.metadata = metadata
+        self.replica_manager = replica_manager
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
-        metadata = self.broker.metadata
+        metadata = self.metadata
         cluster_action = ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME)
         topics = []
         for topic in request.topics:
@@ -130,7 +136,7 @@ class OffsetForLeaderEpochHandler:
                     if not authorized:
                         raise TopicAuthorizationFailedError(name)
                     current = wanted.current_leader_epoch if version >= 2 else -1
-                    partition = _local_partition(self.broker, name, wanted.partition,
+                    partition = _local_partition(self.replica_manager, name, wanted.partition,
                                                  metadata.partition(name, wanted.partition)
                                                  is not None, current)
                     plog = partition.log

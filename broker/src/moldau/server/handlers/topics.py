@@ -39,15 +39,22 @@ from moldau.protocol.messages.create_partitions_response import CreatePartitions
 from moldau.protocol.messages.create_topics_response import CreateTopicsResponse
 from moldau.protocol.messages.delete_topics_response import DeleteTopicsResponse
 
-from ..dynamic_config import ensure_dynamic_config
 from ..metadata_cache import MetadataCache
 from ..topic_admin import assign_replicas
 from ..topic_names import validate_topic_name
 from .configs import TOPIC_CONFIG_NAMES, topic_entry, validate_topic_configs
+from .services import active_controller
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from collections.abc import Callable
+
+    from moldau.cluster.controller import Controller
+    from moldau.cluster.zk_async import AsyncZk
+
+    from ..config import BrokerConfig
+    from ..dynamic_config import DynamicBrokerConfig
     from ..requests import RequestContext
+    from ..topic_admin import TopicAdmin
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
 
@@ -60,11 +67,6 @@ TopicResult = CreateTopicsResponse.CreatableTopicResult
 TopicConfigs_ = CreateTopicsResponse.CreatableTopicConfigs
 DeleteResult = DeleteTopicsResponse.DeletableTopicResult
 PartitionsResult = CreatePartitionsResponse.CreatePartitionsTopicResult
-
-
-def controller_active(broker: Broker) -> bool:
-    controller = broker.controller
-    return controller is not None and controller.active
 
 
 def _partitions_ready(metadata: MetadataCache, topic: str, partitions: set[int]) -> bool:
@@ -103,22 +105,37 @@ async def wait_for_deletion(metadata: MetadataCache, names: set[str],
 # --------------------------------------------------------------------------- CreateTopics
 
 
-class CreateTopicsHandler:
+class _ControllerTopicHandler:
+    """Served by the active controller: it writes znodes, then waits for the metadata."""
+
+    def __init__(self, metadata: MetadataCache, zk: AsyncZk,
+                 controller: Callable[[], Controller | None]) -> None:
+        self.metadata = metadata
+        self.zk = zk
+        self.controller = controller
+
+
+class CreateTopicsHandler(_ControllerTopicHandler):
     MIN_VERSION, MAX_VERSION = 0, 7
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, config: BrokerConfig, metadata: MetadataCache, zk: AsyncZk,
+                 topics: TopicAdmin, dynamic_config: DynamicBrokerConfig,
+                 controller: Callable[[], Controller | None]) -> None:
+        super().__init__(metadata, zk, controller)
+        self.config = config
+        self.topics = topics
+        self.dynamic_config = dynamic_config
 
     async def __call__(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
         results = [TopicResult(name=t.name, error_message=None) for t in request.topics]
         response = CreateTopicsResponse(topics=results)
-        if not controller_active(self.broker):
+        if active_controller(self.controller) is None:
             for result in results:
                 result.error_code = NotControllerError.code
             return response
         validate_only = request.validate_only if version >= 1 else False
-        dynamic = await ensure_dynamic_config(self.broker)
+        dynamic = self.dynamic_config
         counts = Counter(t.name for t in request.topics)
         cluster_create = ctx.authorize("CREATE", "CLUSTER", CLUSTER_NAME)
         created: dict[str, set[int]] = {}
@@ -148,7 +165,7 @@ class CreateTopicsHandler:
                     result.num_partitions = len(assignment)
                     result.replication_factor = len(assignment[0])
                 if not validate_only:
-                    await self.broker.topics.create(name, assignment, configs)
+                    await self.topics.create(name, assignment, configs)
                     created[name] = set(assignment)
                 succeeded.append(result)
             except KafkaError as exc:
@@ -162,7 +179,7 @@ class CreateTopicsHandler:
                 self._fail(result, RequestTimedOutError.code, None)
                 await self._set_topic_id(result, version)
             return response
-        pending = await wait_for_partitions(self.broker.metadata, created, request.timeout_ms)
+        pending = await wait_for_partitions(self.metadata, created, request.timeout_ms)
         for result in succeeded:
             await self._set_topic_id(result, version)
             if result.name in pending:
@@ -183,18 +200,17 @@ class CreateTopicsHandler:
     async def _set_topic_id(self, result: Any, version: int) -> None:
         if version < 7:
             return
-        topic_id = self.broker.metadata.topic_id(result.name)
+        topic_id = self.metadata.topic_id(result.name)
         if topic_id is None:
-            assignment = await self.broker.zk.call("get_topic_assignment", result.name)
+            assignment = await self.zk.call("get_topic_assignment", result.name)
             topic_id = assignment.topic_id if assignment is not None else None
         result.topic_id = topic_id or ZERO_UUID
 
     async def _prepare(self, topic: Any) -> tuple[dict[int, list[int]], dict[str, str], Any]:
         """ZkAdminManager.createTopics' checks, in Kafka's order; returns the assignment,
         the overrides and the topic's LogConfig."""
-        broker = self.broker
         name = topic.name
-        if name in broker.metadata.topics:
+        if name in self.metadata.topics:
             raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
         nulls = [c.name for c in topic.configs if c.value is None]
         if nulls:
@@ -207,10 +223,10 @@ class CreateTopicsHandler:
                                       "the same time.")
         partitions = topic.num_partitions
         if partitions == NO_NUM_PARTITIONS:
-            partitions = broker.config["num.partitions"]
+            partitions = self.config["num.partitions"]
         factor = topic.replication_factor
         if factor == NO_REPLICATION_FACTOR:
-            factor = broker.config["default.replication.factor"]
+            factor = self.config["default.replication.factor"]
         explicit = None
         if topic.assignments:
             explicit = {}
@@ -223,24 +239,25 @@ class CreateTopicsHandler:
                 raise InvalidReplicaAssignmentError(
                     "All partitions should have the same number of replicas")
             validate_topic_name(name)
-        assignment = broker.topics.plan(name, partitions, factor, explicit)
-        broker.topics.validate_new_topic(name)
-        if await broker.zk.call("exists", zk_data.delete_topic_path(name)):
+        assignment = self.topics.plan(name, partitions, factor, explicit)
+        self.topics.validate_new_topic(name)
+        if await self.zk.call("exists", zk_data.delete_topic_path(name)):
             raise TopicAlreadyExistsError(f"Topic '{name}' is marked for deletion.")
         configs = {c.name: c.value for c in topic.configs}
-        log_config = validate_topic_configs(configs, (await ensure_dynamic_config(broker))
-                                            .log_config())
+        log_config = validate_topic_configs(configs, self.dynamic_config.log_config())
         return assignment, configs, log_config
 
 
 # --------------------------------------------------------------------------- DeleteTopics
 
 
-class DeleteTopicsHandler:
+class DeleteTopicsHandler(_ControllerTopicHandler):
     MIN_VERSION, MAX_VERSION = 0, 6
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, config: BrokerConfig, metadata: MetadataCache, zk: AsyncZk,
+                 controller: Callable[[], Controller | None]) -> None:
+        super().__init__(metadata, zk, controller)
+        self.config = config  # delete.topic.enable
 
     async def __call__(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.api_version
@@ -251,9 +268,9 @@ class DeleteTopicsHandler:
         results = [DeleteResult(name=n, topic_id=i, error_message=None) for n, i in wanted]
         response = DeleteTopicsResponse(responses=results)
         error: KafkaError | None = None
-        if not controller_active(self.broker):
+        if active_controller(self.controller) is None:
             error = NotControllerError()
-        elif not self.broker.config["delete.topic.enable"]:
+        elif not self.config["delete.topic.enable"]:
             error = (InvalidRequestError("Topic deletion is disabled.") if version < 3
                      else TopicDeletionDisabledError("Topic deletion is disabled."))
         elif any(n is not None and i != ZERO_UUID for n, i in wanted):
@@ -263,7 +280,7 @@ class DeleteTopicsHandler:
                 result.error_code = error.code
                 result.error_message = (str(error) or None) if version >= 5 else None
             return response
-        metadata = self.broker.metadata
+        metadata = self.metadata
         to_delete: dict[str, list[Any]] = {}
         for (name, topic_id), result in zip(wanted, results, strict=True):
             by_id = topic_id != ZERO_UUID
@@ -288,7 +305,7 @@ class DeleteTopicsHandler:
         marked: set[str] = set()
         for name, entries in to_delete.items():
             try:
-                await self.broker.zk.call("mark_topic_for_deletion", name)
+                await self.zk.call("mark_topic_for_deletion", name)
                 marked.add(name)
                 log.info("Marked topic %s for deletion", name)
             except KafkaError as exc:
@@ -310,16 +327,18 @@ class DeleteTopicsHandler:
 # --------------------------------------------------------------------------- CreatePartitions
 
 
-class CreatePartitionsHandler:
+class CreatePartitionsHandler(_ControllerTopicHandler):
     MIN_VERSION, MAX_VERSION = 0, 3
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, metadata: MetadataCache, zk: AsyncZk, topics: TopicAdmin,
+                 controller: Callable[[], Controller | None]) -> None:
+        super().__init__(metadata, zk, controller)
+        self.topics = topics
 
     async def __call__(self, ctx: RequestContext, request: Any) -> Any:
         results = [PartitionsResult(name=t.name, error_message=None) for t in request.topics]
         response = CreatePartitionsResponse(results=results)
-        if not controller_active(self.broker):
+        if active_controller(self.controller) is None:
             for result in results:
                 result.error_code = NotControllerError.code
             return response
@@ -333,7 +352,7 @@ class CreatePartitionsHandler:
                     raise InvalidRequestError("Duplicate topic in request.")
                 if not ctx.authorize("ALTER", "TOPIC", name):
                     raise TopicAuthorizationFailedError("The topic authorization is failed.")
-                if await self.broker.zk.call("exists", zk_data.delete_topic_path(name)):
+                if await self.zk.call("exists", zk_data.delete_topic_path(name)):
                     raise InvalidTopicError("The topic is queued for deletion.")
                 partitions = await self._add(topic, request.validate_only)
                 waiting[name] = partitions
@@ -348,7 +367,7 @@ class CreatePartitionsHandler:
         if request.timeout_ms <= 0:
             pending = set(waiting)
         else:
-            pending = await wait_for_partitions(self.broker.metadata, waiting,
+            pending = await wait_for_partitions(self.metadata, waiting,
                                                 request.timeout_ms)
         for result in succeeded:
             if result.name in pending:
@@ -359,7 +378,7 @@ class CreatePartitionsHandler:
         """ZkAdminManager.createPartitions + AdminZkClient.createNewPartitionsAssignment:
         returns every partition of the topic once the new assignment is written."""
         name = topic.name
-        zk = self.broker.zk
+        zk = self.zk
         current = await zk.call("get_topic_assignment", name)
         if current is None or not current.partitions:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
@@ -374,7 +393,7 @@ class CreatePartitionsHandler:
                                          f"higher than the requested {new}.")
         if increment == 0:
             raise InvalidPartitionsError(f"Topic already has {old} partitions.")
-        brokers = self.broker.metadata.alive_broker_ids()
+        brokers = self.metadata.alive_broker_ids()
         factor = len(existing[0]) if 0 in existing else len(next(iter(existing.values())))
         if topic.assignments is not None:
             proposed = [list(a.broker_ids) for a in topic.assignments]
@@ -403,7 +422,7 @@ class CreatePartitionsHandler:
         else:
             first_leader = existing[min(existing)][0]
             # Kafka's AdminZkClient: brokers sorted by id, with their racks
-            placed = self.broker.topics.partition_brokers()
+            placed = self.topics.partition_brokers()
             start = next((i for i, b in enumerate(placed) if b.id >= first_leader), -1)
             start = max(0, start)
             added = assign_replicas(placed, increment, factor, start_index=start,

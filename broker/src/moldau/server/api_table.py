@@ -1,0 +1,166 @@
+"""The API table: for every API key Moldau serves, its handler class (which declares its
+versions), what it authorizes, its quota class, and whether it may come before the
+connection has authenticated. Data, not code: the dispatcher, the authorizer and the
+quota manager read it, and a test (broker/tests/server/test_api_table.py) fails when an
+advertised key has no complete entry, so an API added later cannot forget one.
+
+The authorization rules are Kafka 3.9's (KafkaApis; ../shared/reference/security-and-
+transactions.md section 2.3): the resource and operation each handler checks through the
+request context, and the error a denial costs. Until ACLs land, the authorizer allows
+everything and the rules document what each handler asks it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from moldau.errors import (
+    ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+)
+from moldau.protocol.api import ApiKey
+
+from . import handlers as h
+
+TOPIC_DENIED = TopicAuthorizationFailedError.code  # 29
+GROUP_DENIED = GroupAuthorizationFailedError.code  # 30
+CLUSTER_DENIED = ClusterAuthorizationFailedError.code  # 31
+TRANSACTIONAL_ID_DENIED = TransactionalIdAuthorizationFailedError.code  # 53
+
+
+class Quota(enum.Enum):
+    """Which quota a request counts against (Kafka's ClientQuotaManager family)."""
+
+    NORMAL = "normal"  # request time (and produce/fetch bytes) of the client
+    EXEMPT = "exempt"  # inter-broker: recorded as exempt-request-time, never throttled
+    CONTROLLER_MUTATION = "controller mutation"  # partitions created or deleted
+
+
+class Scope(enum.Enum):
+    """What a denial covers."""
+
+    REQUEST = "the whole request"
+    EACH = "each resource or partition named; the rest proceeds"
+    FILTER = "resources the principal may not see are left out, without an error"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One authorization a handler makes: operation on a resource type."""
+
+    resource: str  # Kafka's ResourceType: TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, ...
+    operation: str  # Kafka's AclOperation: READ, WRITE, CREATE, CLUSTER_ACTION, ...
+    denied: int  # the error code a denial answers
+    scope: Scope
+    when: str = ""  # the condition, where the check does not always apply
+
+
+@dataclass(frozen=True)
+class ApiEntry:
+    handler: type
+    checks: tuple[Check, ...]
+    quota: Quota = Quota.NORMAL
+    before_authentication: bool = False  # only ApiVersions and the SASL handshake
+
+    @property
+    def versions(self) -> tuple[int, int]:
+        return self.handler.MIN_VERSION, self.handler.MAX_VERSION
+
+
+def _topic(operation: str, scope: Scope = Scope.EACH, when: str = "") -> Check:
+    return Check("TOPIC", operation, TOPIC_DENIED, scope, when)
+
+
+def _group(operation: str, scope: Scope = Scope.REQUEST, when: str = "") -> Check:
+    return Check("GROUP", operation, GROUP_DENIED, scope, when)
+
+
+def _cluster(operation: str, scope: Scope = Scope.REQUEST, when: str = "") -> Check:
+    return Check("CLUSTER", operation, CLUSTER_DENIED, scope, when)
+
+
+_CLUSTER_ACTION = (_cluster("CLUSTER_ACTION"),)
+_GROUP_MEMBER = (_group("READ"),)
+
+API_TABLE: dict[ApiKey, ApiEntry] = {
+    ApiKey.PRODUCE: ApiEntry(h.ProduceHandler, (
+        Check("TRANSACTIONAL_ID", "WRITE", TRANSACTIONAL_ID_DENIED, Scope.REQUEST,
+              "a transactional request"),
+        _topic("WRITE"))),
+    ApiKey.FETCH: ApiEntry(h.FetchHandler, (
+        _cluster("CLUSTER_ACTION", when="a follower's fetch (replica id >= 0)"),
+        _topic("READ", when="a consumer's fetch"))),
+    ApiKey.LIST_OFFSETS: ApiEntry(h.ListOffsetsHandler, (_topic("DESCRIBE"),)),
+    ApiKey.METADATA: ApiEntry(h.MetadataHandler, (
+        _topic("DESCRIBE", when="named topics"),
+        _topic("DESCRIBE", Scope.FILTER, "the all-topics request"),
+        _cluster("CREATE", Scope.EACH, "auto-creation, else CREATE on the topic"),
+        _cluster("DESCRIBE", Scope.FILTER, "the cluster's authorized operations, v8-10"))),
+    ApiKey.LEADER_AND_ISR: ApiEntry(h.LeaderAndIsrHandler, _CLUSTER_ACTION, Quota.EXEMPT),
+    ApiKey.STOP_REPLICA: ApiEntry(h.StopReplicaHandler, _CLUSTER_ACTION, Quota.EXEMPT),
+    ApiKey.UPDATE_METADATA: ApiEntry(h.UpdateMetadataHandler, _CLUSTER_ACTION, Quota.EXEMPT),
+    ApiKey.CONTROLLED_SHUTDOWN: ApiEntry(h.ControlledShutdownHandler, _CLUSTER_ACTION,
+                                         Quota.EXEMPT),
+    ApiKey.OFFSET_COMMIT: ApiEntry(h.OffsetCommitHandler, (_group("READ"), _topic("READ"))),
+    ApiKey.OFFSET_FETCH: ApiEntry(h.OffsetFetchHandler, (
+        _group("DESCRIBE"), _topic("DESCRIBE", when="named topics"),
+        _topic("DESCRIBE", Scope.FILTER, "all the group's offsets"))),
+    ApiKey.FIND_COORDINATOR: ApiEntry(h.FindCoordinatorHandler, (
+        _group("DESCRIBE", Scope.EACH, "key type 0"),
+        Check("TRANSACTIONAL_ID", "DESCRIBE", TRANSACTIONAL_ID_DENIED, Scope.EACH,
+              "key type 1"))),
+    ApiKey.JOIN_GROUP: ApiEntry(h.JoinGroupHandler, _GROUP_MEMBER),
+    ApiKey.HEARTBEAT: ApiEntry(h.HeartbeatHandler, _GROUP_MEMBER),
+    ApiKey.LEAVE_GROUP: ApiEntry(h.LeaveGroupHandler, _GROUP_MEMBER),
+    ApiKey.SYNC_GROUP: ApiEntry(h.SyncGroupHandler, _GROUP_MEMBER),
+    ApiKey.DESCRIBE_GROUPS: ApiEntry(h.DescribeGroupsHandler, (_group("DESCRIBE", Scope.EACH),)),
+    ApiKey.LIST_GROUPS: ApiEntry(h.ListGroupsHandler, (
+        _cluster("DESCRIBE", Scope.FILTER, "every group, else DESCRIBE on each group"),
+        _group("DESCRIBE", Scope.FILTER))),
+    ApiKey.API_VERSIONS: ApiEntry(h.ApiVersionsHandler, (), before_authentication=True),
+    ApiKey.CREATE_TOPICS: ApiEntry(h.CreateTopicsHandler, (
+        _cluster("CREATE", Scope.EACH, "else CREATE on the topic"),
+        _topic("CREATE"),
+        _topic("DESCRIBE_CONFIGS", when="the created topic's configs in the answer")),
+        Quota.CONTROLLER_MUTATION),
+    ApiKey.DELETE_TOPICS: ApiEntry(h.DeleteTopicsHandler, (
+        _topic("DELETE"), _topic("DESCRIBE", when="topics named by id")),
+        Quota.CONTROLLER_MUTATION),
+    ApiKey.DELETE_RECORDS: ApiEntry(h.DeleteRecordsHandler, (_topic("DELETE"),)),
+    ApiKey.INIT_PRODUCER_ID: ApiEntry(h.InitProducerIdHandler, (
+        Check("TRANSACTIONAL_ID", "WRITE", TRANSACTIONAL_ID_DENIED, Scope.REQUEST,
+              "a transactional producer"),
+        _cluster("IDEMPOTENT_WRITE", when="an idempotent producer, else WRITE on any topic"))),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: ApiEntry(h.OffsetForLeaderEpochHandler, (
+        _cluster("CLUSTER_ACTION", Scope.EACH, "a follower (replica id >= 0)"),
+        _topic("DESCRIBE", when="a consumer"))),
+    ApiKey.DESCRIBE_CONFIGS: ApiEntry(h.DescribeConfigsHandler, (
+        _cluster("DESCRIBE_CONFIGS", Scope.EACH, "BROKER and BROKER_LOGGER resources"),
+        _topic("DESCRIBE_CONFIGS", when="TOPIC resources"))),
+    ApiKey.ALTER_CONFIGS: ApiEntry(h.AlterConfigsHandler, (
+        _cluster("ALTER_CONFIGS", Scope.EACH, "BROKER and BROKER_LOGGER resources"),
+        _topic("ALTER_CONFIGS", when="TOPIC resources"))),
+    ApiKey.DESCRIBE_LOG_DIRS: ApiEntry(h.DescribeLogDirsHandler, (_cluster("DESCRIBE"),)),
+    ApiKey.CREATE_PARTITIONS: ApiEntry(h.CreatePartitionsHandler, (_topic("ALTER"),),
+                                       Quota.CONTROLLER_MUTATION),
+    ApiKey.DELETE_GROUPS: ApiEntry(h.DeleteGroupsHandler, (_group("DELETE", Scope.EACH),)),
+    ApiKey.ELECT_LEADERS: ApiEntry(h.ElectLeadersHandler, (_cluster("ALTER"),)),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: ApiEntry(h.IncrementalAlterConfigsHandler, (
+        _cluster("ALTER_CONFIGS", Scope.EACH, "BROKER and BROKER_LOGGER resources"),
+        _topic("ALTER_CONFIGS", when="TOPIC resources"))),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: ApiEntry(h.AlterPartitionReassignmentsHandler,
+                                                   (_cluster("ALTER"),)),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: ApiEntry(h.ListPartitionReassignmentsHandler,
+                                                  (_cluster("DESCRIBE"),)),
+    ApiKey.OFFSET_DELETE: ApiEntry(h.OffsetDeleteHandler, (_group("DELETE"), _topic("READ"))),
+    ApiKey.DESCRIBE_CLUSTER: ApiEntry(h.DescribeClusterHandler, (
+        _cluster("DESCRIBE", Scope.FILTER, "the cluster's authorized operations"),)),
+}
+
+# Allowed before a SASL connection has authenticated (Kafka's SaslServerAuthenticator):
+# ApiVersions, SaslHandshake and SaslAuthenticate. The SASL issue adds the two others.
+BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE,
+                                   ApiKey.SASL_AUTHENTICATE})

@@ -1,0 +1,94 @@
+"""What the request handlers are built from: the broker's services, never the broker.
+
+The broker (the composition root, server/broker.py) fills in `HandlerServices` once its
+services exist, and `build_handlers` (handlers/__init__.py) gives each handler only the
+ones it names in its constructor, as Kafka's KafkaApis takes its collaborators. A test
+builds every handler from fakes of these ports (broker/tests/server/test_handler_ports.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from moldau.cluster.controller import Controller, PartitionDecision
+    from moldau.cluster.zk_async import AsyncZk
+    from moldau.cluster.zk_data import BrokerRegistration
+    from moldau.coordinator.group.coordinator import GroupCoordinator
+    from moldau.metrics.registry import MetricsRegistry
+    from moldau.replication.throttle import ReplicationThrottle
+    from moldau.security.tls import TlsContextHolder
+    from moldau.storage.log_manager import LogManager
+
+    from ..broker_metrics import BrokerTopicStats, DelayedOperations, NoTopicStats
+    from ..config import BrokerConfig
+    from ..dynamic_config import DynamicBrokerConfig
+    from ..metadata_cache import MetadataCache
+    from ..producer_ids import ProducerIdManager
+    from ..replica_manager import ReplicaManager
+    from ..topic_admin import TopicAdmin
+    from ..topic_configs import TopicConfigs
+
+
+@dataclass
+class BrokerState:
+    """This broker's identity and the epochs a controller's requests are checked against:
+    broker_epoch is its registration's (the czxid of /brokers/ids/<id>, -1 before it
+    registers), controller_epoch_seen the newest controller epoch it has heard from."""
+
+    broker_id: int
+    broker_epoch: int = -1
+    controller_epoch_seen: int = 0
+
+
+class PartitionStates(Protocol):
+    """Where the controller's requests change this broker's replicas (LeaderAndIsr,
+    UpdateMetadata, StopReplica)."""
+
+    async def load_topic_overrides(self, topics: set[str]) -> None: ...
+
+    async def apply_leader_and_isr(self, decisions: list[PartitionDecision]
+                                   ) -> dict[tuple[str, int], int]: ...
+
+    def apply_update_metadata(self, live: list[BrokerRegistration],
+                              decisions: list[PartitionDecision],
+                              deleted: list[str]) -> None: ...
+
+    async def apply_stop_replica(self, partitions: list[tuple[str, int]], delete: bool
+                                 ) -> None: ...
+
+
+@dataclass(frozen=True)
+class HandlerServices:
+    """Everything a handler may be built with (build_handlers picks per handler)."""
+
+    config: BrokerConfig
+    state: BrokerState
+    metadata: MetadataCache
+    zk: AsyncZk
+    log_manager: LogManager
+    replica_manager: ReplicaManager
+    group_coordinator: GroupCoordinator
+    topics: TopicAdmin
+    topic_configs: TopicConfigs
+    dynamic_config: DynamicBrokerConfig
+    producer_ids: ProducerIdManager
+    topic_stats: BrokerTopicStats | NoTopicStats
+    purgatory: Mapping[str, DelayedOperations]
+    leader_throttle: ReplicationThrottle
+    metrics: MetricsRegistry
+    partition_states: PartitionStates
+    # the controller starts after the handlers exist; None until then and when stopped
+    controller: Callable[[], Controller | None]
+    tls_holders: Mapping[str, TlsContextHolder]
+    # what ApiVersions announces: the dispatcher's registrations, known once all are in
+    advertised_versions: Callable[[], dict[int, tuple[int, int]]]
+
+
+def active_controller(controller: Callable[[], Controller | None]) -> Controller | None:
+    """The controller when this broker is the active one, else None."""
+    current = controller()
+    return current if current is not None and current.active else None
+

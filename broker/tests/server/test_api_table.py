@@ -1,0 +1,79 @@
+"""The API table (server/api_table.py) is complete: every API key the broker advertises
+has an entry naming the handler that serves it, what it authorizes, its quota class and
+whether it may come before authentication; and nothing else is in it."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from moldau.errors import (
+    ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+)
+from moldau.protocol.api import ApiKey
+from moldau.server.api_table import API_TABLE, BEFORE_AUTHENTICATION, Quota, Scope
+from moldau.server.handlers import build_handlers
+from moldau.server.requests import RequestDispatcher
+
+from .test_handler_ports import fake_services
+
+RESOURCES = {"TOPIC": TopicAuthorizationFailedError.code,
+             "GROUP": GroupAuthorizationFailedError.code,
+             "CLUSTER": ClusterAuthorizationFailedError.code,
+             "TRANSACTIONAL_ID": TransactionalIdAuthorizationFailedError.code}
+# Kafka's AclOperation names
+OPERATIONS = {"READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION",
+              "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS",
+              "DESCRIBE_TOKENS"}
+INTER_BROKER = {ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
+                ApiKey.CONTROLLED_SHUTDOWN}
+
+
+def test_every_advertised_api_has_an_entry_and_no_entry_is_unserved() -> None:
+    built, _ = build_handlers(fake_services())
+    assert set(API_TABLE) == set(built)
+    for key, handler in built.items():
+        assert type(handler) is API_TABLE[key].handler, key.name
+
+
+def test_the_dispatcher_serves_the_tables_versions() -> None:
+    from moldau.server.handlers import register_handlers
+
+    dispatcher = RequestDispatcher()
+    register_handlers(dispatcher, fake_services())
+    assert dispatcher.advertised_versions() == {
+        key: entry.versions for key, entry in API_TABLE.items()}
+
+
+def test_every_entry_is_complete() -> None:
+    for key, entry in API_TABLE.items():
+        for field in fields(entry):
+            assert getattr(entry, field.name) is not None, (key.name, field.name)
+        if key not in BEFORE_AUTHENTICATION:
+            assert entry.checks, f"{key.name} authorizes nothing"
+        for check in entry.checks:
+            assert check.resource in RESOURCES, (key.name, check)
+            assert check.operation in OPERATIONS, (key.name, check)
+            assert check.denied == RESOURCES[check.resource], (key.name, check)
+            assert isinstance(check.scope, Scope)
+
+
+def test_only_the_handshake_apis_come_before_authentication() -> None:
+    early = {key for key, entry in API_TABLE.items() if entry.before_authentication}
+    assert early == {ApiKey.API_VERSIONS}
+    assert early <= BEFORE_AUTHENTICATION
+    assert {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE,
+                                     ApiKey.SASL_AUTHENTICATE} == BEFORE_AUTHENTICATION
+
+
+def test_quota_classes_follow_kafka() -> None:
+    exempt = {key for key, entry in API_TABLE.items() if entry.quota is Quota.EXEMPT}
+    assert exempt == INTER_BROKER
+    mutations = {key for key, entry in API_TABLE.items()
+                 if entry.quota is Quota.CONTROLLER_MUTATION}
+    assert mutations == {ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS}
+    for key in INTER_BROKER:
+        assert [(c.resource, c.operation) for c in API_TABLE[key].checks] == [
+            ("CLUSTER", "CLUSTER_ACTION")]
