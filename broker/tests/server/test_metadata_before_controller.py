@@ -10,20 +10,21 @@ from typing import Any
 
 from moldau.errors import LeaderNotAvailableError, UnknownTopicOrPartitionError
 from moldau.protocol.messages.metadata_request import MetadataRequest
-from moldau.server.broker import Broker
 from moldau.server.handlers.metadata import MetadataHandler
 from moldau.server.metadata_cache import MetadataCache
+from moldau.server.partition_states import PartitionStates
 
 Topic = MetadataRequest.MetadataRequestTopic
 
 
 def _broker() -> Any:
-    stub = SimpleNamespace(broker_id=2, metadata=MetadataCache(2),
+    metadata = MetadataCache(2)
+    unused: Any = None  # an UpdateMetadata without deletions touches only the cache
+    states = PartitionStates(2, unused, metadata, unused, unused, unused, unused, set())
+    return SimpleNamespace(broker_id=2, metadata=metadata,
                            config={"auto.create.topics.enable": True},
-                           topics=SimpleNamespace(auto_create=_no_create))
-    stub.apply_update_metadata = lambda live, decisions, deleted: \
-        Broker.apply_update_metadata(stub, live, decisions, deleted)
-    return stub
+                           topics=SimpleNamespace(auto_create=_no_create),
+                           apply_update_metadata=states.apply_update_metadata)
 
 
 def _handler(broker: Any) -> MetadataHandler:

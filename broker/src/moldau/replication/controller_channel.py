@@ -139,8 +139,8 @@ class NetworkControllerChannel:
 
     async def leader_and_isr(self, broker_id: int, decisions: list[PartitionDecision]) -> None:
         if broker_id == self.local_id:
-            await self.broker.load_topic_overrides({d.topic for d in decisions})
-            errors = await self.broker.apply_leader_and_isr(decisions)
+            await self.broker.partition_states.load_topic_overrides({d.topic for d in decisions})
+            errors = await self.broker.partition_states.apply_leader_and_isr(decisions)
             self._report_offline(broker_id, [tp for tp, code in errors.items()
                                              if code == KAFKA_STORAGE_ERROR])
             return
@@ -167,7 +167,8 @@ class NetworkControllerChannel:
         self.set_live_brokers(live_brokers)
         for broker_id in broker_ids:
             if broker_id == self.local_id:
-                self.broker.apply_update_metadata(live_brokers, decisions, deleted_topics)
+                self.broker.partition_states.apply_update_metadata(live_brokers, decisions,
+                                                                 deleted_topics)
                 continue
             self._send(broker_id, ApiKey.UPDATE_METADATA, self.versions.update_metadata,
                        update_metadata_request(decisions, deleted_topics, live_brokers,
@@ -177,7 +178,7 @@ class NetworkControllerChannel:
     async def stop_replica(self, broker_id: int, partitions: list[tuple[str, int]],
                            delete: bool) -> None:
         if broker_id == self.local_id:
-            await self.broker.apply_stop_replica(partitions, delete)
+            await self.broker.partition_states.apply_stop_replica(partitions, delete)
             return
         self._send(broker_id, ApiKey.STOP_REPLICA, self.versions.stop_replica, stop_replica_request(
             partitions, delete, self.local_id, self.epochs.get(broker_id, -1),

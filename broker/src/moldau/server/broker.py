@@ -18,17 +18,15 @@ from typing import Any
 
 from moldau.cluster import zk_data, zk_tls
 from moldau.cluster.config_changes import ConfigChangeListener
-from moldau.cluster.controller import Controller, PartitionDecision
+from moldau.cluster.controller import Controller
 from moldau.cluster.zk_async import AsyncZk
 from moldau.cluster.zk_client import (
     KafkaZkClient,
-    ZkBadVersionError,
     ZkNodeExistsError,
     ZooKeeperUnavailableError,
 )
 from moldau.coordinator.group.coordinator import CoordinatorConfig, GroupCoordinator
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC, OffsetsLog
-from moldau.errors import KafkaStorageError
 from moldau.metrics.http import METRICS_HOST_ENV, METRICS_PORT_ENV, MetricsServer
 from moldau.metrics.loop_idle import LoopIdle
 from moldau.metrics.registry import TICK_S, MetricsRegistry
@@ -53,14 +51,14 @@ from .broker_metrics import (
 )
 from .config import BrokerConfig
 from .controlled_shutdown import controlled_shutdown
-from .cooperative import CooperativePause
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
 from .handlers import register_handlers
 from .handlers.services import BrokerState, HandlerServices
-from .metadata_cache import BrokerEndpoints, MetadataCache, PartitionInfo, TopicInfo
+from .metadata_cache import MetadataCache
 from .network import ConnectionLimits, Listener, SocketServer, SocketSettings
+from .partition_states import IsrWriter, PartitionStates
 from .producer_ids import ProducerIdManager
-from .replica_manager import LeaderAndIsr, Partition, RecordedIsr, ReplicaManager
+from .replica_manager import Partition, ReplicaManager
 from .request_metrics import RequestMetrics
 from .requests import RequestDispatcher
 from .topic_admin import TopicAdmin
@@ -98,6 +96,7 @@ class Broker:
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager = None  # type: ignore[assignment]
         self.group_coordinator: GroupCoordinator = None  # type: ignore[assignment]
+        self.partition_states: PartitionStates = None  # type: ignore[assignment]
         self.dispatcher = RequestDispatcher()
         self.metrics = MetricsRegistry()
         enabled = metrics_enabled()
@@ -145,7 +144,7 @@ class Broker:
         self.log_manager = await asyncio.get_running_loop().run_in_executor(
             None, self._open_logs)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
-                                              isr_writer=self._write_isr)
+                                              isr_writer=IsrWriter(self.broker_id, self.zk))
         rm = self.replica_manager
         for attribute, name in (("isr_expands", "IsrExpandsPerSec"),
                                 ("isr_shrinks", "IsrShrinksPerSec"),
@@ -154,6 +153,9 @@ class Broker:
         self.leader_throttle = self._throttle(LEADER)
         self.fetchers = self._replica_fetchers()
         self.group_coordinator = self._group_coordinator()
+        self.partition_states = PartitionStates(
+            self.broker_id, self.zk, self.metadata, self.replica_manager, self.fetchers,
+            self.group_coordinator, self.topic_configs, self.offline_partitions)
         register_handlers(self.dispatcher, self._handler_services())
         self.socket_server = SocketServer(
             self.dispatcher,
@@ -210,7 +212,7 @@ class Broker:
             topic_configs=self.topic_configs, dynamic_config=self.dynamic_config,
             producer_ids=self.producer_ids, topic_stats=self.topic_stats,
             purgatory=self.purgatory, leader_throttle=self.leader_throttle,
-            metrics=self.metrics, partition_states=self,
+            metrics=self.metrics, partition_states=self.partition_states,
             controller=lambda: self.controller, tls_holders=self.tls_holders,
             advertised_versions=self.dispatcher.advertised_versions)
 
@@ -477,150 +479,6 @@ class Broker:
             self.controller.post("elect")
 
     # --- controller requests applied locally ---------------------------------------------
-
-    async def load_topic_overrides(self, topics: set[str]) -> None:
-        """A topic new to this broker: read its overrides before its logs are created
-        (Kafka's fetchLogConfig), since no change notification announces them."""
-        for topic in sorted(topics):
-            if topic not in self.topic_configs.overrides:
-                overrides = await self.zk.call("get_entity_config", "topics", topic)
-                self.topic_configs.set_overrides(topic, overrides)
-
-    async def apply_leader_and_isr(self, decisions: list[PartitionDecision]
-                                   ) -> dict[tuple[str, int], int]:
-        """Become leader or follower of each partition; followers fetch from their leader.
-        Returns the error code of each partition that failed."""
-        assert self.fetchers is not None
-        # groups of the offsets partitions this request makes us lead must be retried
-        # here, not looked for elsewhere, while the request is applied in slices
-        coming = [d.partition for d in decisions
-                  if d.topic == OFFSETS_TOPIC and d.leader == self.broker_id]
-        self.group_coordinator.expect_elections(coming)
-        try:
-            return await self._apply_leader_and_isr(decisions)
-        finally:
-            self.group_coordinator.end_expected(coming)
-
-    async def _apply_leader_and_isr(self, decisions: list[PartitionDecision]
-                                    ) -> dict[tuple[str, int], int]:
-        errors: dict[tuple[str, int], int] = {}
-        assert self.fetchers is not None
-        pause = CooperativePause()
-        for d in decisions:
-            await pause.maybe()
-            if self.broker_id not in d.replicas:
-                continue
-            if (d.topic, d.partition) in self.offline_partitions:
-                errors[(d.topic, d.partition)] = KafkaStorageError.code
-                continue
-            state = LeaderAndIsr(d.leader, d.leader_epoch, d.isr, d.replicas,
-                                 d.controller_epoch, d.zk_version, d.adding)
-            # Kafka restarts a follower's fetch only for a new leader or leader epoch: a
-            # new ISR or replica list alone keeps its place (and the fetch in flight)
-            existing = self.replica_manager.get_partition(d.topic, d.partition)
-            keeps_following = (existing is not None and not existing.is_leader
-                               and existing.state.leader == d.leader
-                               and existing.state.leader_epoch == d.leader_epoch
-                               and self.fetchers.follows((d.topic, d.partition), d.leader))
-            try:
-                partition = self.replica_manager.become_leader_or_follower(
-                    d.topic, d.partition, d.topic_id, state,
-                    self.topic_configs.log_config(d.topic))
-            except Exception as exc:
-                logging.getLogger("state.change.logger").error(
-                    "Error applying LeaderAndIsr for %s-%d: %s", d.topic, d.partition, exc)
-                errors[(d.topic, d.partition)] = getattr(exc, "code", -1)
-                continue
-            if partition.state is not state:
-                continue  # an older leader epoch: ignored
-            if partition.is_leader or d.leader < 0:
-                self.fetchers.remove_partitions([(d.topic, d.partition)])
-            elif not keeps_following:
-                self.fetchers.add_partition(partition, d.leader)
-            if d.topic == OFFSETS_TOPIC:
-                if partition.is_leader:
-                    self.group_coordinator.on_elected(d.partition)
-                else:
-                    self.group_coordinator.on_resigned(d.partition)
-        self.fetchers.restart_long_polls()
-        return errors
-
-    async def _write_isr(self, partition: Partition, isr: list[int]) -> RecordedIsr:
-        """A leader's ISR change: a conditional write of the partition state, then a
-        notification for the controller (Kafka's ZooKeeper-mode path)."""
-        state = partition.state
-        new_state = zk_data.PartitionState(leader=state.leader, leader_epoch=state.leader_epoch,
-                                           isr=isr, controller_epoch=state.controller_epoch)
-        try:
-            version = await self.zk.call("update_partition_state", partition.topic,
-                                         partition.index, new_state, state.zk_version)
-            recorded = RecordedIsr(list(isr), version)
-        except ZkBadVersionError:
-            found = await self._own_recorded_isr(partition)
-            if found is None:
-                raise
-            recorded = found
-        # also after adopting: the lost write's notification may never have been made
-        await self.zk.call("create_isr_change_notification",
-                           [(partition.topic, partition.index)])
-        return recorded
-
-    async def _own_recorded_isr(self, partition: Partition) -> RecordedIsr | None:
-        """After a conflicting ISR write: the recorded ISR when the znode still has this
-        leader and leader epoch. Then only this leader wrote it since our version, with an
-        earlier write whose answer was lost (a ZooKeeper session expiry or connection loss
-        while it was out: kazoo's retry then meets the landed write as a conflict)."""
-        state = partition.state
-        found = await self.zk.call("get_partition_state", partition.topic, partition.index)
-        if found is None:
-            return None
-        recorded, version = found
-        if (recorded.leader, recorded.leader_epoch) != (state.leader, state.leader_epoch):
-            return None  # the controller moved on: its LeaderAndIsr is coming
-        log.info("[Partition %s broker=%d] ZooKeeper holds ISR %s at version %d from this "
-                 "leader's earlier write (version %d expected); adopting it", partition.name,
-                 self.broker_id, ",".join(map(str, recorded.isr)), version, state.zk_version)
-        return RecordedIsr(list(recorded.isr), version)
-
-    def apply_update_metadata(self, live: list[zk_data.BrokerRegistration],
-                              decisions: list[PartitionDecision], deleted: list[str]) -> None:
-        cache = self.metadata
-        cache.set_brokers([
-            BrokerEndpoints(b.id, {e.listener_name: (e.host or "", e.port) for e in b.endpoints},
-                            b.rack) for b in live])
-        gone: list[tuple[str, int]] = []
-        for name in deleted:
-            info = cache.topics.get(name)
-            if info is not None:
-                gone += [(name, index) for index in info.partitions]
-            cache.remove_topic(name)
-        if gone:
-            self.group_coordinator.on_partitions_deleted(gone)
-        topics: dict[str, TopicInfo] = {}
-        for d in decisions:
-            info = topics.get(d.topic)
-            if info is None:
-                info = topics[d.topic] = TopicInfo(d.topic, d.topic_id)
-            info.partitions[d.partition] = PartitionInfo(d.partition, d.leader, d.leader_epoch,
-                                                         d.replicas, d.isr)
-        for info in topics.values():
-            cache.put_topic(info)
-        cache.initialized = True
-
-    async def apply_stop_replica(self, partitions: list[tuple[str, int]], delete: bool
-                                 ) -> None:
-        if self.fetchers is not None:
-            self.fetchers.remove_partitions(partitions)
-        pause = CooperativePause()
-        for topic, index in partitions:
-            await pause.maybe()
-            if topic == OFFSETS_TOPIC:
-                self.group_coordinator.on_resigned(index)
-            self.replica_manager.stop_replica(topic, index, delete)
-        if delete:  # a reassignment may move one partition of a topic and keep others
-            hosted = {t for t, _ in self.replica_manager.partitions}
-            for topic in {t for t, _ in partitions} - hosted:
-                self.topic_configs.forget(topic)
 
     # --- background work -----------------------------------------------------------------
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from moldau.cluster.controller import Controller, PartitionDecision
+    from moldau.cluster.controller import Controller
     from moldau.cluster.zk_async import AsyncZk
-    from moldau.cluster.zk_data import BrokerRegistration
     from moldau.coordinator.group.coordinator import GroupCoordinator
     from moldau.metrics.registry import MetricsRegistry
     from moldau.replication.throttle import ReplicationThrottle
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     from ..config import BrokerConfig
     from ..dynamic_config import DynamicBrokerConfig
     from ..metadata_cache import MetadataCache
+    from ..partition_states import PartitionStates
     from ..producer_ids import ProducerIdManager
     from ..replica_manager import ReplicaManager
     from ..topic_admin import TopicAdmin
@@ -41,23 +41,6 @@ class BrokerState:
     broker_id: int
     broker_epoch: int = -1
     controller_epoch_seen: int = 0
-
-
-class PartitionStates(Protocol):
-    """Where the controller's requests change this broker's replicas (LeaderAndIsr,
-    UpdateMetadata, StopReplica)."""
-
-    async def load_topic_overrides(self, topics: set[str]) -> None: ...
-
-    async def apply_leader_and_isr(self, decisions: list[PartitionDecision]
-                                   ) -> dict[tuple[str, int], int]: ...
-
-    def apply_update_metadata(self, live: list[BrokerRegistration],
-                              decisions: list[PartitionDecision],
-                              deleted: list[str]) -> None: ...
-
-    async def apply_stop_replica(self, partitions: list[tuple[str, int]], delete: bool
-                                 ) -> None: ...
 
 
 @dataclass(frozen=True)
