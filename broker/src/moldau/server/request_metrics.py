@@ -25,28 +25,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from moldau import errors
+from moldau.errors import error_name
 from moldau.metrics.registry import Histogram, Meter, MetricsRegistry
 from moldau.protocol.api import APIS, ApiKey
-from moldau.tools.kafka_errors import error_name
 
 NETWORK = "kafka.network"
-# Kafka's Errors names where the exception class names differ from them
-_RENAMED = {0: "NONE", 2: "CORRUPT_MESSAGE", 10: "MESSAGE_TOO_LARGE",
-            18: "RECORD_LIST_TOO_LARGE", 40: "INVALID_CONFIG"}
-
-
-def _snake(class_name: str) -> str:
-    base = class_name.removesuffix("Error")
-    return "".join("_" + c if c.isupper() and i else c for i, c in enumerate(base)).upper()
 
 
 def _error_names() -> dict[int, str]:
-    names = {cls.code: _snake(cls.__name__) for cls in vars(errors).values()
-             if isinstance(cls, type) and issubclass(cls, errors.KafkaError)
-             and cls is not errors.KafkaError}
-    names.update({code: error_name(code) for code in range(-1, 130)
-                  if not error_name(code).startswith("ERROR_")})
-    return {**names, **_RENAMED}
+    """Kafka's Errors name of every code in moldau.errors (and 0, NONE): the error tag of
+    ErrorsPerSec; a dict, since each answered error code looks its name up."""
+    return {code: error_name(code) for code in (0, *errors.codes())}
 
 
 ERROR_NAMES = _error_names()
