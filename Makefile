@@ -75,6 +75,8 @@ test: debian-deps
 	@test -f $(STOP_DOCKER_MARK) && stop_docker=1 || stop_docker=0; rm -f $(STOP_DOCKER_MARK); \
 	MOLDAU_STOP_DOCKER=$$stop_docker scripts/run-suites \
 		"lint@60:$(BIN)/ruff check ." \
+		"types@90:$(BIN)/mypy" \
+		"layers@30:$(BIN)/lint-imports" \
 		"codegen@60:scripts/check-codegen $(SHARED)/kafka-protocol" \
 		"unit@360:$(BIN)/pytest broker/tests -q -p no:cacheprovider -n 4 --dist loadfile --no-loadscope-reorder" \
 		"exporters@45:$(BIN)/pytest exporters/tests -q -p no:cacheprovider -n 2" \
@@ -93,6 +95,8 @@ test-long: deps deploy-deps spark-deps
 
 lint: deps
 	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 generate: deps
 	cd broker && ../$(BIN)/python -m codegen --protocol $(SHARED)/kafka-protocol

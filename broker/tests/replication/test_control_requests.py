@@ -13,12 +13,12 @@ from moldau.protocol.api import ApiKey
 from moldau.protocol.fit import fit_to_version
 from moldau.protocol.headers import decode_request, encode_request
 from moldau.protocol.messages.request_header import RequestHeader
-from moldau.replication import controller_channel as cc
 from moldau.replication.protocol_versions import (
     UnknownProtocolVersionError,
     parse,
     versions_for,
 )
+from moldau.server import controller_channel as cc
 
 TOPIC_ID = uuid.uuid4()
 DECISIONS = [PartitionDecision("t", TOPIC_ID, 0, 1, 3, [1, 2], [1, 2, 3], 7, 2),

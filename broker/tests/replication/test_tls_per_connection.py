@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from moldau.cluster import zk_data
-from moldau.replication.controller_channel import BrokerSender
 from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcher
+from moldau.server.controller_channel import BrokerSender
 
 
 async def _accepting_server() -> tuple[asyncio.AbstractServer, int]:

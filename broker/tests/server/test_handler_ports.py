@@ -35,6 +35,7 @@ from moldau.protocol.messages.offset_commit_request import OffsetCommitRequest
 from moldau.protocol.messages.produce_request import ProduceRequest
 from moldau.protocol.messages.request_header import RequestHeader
 from moldau.protocol.records import build_batch
+from moldau.replication.replica_manager import LeaderAndIsr, ReplicaManager
 from moldau.server import handlers as handlers_package
 from moldau.server.broker_metrics import DelayedOperations, NoTopicStats
 from moldau.server.handlers import build_handlers, register_handlers
@@ -44,7 +45,6 @@ from moldau.server.handlers.produce import ProduceAppends, ProduceHandler
 from moldau.server.handlers.services import BrokerState, HandlerServices
 from moldau.server.metadata_cache import BrokerEndpoints, MetadataCache, PartitionInfo, TopicInfo
 from moldau.server.network import Session
-from moldau.server.replica_manager import LeaderAndIsr, ReplicaManager
 from moldau.server.requests import Authorizer, RequestContext, RequestDispatcher
 from moldau.storage.config import LogConfig
 from moldau.storage.log_manager import LogManager, ManagerConfig

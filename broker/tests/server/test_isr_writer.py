@@ -15,8 +15,8 @@ import pytest
 from moldau.cluster import zk_data as zd
 from moldau.cluster.zk_async import AsyncZk
 from moldau.cluster.zk_client import KafkaZkClient, ZkBadVersionError
+from moldau.replication.replica_manager import LeaderAndIsr, RecordedIsr
 from moldau.server.partition_states import IsrWriter
-from moldau.server.replica_manager import LeaderAndIsr, RecordedIsr
 
 TOPIC = "orders"
 ME, SUCCESSOR = 1, 2

@@ -15,7 +15,7 @@ from moldau.client.broker_connection import BrokerConnection
 from moldau.protocol.headers import encode_response
 from moldau.protocol.messages.api_versions_request import ApiVersionsRequest
 from moldau.protocol.messages.api_versions_response import ApiVersionsResponse
-from moldau.server.replica_manager import Partition, ReplicaManager
+from moldau.replication.replica_manager import Partition, ReplicaManager
 
 API_VERSIONS = 18
 

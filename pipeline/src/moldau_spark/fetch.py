@@ -7,6 +7,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from typing import cast
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
@@ -70,7 +71,8 @@ def iter_messages(cons: Consumer, topic: str, partition: int, start: int, end: i
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
-                        if message.offset() >= end:
+                        eof = message.offset()  # the partition's end offset
+                        if eof is not None and eof >= end:
                             return  # the rest of the range was compacted away
                         continue
                     if error.code() == KafkaError._AUTO_OFFSET_RESET:
@@ -79,6 +81,8 @@ def iter_messages(cons: Consumer, topic: str, partition: int, start: int, end: i
                         break
                     raise RuntimeError(f"{topic}-{partition}: {error.str()}")
                 offset = message.offset()
+                if offset is None:  # librdkafka gives every record it fetched its offset
+                    raise RuntimeError(f"{topic}-{partition}: a record without an offset")
                 if offset >= end:
                     return
                 position = offset + 1
@@ -120,9 +124,16 @@ def to_arrow(messages: Iterator[Message], include_headers: bool) -> Iterator[pa.
         }
         if include_headers:
             columns["headers"] = pa.array(
-                [[{"key": k, "value": v} for k, v in h] if (h := m.headers()) else None
+                [[{"key": k, "value": v} for k, v in h] if (h := record_headers(m)) else None
                  for m in chunk], HEADERS)
         yield pa.RecordBatch.from_pydict(columns)
+
+
+def record_headers(message: Message) -> list[tuple[str, bytes | None]]:
+    """A consumed record's headers ([] for none) as librdkafka hands them to a consumer:
+    (key, value bytes or None) pairs. cast: the stub types headers() as produce takes
+    them (a dict, or str values, too)."""
+    return cast(list[tuple[str, bytes | None]], message.headers() or [])
 
 
 def _take(messages: Iterator[Message], count: int) -> list[Message]:

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import Consumer, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from . import fetch
@@ -57,7 +57,7 @@ class Record:
 def _read_mark(message: Message) -> tuple[Mark | None, tuple[tuple[str, bytes | None], ...]]:
     found: dict[str, bytes] = {}
     user = []
-    for key, value in message.headers() or ():
+    for key, value in fetch.record_headers(message):
         if key in _MARKS and value is not None:
             found[key] = value
         else:
@@ -89,15 +89,15 @@ def already_written(client: Mapping[str, str], topics: Sequence[str], mark: Mark
     return found
 
 
-def _scan_partition(cons: object, topic: str, partition: int, mark: Mark, max_records: int,
+def _scan_partition(cons: Consumer, topic: str, partition: int, mark: Mark, max_records: int,
                     found: Counter) -> None:
-    low, high = cons.get_watermark_offsets(  # type: ignore[attr-defined]
+    low, high = cons.get_watermark_offsets(
         TopicPartition(topic, partition), timeout=TIMEOUT_S)
     end, window = high, FIRST_WINDOW
     while end > low:
         begin = max(low, end - window)
         earlier = False
-        for message in fetch.iter_messages(cons, topic, partition, begin, end,  # type: ignore[arg-type]
+        for message in fetch.iter_messages(cons, topic, partition, begin, end,
                                            timeout_s=TIMEOUT_S, fail_on_data_loss=False):
             seen, user_headers = _read_mark(message)
             if seen is None or seen.query != mark.query:

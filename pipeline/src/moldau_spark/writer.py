@@ -115,12 +115,13 @@ class _Producing:
 
         count = 0
         for record in records:
-            kwargs = {"partition": record.partition} if record.partition is not None else {}
+            # -1 is produce()'s default: the producer's partitioner picks the partition
+            partition = record.partition if record.partition is not None else -1
             while True:
                 try:
-                    producer.produce(record.topic, record.value, record.key,
-                                     headers=list(record.headers) + list(extra_headers),
-                                     on_delivery=report, **kwargs)
+                    producer.produce(record.topic, record.value, record.key, partition,
+                                     headers=[*record.headers, *extra_headers],
+                                     on_delivery=report)
                     break
                 except BufferError:
                     producer.poll(0.05)
@@ -142,14 +143,25 @@ class BatchWriter(_Producing, DataSourceWriter):
         return Written(self._deliver(records, ()), 0)
 
 
+def _local_property(context: TaskContext, name: str) -> str:
+    """A local property Spark sets on the tasks of a streaming micro-batch."""
+    value = context.getLocalProperty(name)
+    if value is None:
+        raise RuntimeError(f"the Spark task has no local property {name} (not a streaming "
+                           "micro-batch?)")
+    return value
+
+
 class StreamWriter(_Producing, DataSourceStreamWriter):
     def write(self, iterator: Iterator[Row]) -> Written:
         records = [record_from_row(row, self.options.topic) for row in iterator]
         if not records:
             return Written(0, 0)  # nothing to write: no need to look at the tail either
         context = TaskContext.get()
-        query = context.getLocalProperty("sql.streaming.queryId")
-        batch = int(context.getLocalProperty("streaming.sql.batchId"))
+        if context is None:
+            raise RuntimeError("the stream writer writes in a Spark task, and there is none")
+        query = _local_property(context, "sql.streaming.queryId")
+        batch = int(_local_property(context, "streaming.sql.batchId"))
         task = context.partitionId()
         already = replay.already_written(
             self.options.client, sorted({r.topic for r in records}),

@@ -73,28 +73,29 @@ def read_partitions(bootstrap_servers: str, topic: str, partitions: Sequence[int
         errors: dict[int, str] = {}
         while todo and time.monotonic() < deadline:
             for msg in consumer.consume(500, timeout=min(0.5, deadline - time.monotonic())):
-                p = msg.partition()
-                read = reads.get(p)
+                # None where the client has none (an error not about one partition)
+                partition, offset = msg.partition(), msg.offset()
+                read = reads.get(partition) if partition is not None else None
                 error = msg.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
-                        if p in todo and msg.offset() >= read.end_offset:
-                            todo.discard(p)
-                    elif p is not None and p >= 0:
-                        errors[p] = error.str()
+                        if (read is not None and read.partition in todo and offset is not None
+                                and offset >= read.end_offset):
+                            todo.discard(read.partition)
+                    elif partition is not None and partition >= 0:
+                        errors[partition] = error.str()
                     continue
-                if read is None or p not in todo:
+                if read is None or read.partition not in todo or offset is None:
                     continue
-                offset = msg.offset()
                 if offset >= read.end_offset:  # written after the end offset was taken
-                    todo.discard(p)
+                    todo.discard(read.partition)
                     continue
                 try:
                     read.records.append((offset, parse(msg.key(), msg.value())))
                 except CorruptRecord as exc:
                     read.corrupt.append((offset, str(exc)))
                 if offset >= read.end_offset - 1:
-                    todo.discard(p)
+                    todo.discard(read.partition)
         for p, read in reads.items():
             if read.error is None and p not in todo:
                 read.complete = True

@@ -82,16 +82,17 @@ class BrokerConnection:
         window the connection announces follows it (replica.socket.receive.buffer.bytes)."""
         loop = asyncio.get_running_loop()
 
-        async def open_connection() -> tuple[asyncio.BaseTransport, _Responses]:
-            sock = None
-            if receive_buffer_bytes != -1:
-                sock = await _connected_socket(loop, host, port, receive_buffer_bytes)
-            return await loop.create_connection(  # type: ignore[return-value]
-                _Responses, None if sock else host, None if sock else port, sock=sock,
-                ssl=ssl_context, server_hostname=host if ssl_context else None)
+        async def open_connection() -> tuple[asyncio.Transport, _Responses]:
+            server_hostname = host if ssl_context else None
+            if receive_buffer_bytes == -1:
+                return await loop.create_connection(
+                    _Responses, host, port, ssl=ssl_context, server_hostname=server_hostname)
+            sock = await _connected_socket(loop, host, port, receive_buffer_bytes)
+            return await loop.create_connection(
+                _Responses, sock=sock, ssl=ssl_context, server_hostname=server_hostname)
 
         transport, protocol = await asyncio.wait_for(open_connection(), timeout_s)
-        connection = cls(transport, client_id)  # type: ignore[arg-type]
+        connection = cls(transport, client_id)
         protocol.connection = connection
         if transport.is_closing():  # lost before we were listening
             connection.close("closed by the peer")

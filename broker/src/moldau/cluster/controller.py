@@ -139,7 +139,7 @@ class Controller:
                 await self._worker
 
     async def _run(self) -> None:
-        handlers = {
+        handlers: dict[str, Callable[[Any], Awaitable[None]]] = {
             "elect": self._elect,
             "brokers": self._on_brokers_change,
             "topics": self._on_topics_change,

@@ -46,8 +46,9 @@ class Meter:
     __slots__ = ("_rates", "_started", "_uncounted", "count")
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.count = 0
-        self._uncounted = 0
+        # floats too: the handler idle meter marks fractions of a second
+        self.count: float = 0
+        self._uncounted: float = 0
         self._rates: list[float] | None = None  # the 1, 5 and 15 minute EWMAs
         self._started = clock()
 

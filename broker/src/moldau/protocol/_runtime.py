@@ -12,6 +12,7 @@ Message.decode, so a truncated or malformed buffer never escapes as anything els
 
 from __future__ import annotations
 
+import builtins
 import struct
 from collections.abc import Callable
 from operator import attrgetter
@@ -38,7 +39,7 @@ class FieldSpec(NamedTuple):
     json_name: str  # name in Kafka's message definition
     type: str  # int8..int64, uint16, float64, bool, uuid, string, bytes, records, array, struct
     element: str | None  # element type of an array: a primitive name or "struct"
-    struct: type | None  # the generated class of a struct or struct-array field
+    struct: builtins.type | None  # the generated class of a struct or struct-array field
     versions: tuple[int, int] | None
     nullable: tuple[int, int] | None
     tagged: tuple[int, int] | None

@@ -22,7 +22,7 @@ import itertools
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from . import compression as codecs
 from . import records
@@ -299,7 +299,8 @@ def build_message_set(
     for i, ((key, value, _, _), ts) in enumerate(zip(items, timestamps, strict=True)):
         _message(inner, i if relative else base_offset + i, magic, 0, ts, key, value)
     payload = codecs.compress(compression, inner, xerial=xerial_snappy)
-    wrapper_ts = max(timestamps, default=NO_TIMESTAMP)
+    # cast: magic 0 timestamps are all NO_TIMESTAMP, and a magic 1 None raised above
+    wrapper_ts = max(cast(list[int], timestamps), default=NO_TIMESTAMP)
     last = base_offset + len(items) - 1
     _message(out, last, magic, compression | ts_attr, wrapper_ts, None, payload)
     return bytes(out)

@@ -613,6 +613,7 @@ def build_batch(
         items, timestamps, offset_deltas, strict=True
     ):
         _encode_record(body, delta, timestamp - base_timestamp, key, value, headers)
+    payload: bytes | bytearray
     if attributes & COMPRESSION_MASK and items:
         payload = codecs.compress(compression, body, level=compression_level, xerial=xerial_snappy)
     else:

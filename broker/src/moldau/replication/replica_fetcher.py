@@ -23,27 +23,27 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from moldau.client.broker_connection import BrokerConnection
-from moldau.errors import KafkaError, KafkaStorageError
+from moldau.errors import (
+    FetchSessionIdNotFoundError,
+    InvalidFetchSessionEpochError,
+    KafkaError,
+    KafkaStorageError,
+)
 from moldau.protocol.api import ApiKey
+from moldau.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
 from moldau.protocol.messages.fetch_request import FetchRequest
 from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
 from moldau.protocol.messages.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
 from moldau.protocol.records import complete_length
-from moldau.server.fetch_sessions import (
-    FETCH_SESSION_ID_NOT_FOUND,
-    FINAL_EPOCH,
-    INITIAL_EPOCH,
-    INVALID_FETCH_SESSION_EPOCH,
-    next_epoch,
-)
 from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 
 from .protocol_versions import InterBrokerVersions
 from .throttle import UNLIMITED, ReplicationThrottle
 
 if TYPE_CHECKING:
-    from moldau.server.replica_manager import Partition
     from moldau.storage.log import PartitionLog
+
+    from .replica_manager import Partition
 
 log = logging.getLogger("kafka.server.ReplicaFetcherThread")
 
@@ -62,7 +62,7 @@ LEADER_BEHIND_RETRY_S = 0.05
 TRUNCATION_ON_FETCH_VERSION = 12  # Fetch v12 has last_fetched_epoch and diverging_epoch
 SESSIONS_VERSION = 7  # Fetch v7 has fetch sessions (KIP-227)
 # the leader lost the session (evicted, restarted) or it is out of step: open a new one
-SESSION_ERRORS = frozenset({FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH})
+SESSION_ERRORS = frozenset({FetchSessionIdNotFoundError.code, InvalidFetchSessionEpochError.code})
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 TopicPartition = tuple[str, int]
 

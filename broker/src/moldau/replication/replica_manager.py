@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 from uuid import UUID
 
 from moldau.errors import (
@@ -27,9 +28,14 @@ from moldau.storage.config import LogConfig
 from moldau.storage.log import PartitionLog
 from moldau.storage.log_manager import LogManager
 
-from .metadata_cache import MetadataCache
-
 state_change_log = logging.getLogger("state.change.logger")
+
+class KnownPartitions(Protocol):
+    """The cluster's metadata, as far as the replica manager asks it: does a partition
+    exist (the broker's MetadataCache)."""
+
+    def partition(self, topic: str, partition: int) -> object | None: ...
+
 log = logging.getLogger("kafka.server.ReplicaManager")
 
 TopicPartition = tuple[str, int]
@@ -316,7 +322,7 @@ class ReplicaManager:
     def get_partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
-    def leading(self, topic: str, index: int, metadata: MetadataCache,
+    def leading(self, topic: str, index: int, metadata: KnownPartitions,
                 allow_follower: bool = False) -> Partition:
         """leader_partition for a client's request: the metadata is looked up only for a
         partition this broker does not host (produce and fetch ask for every partition)."""

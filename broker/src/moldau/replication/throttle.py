@@ -31,7 +31,7 @@ def is_throttled(config: LogConfig, side: str, partition: int, broker_id: int) -
     spec = parse_throttled_replicas(getattr(config, f"{side}_replication_throttled_replicas"))
     if spec == ALL_REPLICAS:
         return True
-    return bool(spec) and (partition, broker_id) in spec
+    return spec is not None and (partition, broker_id) in spec  # None: malformed
 
 
 class ByteRateQuota:
@@ -62,8 +62,10 @@ class ByteRateQuota:
             self._tokens -= size
 
 
-def rate_reader(effective: Callable[[str], object], side: str) -> Callable[[], float]:
-    """Reads `<side>.replication.throttled.rate` from the dynamic broker config."""
+def rate_reader(effective: Callable[[str], float | str | None], side: str
+                ) -> Callable[[], float]:
+    """Reads `<side>.replication.throttled.rate` from the dynamic broker config (whose
+    `effective` gives a number for a Kafka key, a string, or None when unset)."""
     name = f"{side}.replication.throttled.rate"
 
     def read() -> float:

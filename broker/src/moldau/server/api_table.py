@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Protocol
 
 from moldau.errors import (
     ClusterAuthorizationFailedError,
@@ -58,9 +59,16 @@ class Check:
     when: str = ""  # the condition, where the check does not always apply
 
 
+class Served(Protocol):
+    """A handler class: it declares the versions it serves."""
+
+    MIN_VERSION: int
+    MAX_VERSION: int
+
+
 @dataclass(frozen=True)
 class ApiEntry:
-    handler: type
+    handler: type[Served]
     checks: tuple[Check, ...]
     quota: Quota = Quota.NORMAL
     before_authentication: bool = False  # only ApiVersions and the SASL handshake

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from moldau.cluster import zk_data, zk_tls
 from moldau.cluster.config_changes import ConfigChangeListener
@@ -31,9 +31,9 @@ from moldau.metrics.http import METRICS_HOST_ENV, METRICS_PORT_ENV, MetricsServe
 from moldau.metrics.loop_idle import LoopIdle
 from moldau.metrics.registry import TICK_S, MetricsRegistry
 from moldau.metrics.runtime import stop_runtime, watch_runtime
-from moldau.replication.controller_channel import NetworkControllerChannel
 from moldau.replication.protocol_versions import versions_for
 from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+from moldau.replication.replica_manager import Partition, ReplicaManager
 from moldau.replication.throttle import FOLLOWER, LEADER, ReplicationThrottle, rate_reader
 from moldau.security.principal import principal_from_certificate
 from moldau.security.ssl_settings import TlsConfigError
@@ -51,6 +51,7 @@ from .broker_metrics import (
 )
 from .config import BrokerConfig
 from .controlled_shutdown import controlled_shutdown
+from .controller_channel import NetworkControllerChannel
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
 from .handlers import register_handlers
 from .handlers.services import BrokerState, HandlerServices
@@ -58,13 +59,13 @@ from .metadata_cache import MetadataCache
 from .network import ConnectionLimits, Listener, SocketServer, SocketSettings
 from .partition_states import IsrWriter, PartitionStates
 from .producer_ids import ProducerIdManager
-from .replica_manager import Partition, ReplicaManager
 from .request_metrics import RequestMetrics
 from .requests import RequestDispatcher
 from .topic_admin import TopicAdmin
 from .topic_configs import TopicConfigs
 
 log = logging.getLogger("kafka.server.KafkaServer")
+T = TypeVar("T")
 
 
 class StartupError(RuntimeError):
@@ -119,6 +120,18 @@ class Broker:
 
     # --- startup ----------------------------------------------------------------------
 
+    @property
+    def connected_zk(self) -> AsyncZk:
+        """The ZooKeeper client, for what runs after start() connected it."""
+        return self.started_part(self.zk)
+
+    @staticmethod
+    def started_part(part: T | None) -> T:
+        """A part start() creates, for code that runs only after it did."""
+        if part is None:
+            raise RuntimeError("the broker has not started")
+        return part
+
     async def start(self) -> None:
         config = self.config
         log.info("starting")
@@ -126,7 +139,7 @@ class Broker:
             log.warning(warning)
         log.info(config.dump())
         await self._connect_zookeeper()
-        self.cluster_id = await self.zk.call("get_or_create_cluster_id")
+        self.cluster_id = await self.connected_zk.call("get_or_create_cluster_id")
         log.info("Cluster ID = %s", self.cluster_id)
         self.broker_id = await self._settle_broker_id()
         self.state.broker_id = self.broker_id
@@ -143,8 +156,9 @@ class Broker:
         await self.topic_configs.load(self.zk)
         self.log_manager = await asyncio.get_running_loop().run_in_executor(
             None, self._open_logs)
+        isr_writer = IsrWriter(self.broker_id, self.connected_zk)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
-                                              isr_writer=IsrWriter(self.broker_id, self.zk))
+                                              isr_writer=isr_writer)
         rm = self.replica_manager
         for attribute, name in (("isr_expands", "IsrExpandsPerSec"),
                                 ("isr_shrinks", "IsrShrinksPerSec"),
@@ -154,7 +168,7 @@ class Broker:
         self.fetchers = self._replica_fetchers()
         self.group_coordinator = self._group_coordinator()
         self.partition_states = PartitionStates(
-            self.broker_id, self.zk, self.metadata, self.replica_manager, self.fetchers,
+            self.broker_id, self.connected_zk, self.metadata, self.replica_manager, self.fetchers,
             self.group_coordinator, self.topic_configs, self.offline_partitions)
         register_handlers(self.dispatcher, self._handler_services())
         self.socket_server = SocketServer(
@@ -269,7 +283,10 @@ class Broker:
         """SessionExpireListener's meters: connects, disconnects and expired sessions."""
         def meter(name: str) -> Callable[[], None]:
             m = self.metrics.meter(SERVER_DOMAIN, "SessionExpireListener", name)
-            return lambda: loop.call_soon_threadsafe(m.mark)  # kazoo calls from its thread
+
+            def mark() -> None:  # kazoo calls it from its thread
+                loop.call_soon_threadsafe(m.mark)
+            return mark
 
         loop = asyncio.get_running_loop()
         by_state = {"CONNECTED": meter("ZooKeeperSyncConnectsPerSec"),
@@ -360,7 +377,7 @@ class Broker:
             return configured
         if stored:
             return stored.pop()
-        generated = await self.zk.call("generate_broker_id",
+        generated = await self.connected_zk.call("generate_broker_id",
                                        self.config["reserved.broker.max.id"])
         log.info("Generated broker id %d from /brokers/seqid", generated)
         return generated
@@ -427,7 +444,7 @@ class Broker:
         if holder is None:
             return
         try:
-            holder.reload(self.dynamic_config.listener_ssl_settings(listener.upper()))
+            holder.reload(self.started_part(self.dynamic_config).listener_ssl_settings(listener.upper()))
             log.info("Reloaded the TLS key material of listener %s", listener)
         except (TlsConfigError, ValueError, OSError) as exc:
             log.error("Keeping the old TLS key material of listener %s: %s", listener, exc)
@@ -459,14 +476,14 @@ class Broker:
         deadline = loop.time() + self.config["zookeeper.session.timeout.ms"] / 1000 + 5
         while True:
             try:
-                self.state.broker_epoch = await self.zk.call("register_broker", reg)
+                self.state.broker_epoch = await self.connected_zk.call("register_broker", reg)
                 break
             except ZkNodeExistsError as exc:
                 if loop.time() > deadline:
                     raise StartupError(str(exc)) from exc
                 log.warning("%s; waiting for that session to expire", exc)
                 await asyncio.sleep(1.0)
-        self.zk.set_registration_listener(self._on_reregistered)
+        self.connected_zk.set_registration_listener(self._on_reregistered)
         log.info("Registered broker %d at path %s with addresses: %s, czxid (broker epoch): "
                  "%d", self.broker_id, zk_data.broker_path(self.broker_id),
                  ",".join(e.connection_string() for e in reg.endpoints), self.state.broker_epoch)
@@ -483,15 +500,15 @@ class Broker:
     # --- background work -----------------------------------------------------------------
 
     async def _allocate_producer_ids(self) -> tuple[int, int]:
-        return await self.zk.call("allocate_producer_id_block", self.broker_id)
+        return await self.connected_zk.call("allocate_producer_id_block", self.broker_id)
 
     def _on_dynamic_broker_config(self, changed: set[str]) -> None:
         """Dynamic broker keys read outside the log and socket layers' own callbacks."""
         if "producer.id.expiration.ms" in changed:  # DynamicProducerStateManagerConfig
-            self.log_manager.config.producer_id_expiration_ms = (
-                self.dynamic_config.effective("producer.id.expiration.ms"))
+            self.started_part(self.log_manager).config.producer_id_expiration_ms = (
+                self.started_part(self.dynamic_config).effective("producer.id.expiration.ms"))
         if changed & CONNECTION_LIMIT_KEYS:  # SocketServer.ReconfigurableConfigs
-            self.socket_server.limits = self._connection_limits()
+            self.started_part(self.socket_server).limits = self._connection_limits()
 
     def _connection_limits(self) -> ConnectionLimits:
         dynamic = getattr(self, "dynamic_config", None)
@@ -505,7 +522,7 @@ class Broker:
 
     async def _on_config_change(self, entity_type: str, name: str) -> None:
         if entity_type == "topics":
-            overrides = await self.zk.call("get_entity_config", "topics", name)
+            overrides = await self.connected_zk.call("get_entity_config", "topics", name)
             logging.getLogger("kafka.server.ConfigHandler").info(
                 "Processing override for entityPath: topics/%s with config: %s", name,
                 overrides)
@@ -546,7 +563,7 @@ class Broker:
             self.replica_manager.stop_replica(topic, index, delete=False)
         log.error("Partitions %s are offline due to the failure on log dir %s",
                   ", ".join(f"{t}-{p}" for t, p in sorted(lost)), path)
-        task = asyncio.ensure_future(self.zk.call("create_log_dir_event_notification",
+        task = asyncio.ensure_future(self.connected_zk.call("create_log_dir_event_notification",
                                                   self.broker_id))
         self._background.add(task)
         task.add_done_callback(self._background.discard)

@@ -9,7 +9,7 @@ count only on the active controller, as in Kafka.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -121,7 +121,7 @@ def register_state_gauges(registry: MetricsRegistry, broker: Broker) -> None:
         broker.log_manager.offline_dirs) if broker.log_manager else 0)
     for field, name in (("read_bytes", "linux-disk-read-bytes"),
                         ("write_bytes", "linux-disk-write-bytes")):
-        registry.gauge(SERVER, "KafkaServer", name, lambda f=field: _proc_io().get(f, 0))
+        registry.gauge(SERVER, "KafkaServer", name, _proc_io_reader(field))
     registry.add_provider(lambda: partition_beans(partitions()))
     registry.add_provider(process_bean)
 
@@ -267,6 +267,11 @@ def certificate_beans(broker: Broker) -> dict[str, dict[str, object]]:
                              (("listener", listener),))] = {
                 "Value": certificate.not_valid_after_utc.timestamp()}
     return beans
+
+
+def _proc_io_reader(field: str) -> Callable[[], int]:
+    """A gauge's reader of one /proc/self/io field."""
+    return lambda: _proc_io().get(field, 0)
 
 
 def register_broker_metrics(broker: Broker) -> dict[str, DelayedOperations]:

@@ -163,7 +163,7 @@ class Unenforced:
         return "" if self.default in (None, "") else f"only {self.default}"
 
 
-Validator = Range | OneOf | GzipLevel | Unenforced
+Validator = Range | OneOf | GzipLevel | Unenforced | InterBrokerProtocol
 
 
 @dataclass(frozen=True)

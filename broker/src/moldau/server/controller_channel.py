@@ -25,11 +25,10 @@ from moldau.protocol.fit import fit_to_version
 from moldau.protocol.messages.leader_and_isr_request import LeaderAndIsrRequest
 from moldau.protocol.messages.stop_replica_request import StopReplicaRequest
 from moldau.protocol.messages.update_metadata_request import UpdateMetadataRequest
-
-from .protocol_versions import InterBrokerVersions
+from moldau.replication.protocol_versions import InterBrokerVersions
 
 if TYPE_CHECKING:
-    from moldau.server.broker import Broker
+    from .broker import Broker
 
 log = logging.getLogger("kafka.controller.RequestSendThread")
 

@@ -21,16 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moldau.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
+from moldau.protocol.fetch_session import INT32_MAX
 
-INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 FETCH_SESSION_ID_NOT_FOUND = FetchSessionIdNotFoundError.code
 INVALID_FETCH_SESSION_EPOCH = InvalidFetchSessionEpochError.code
-INT32_MAX = 2**31 - 1
-
-
-def next_epoch(epoch: int) -> int:
-    """The epoch after `epoch` (Kafka's FetchMetadata.nextEpoch: wraps to 1)."""
-    return 1 if epoch >= INT32_MAX else epoch + 1
 
 
 @dataclass

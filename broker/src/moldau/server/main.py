@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     # choose the loop first and serve outside the except: a traceback raised inside an
     # `except ImportError` would be chained to the missing uvloop
     try:
-        import uvloop  # type: ignore[import-not-found]
+        import uvloop
     except ImportError:
         uvloop = None
     if uvloop is None:

@@ -295,7 +295,8 @@ class Connection(asyncio.BufferedProtocol):
                     self._gathered()
                 continue
             self.busy = True
-            self._task = asyncio.ensure_future(self._finish(result))
+            pending = cast("Awaitable[Parts | None]", result)  # neither None nor a list
+            self._task = asyncio.ensure_future(self._finish(pending))
             return
 
     async def _finish(self, pending: Awaitable[Parts | None]) -> None:
@@ -330,9 +331,9 @@ class Connection(asyncio.BufferedProtocol):
         assert transport is not None
         self._send_started = 0  # bytes only: the send starts with the pass's write
         for i, part in enumerate(parts):
-            if type(part) is not FileRecords:
+            if not isinstance(part, FileRecords):
                 self._unsent.append(part)
-                self._unsent_bytes += len(part)  # type: ignore[arg-type]
+                self._unsent_bytes += len(part)
                 if self._unsent_bytes >= COALESCE_BYTES:
                     self._flush()
                 continue

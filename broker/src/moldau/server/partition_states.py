@@ -19,19 +19,19 @@ from moldau.cluster import zk_data
 from moldau.cluster.zk_client import ZkBadVersionError
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC
 from moldau.errors import KafkaStorageError
+from moldau.replication.replica_manager import LeaderAndIsr, RecordedIsr
 
 from .cooperative import CooperativePause
 from .metadata_cache import BrokerEndpoints, PartitionInfo, TopicInfo
-from .replica_manager import LeaderAndIsr, RecordedIsr
 
 if TYPE_CHECKING:
     from moldau.cluster.controller import PartitionDecision
     from moldau.cluster.zk_async import AsyncZk
     from moldau.coordinator.group.coordinator import GroupCoordinator
     from moldau.replication.replica_fetcher import ReplicaFetcherManager
+    from moldau.replication.replica_manager import Partition, ReplicaManager
 
     from .metadata_cache import MetadataCache
-    from .replica_manager import Partition, ReplicaManager
     from .topic_configs import TopicConfigs
 
 log = logging.getLogger("kafka.cluster.Partition")

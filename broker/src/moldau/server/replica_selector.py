@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from moldau.replication.replica_manager import Partition
+
 from .config import RACK_AWARE_SELECTOR
 from .metadata_cache import BrokerEndpoints
-from .replica_manager import Partition
 
 NO_PREFERENCE = -1
 

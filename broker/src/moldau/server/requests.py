@@ -129,11 +129,11 @@ class RequestDispatcher:
         try:
             header, body = decode_request(frame)
         except UnsupportedVersionError as exc:
-            header = getattr(exc, "header", None)
-            if header is not None and header.request_api_key == ApiKey.API_VERSIONS:
+            probe = getattr(exc, "header", None)
+            if probe is not None and probe.request_api_key == ApiKey.API_VERSIONS:
                 # a client newer than us probes with a higher version: answer v0 so it
                 # can retry with one we know (KIP-511)
-                return [unsupported_api_versions_response(header.correlation_id,
+                return [unsupported_api_versions_response(probe.correlation_id,
                                                           self._advertised)]
             raise ProtocolError(str(exc)) from None
         api_key = header.request_api_key

@@ -60,7 +60,7 @@ class SpliceBuffer(bytearray):
             return
         if not self.splices:
             self.splices = []
-        self.splices.append((len(self), records))  # type: ignore[union-attr]
+        self.splices.append((len(self), records))
 
 
 # (response class, version) -> (whether the response header is v1, the body's encoder)

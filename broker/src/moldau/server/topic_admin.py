@@ -95,7 +95,7 @@ class TopicAdmin:
                      configs: dict[str, str]) -> None:
         topic_id = zk_data.random_uuid()
         try:
-            await self.broker.zk.call("create_topic", name, topic_id, assignment, configs)
+            await self.broker.connected_zk.call("create_topic", name, topic_id, assignment, configs)
         except Exception as exc:
             if type(exc).__name__ in ("NodeExistsError", "TopicExistsError"):
                 raise TopicAlreadyExistsError(f"Topic '{name}' already exists.") from None

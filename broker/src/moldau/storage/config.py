@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Final, Literal
 
 LONG_MAX = 0x7FFFFFFFFFFFFFFF
 INT_MAX = 0x7FFFFFFF
@@ -46,11 +46,11 @@ def _boolean(value: Any) -> bool:
     return text == "true"
 
 
-ALL_REPLICAS = "*"
+ALL_REPLICAS: Final = "*"
 
 
 @functools.lru_cache(maxsize=1024)
-def parse_throttled_replicas(value: str) -> str | frozenset[tuple[int, int]] | None:
+def parse_throttled_replicas(value: str) -> Literal["*"] | frozenset[tuple[int, int]] | None:
     """A `*.replication.throttled.replicas` value: "*", the (partition, broker) pairs, or
     None when malformed. Cached: replica fetches ask for every partition they read."""
     text = value.strip()

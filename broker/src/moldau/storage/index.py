@@ -496,7 +496,9 @@ class OffsetIndex(_Index):
         relative = offset - self._base_offset
         if not 0 <= relative <= _INT32_MAX:
             self.relative_offset(offset)  # raises IndexOffsetOverflowError
-        _OFFSET_ENTRY.pack_into(self._mm, entries * 8, relative, position)
+        mm = self._mm
+        assert mm is not None  # past the guard above the index is open with a free slot
+        _OFFSET_ENTRY.pack_into(mm, entries * 8, relative, position)
         self._entries = entries + 1
         self._last_offset = offset
         self._last_position = position
@@ -512,7 +514,9 @@ class OffsetIndex(_Index):
         found = self._bisect(_I32.unpack_from, 0, target_offset - base, right=True)
         if found == 0:
             return _new_tuple(OffsetPosition, (base, 0))
-        rel, position = _OFFSET_ENTRY.unpack_from(self._mm, (found - 1) * 8)
+        mm = self._mm
+        assert mm is not None  # an open index with an entry below the target is mapped
+        rel, position = _OFFSET_ENTRY.unpack_from(mm, (found - 1) * 8)
         return _new_tuple(OffsetPosition, (base + rel, position))
 
     def fetch_upper_bound_offset(
@@ -622,7 +626,9 @@ class TimeIndex(_Index):
         if entries >= self._max_entries:
             raise IndexFullError(f"no slot left in {self._path} ({entries} entries)")
         relative = self.relative_offset(offset)
-        _TIME_ENTRY.pack_into(self._mm, entries * 12, timestamp, relative)
+        mm = self._mm
+        assert mm is not None  # past the guards above the index is open with a free slot
+        _TIME_ENTRY.pack_into(mm, entries * 12, timestamp, relative)
         self._entries = entries + 1
         self._last_entry = TimestampOffset(timestamp, offset)
         self.last_timestamp = timestamp

@@ -455,7 +455,7 @@ class LogManager:
                 continue
             pass_.cancelled = True
             del self._cleaning[key]
-            built.add_done_callback(lambda _built, pass_=pass_: cleaner.discard(pass_))
+            built.add_done_callback(functools.partial(_discard_when_built, pass_))
         if tp is None and self._cleaner_pool is not None:
             self._cleaner_pool.shutdown(wait=True, cancel_futures=True)
             self._cleaner_pool = None
@@ -558,3 +558,8 @@ def _out_of_resources(exc: BaseException | None) -> bool:
             return True
         exc = exc.__cause__
     return False
+
+
+def _discard_when_built(pass_: cleaner.CleanPlan, _built: Future[None]) -> None:
+    """The done callback of a cancelled pass: discard what it wrote."""
+    cleaner.discard(pass_)

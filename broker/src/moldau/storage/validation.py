@@ -18,6 +18,7 @@ malformed input, whose errors it reports) takes the general path, batch by Recor
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from moldau.errors import (
@@ -110,7 +111,8 @@ def writable(records: bytes | bytearray | memoryview) -> bytearray | memoryview:
         return bytearray(records)  # straight from bytes: cheaper than through a view
     if kind is bytearray:
         return memoryview(records)
-    view = records if kind is memoryview else memoryview(records)
+    # type(records) again, not kind: mypy narrows a union only on the call itself
+    view = records if type(records) is memoryview else memoryview(records)
     return view if not view.readonly else bytearray(view)
 
 
@@ -140,18 +142,21 @@ def validate_for_leader(
     compact, target_codec, max_message_bytes, log_append, before, after, segment_bytes = (
         config.leader_checks
     )
-    kind = type(records)
-    if kind is bytes:
+    # The type is tested on the call itself, which mypy narrows, the common case first.
+    buf: bytes | bytearray | memoryview
+    if type(records) is memoryview:  # what the network layer hands over
+        buf, readonly = records, records.readonly
+    elif type(records) is bytes:
         buf, readonly = records, True
-    elif kind is bytearray:
+    elif type(records) is bytearray:
         buf, readonly = records, False
     else:
-        buf = records if kind is memoryview else memoryview(records)
+        buf = memoryview(records)
         readonly = buf.readonly
     # The fast path: well-formed v2 batches whose headers say all there is to check (no
     # compacted topic, no codec change), each header parsed once into a tuple. Anything
     # else, malformed input included, takes the general path, which reports it.
-    headers = None
+    headers: Sequence[tuple] | None = None
     end = len(buf)
     if end >= HEADER_SIZE and not compact:
         header = _unpack_header(buf, 0)
@@ -275,7 +280,7 @@ def validate_for_leader(
     )
 
 
-def _scan(buf: bytearray | memoryview, target_codec: int | None) -> list[tuple] | None:
+def _scan(buf: bytes | bytearray | memoryview, target_codec: int | None) -> list[tuple] | None:
     """The parsed headers of a well-formed blob of v2 batches, one HEADER tuple each, or
     None when the general path must handle it (legacy or malformed input, a codec change).
     """

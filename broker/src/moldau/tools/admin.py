@@ -14,6 +14,7 @@ from moldau.client.blocking import BlockingConnection
 from moldau.errors import NotControllerError
 from moldau.protocol.api import APIS
 from moldau.protocol.errors import ProtocolError
+from moldau.protocol.messages.metadata_request import MetadataRequest
 from moldau.security.ssl_settings import TlsConfigError
 from moldau.security.tls import build_client_context
 from moldau.tools.kafka_errors import KafkaToolError, check
@@ -196,9 +197,8 @@ class Admin:
 
     def metadata(self, topics: list[str] | None = None, auto_create: bool = False) -> Any:
         """Metadata v12 (topic ids); None asks for every topic."""
-        spec = _SPECS["Metadata"]
         wanted = None if topics is None else [
-            spec.request.MetadataRequestTopic(name=t) for t in topics]
+            MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
         answer = self.call("Metadata", 12, topics=wanted, allow_auto_topic_creation=auto_create)
         self._nodes = {b.node_id: (b.host, b.port) for b in answer.brokers}
         return answer

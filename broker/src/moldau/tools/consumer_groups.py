@@ -200,14 +200,14 @@ def offset_rows(admin: Admin, group: Group) -> list[list[str]]:
     assigned += [(tp, None) for tp in sorted(committed) if tp not in owned]
     ends = list_offsets(admin, [tp for tp, _ in assigned], LATEST) if assigned else {}
     rows = []
-    for tp, member in assigned:
+    for tp, owner in assigned:
         offset = committed.get(tp)
         end = ends.get(tp)
         lag = str(end - offset) if offset is not None and end is not None else MISSING
         rows.append([group.group_id, tp[0], str(tp[1]), _or(offset), _or(end), lag,
-                     member.member_id if member else MISSING,
-                     member.host if member else MISSING,
-                     member.client_id if member else MISSING])
+                     owner.member_id if owner else MISSING,
+                     owner.host if owner else MISSING,
+                     owner.client_id if owner else MISSING])
     for member in members:  # members without partitions still show up
         if not member.assignment:
             rows.append([group.group_id, MISSING, MISSING, MISSING, MISSING, MISSING,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 from moldau.protocol.messages.delete_records_request import DeleteRecordsRequest
@@ -39,8 +40,8 @@ def parse_offsets(text: str) -> list[tuple[str, int, int]]:
         except (KeyError, TypeError, ValueError):
             raise ArgumentError(f"Invalid partition entry in the offset json file: "
                                 f"{json.dumps(item)}") from None
-    seen = set()
-    duplicates = sorted({f"{t}-{p}" for t, p, _ in out if (t, p) in seen or seen.add((t, p))})
+    counts = Counter((t, p) for t, p, _ in out)
+    duplicates = sorted({f"{t}-{p}" for (t, p), n in counts.items() if n > 1})
     if duplicates:
         raise ArgumentError("Offset json file contains duplicate topic partitions: "
                             + ",".join(duplicates))

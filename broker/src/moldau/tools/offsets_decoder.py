@@ -10,6 +10,7 @@ import json
 import struct
 from typing import Any
 
+from moldau.protocol._runtime import Message
 from moldau.protocol.json_form import to_json
 from moldau.protocol.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
 from moldau.protocol.messages.consumer_protocol_subscription import (
@@ -27,8 +28,8 @@ _RECORD_TYPES: dict[int, tuple[Any, Any]] = {
     1: (OffsetCommitKey, OffsetCommitValue),
     2: (GroupMetadataKey, GroupMetadataValue),
 }
-_EMBEDDED = {"subscription": ConsumerProtocolSubscription,
-             "assignment": ConsumerProtocolAssignment}
+_EMBEDDED: dict[str, type[Message]] = {"subscription": ConsumerProtocolSubscription,
+                                       "assignment": ConsumerProtocolAssignment}
 
 
 def _text(node: dict[str, Any]) -> str:

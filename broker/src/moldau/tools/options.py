@@ -57,7 +57,8 @@ class Options:
 
 
 def _type_label(opt: Opt) -> str:
-    kind = {int: "Integer", float: "Double"}.get(opt.type, "String")
+    labels: dict[Callable[[str], Any], str] = {int: "Integer", float: "Double"}
+    kind = labels.get(opt.type, "String")
     if opt.type is _long:
         kind = "Long"
     return f"<{kind}: {opt.arg}>"

@@ -888,8 +888,9 @@ class GroupCoordinator:
         if valid:
             for tp in valid:
                 group.pending_offsets[tp] += 1
-            records = [(offset_commit_key(group.group_id, t, p), offset_commit_value(o))
-                       for (t, p), o in valid.items()]
+            records: list[tuple[bytes, bytes | None]] = [
+                (offset_commit_key(group.group_id, t, p), offset_commit_value(o))
+                for (t, p), o in valid.items()]
             try:
                 error = await self._append(group.group_id, records)
             finally:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from moldau.errors import (
     ClusterAuthorizationFailedError,
     InvalidRequestError,
+    KafkaError,
     KafkaStorageError,
     MismatchedEndpointTypeError,
     UnsupportedEndpointTypeError,
@@ -60,7 +61,8 @@ class DescribeClusterHandler:
         version = ctx.api_version
         endpoint_type = request.endpoint_type if version >= 1 else ENDPOINT_BROKER
         if endpoint_type not in (ENDPOINT_BROKER, ENDPOINT_CONTROLLER):
-            error = InvalidRequestError if version == 0 else UnsupportedEndpointTypeError
+            error: type[KafkaError] = (InvalidRequestError if version == 0
+                                      else UnsupportedEndpointTypeError)
             return DescribeClusterResponse(
                 error_code=error.code, error_message=f"Unsupported endpoint type "
                 f"{endpoint_type}")

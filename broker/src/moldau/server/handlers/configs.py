@@ -467,7 +467,8 @@ def _broker_list_type(name: str) -> bool | None:
 
 def _broker_list_default(name: str) -> str:
     key = KEYS.get(name)
-    return render(name, key.default) if key is not None and key.default is not None else ""
+    return (render(name, key.default) or "") if key is not None and key.default is not None \
+        else ""
 
 
 class IncrementalAlterConfigsHandler(_AlterBase):

@@ -23,7 +23,7 @@ from moldau.protocol.messages.controlled_shutdown_response import ControlledShut
 from moldau.protocol.messages.leader_and_isr_response import LeaderAndIsrResponse
 from moldau.protocol.messages.stop_replica_response import StopReplicaResponse
 from moldau.protocol.messages.update_metadata_response import UpdateMetadataResponse
-from moldau.replication.controller_channel import (
+from moldau.server.controller_channel import (
     decisions_from_leader_and_isr,
     read_stop_replica,
     read_update_metadata,

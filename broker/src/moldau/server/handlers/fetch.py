@@ -31,21 +31,19 @@ from moldau.errors import (
     UnknownLeaderEpochError,
     UnknownTopicIdError,
 )
+from moldau.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
 from moldau.protocol.messages.fetch_request import FetchRequest
 from moldau.protocol.messages.fetch_response import FetchResponse
+from moldau.replication.replica_manager import Partition
 from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from moldau.storage.log import PartitionLog
 
 from ..fetch_sessions import (
     FETCH_SESSION_ID_NOT_FOUND,
-    FINAL_EPOCH,
-    INITIAL_EPOCH,
     INVALID_FETCH_SESSION_EPOCH,
     FetchSession,
     FetchSessionCache,
-    next_epoch,
 )
-from ..replica_manager import Partition
 from ..replica_selector import NO_PREFERENCE, preferred_read_replica
 from ..responses import FileRecords
 from .cluster_info import CLUSTER_NAME
@@ -53,12 +51,12 @@ from .cluster_info import CLUSTER_NAME
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from moldau.replication.replica_manager import ReplicaManager
     from moldau.replication.throttle import ReplicationThrottle
 
     from ..broker_metrics import BrokerTopicStats, DelayedOperations, NoTopicStats
     from ..config import BrokerConfig
     from ..metadata_cache import MetadataCache
-    from ..replica_manager import ReplicaManager
     from ..requests import RequestContext
 
 PartitionData = FetchResponse.PartitionData

@@ -417,11 +417,12 @@ class DescribeGroupsHandler(_GroupHandler):
                              group_state=GroupState.DEAD.value, protocol_type="",
                              protocol_data="", members=[], authorized_operations=operations)
         stable = group.is_in(GroupState.STABLE) and group.protocol is not None
+        protocol = group.protocol if stable else None
         members = [
             DescribeGroupsResponse.DescribedGroupMember(
                 member_id=m.member_id, group_instance_id=m.group_instance_id,
                 client_id=m.client_id, client_host=m.client_host,
-                member_metadata=m.metadata(group.protocol) if stable else b"",
+                member_metadata=m.metadata(protocol) if protocol is not None else b"",
                 member_assignment=m.assignment if stable else b"")
             for m in group.members.values()]
         return Described(error_code=0, group_id=group_id, group_state=group.state.value,

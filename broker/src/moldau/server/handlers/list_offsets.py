@@ -13,8 +13,9 @@ from moldau.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTA
 from .fetch import check_leader_epoch
 
 if TYPE_CHECKING:
+    from moldau.replication.replica_manager import ReplicaManager
+
     from ..metadata_cache import MetadataCache
-    from ..replica_manager import ReplicaManager
     from ..requests import RequestContext
 
 Topic_ = ListOffsetsResponse.ListOffsetsTopicResponse

@@ -28,19 +28,19 @@ from moldau.errors import (
 )
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.messages.produce_response import ProduceResponse
+from moldau.replication.replica_manager import Partition
 
 from ..metadata_cache import INTERNAL_TOPICS
-from ..replica_manager import Partition
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from moldau.replication.replica_manager import ReplicaManager
     from moldau.storage.log_manager import LogManager
     from moldau.storage.validation import AppendInfo
 
     from ..broker_metrics import BrokerTopicStats, DelayedOperations, NoTopicStats
     from ..metadata_cache import MetadataCache
-    from ..replica_manager import ReplicaManager
     from ..requests import RequestContext
 
 log = logging.getLogger("kafka.server.KafkaApis")
@@ -114,10 +114,10 @@ class ProduceHandler:
                 # no response carries the error: closing the connection is how Kafka tells
                 raise ProtocolError("an acks=0 produce request failed; closing the connection")
             return None
-        response = ProduceResponse(responses=responses)
+        answer = ProduceResponse(responses=responses)
         if waiting:
-            return self._await_replication(response, waiting, request.timeout_ms)
-        return response
+            return self._await_replication(answer, waiting, request.timeout_ms)
+        return answer
 
     async def _await_replication(self, response: Any, waiting: list[tuple[Partition, int]],
                                  timeout_ms: int) -> Any:
@@ -163,28 +163,27 @@ class ProduceAppends:
         count it, and a storage error takes the log dir offline (the controller then moves
         leadership away). partition is None when the topic or partition is unknown."""
         malformed = isinstance(exc, ProtocolError)
-        if malformed:
-            exc = InvalidRecordError(str(exc))
-        response.error_code = exc.code
+        error = InvalidRecordError(str(exc)) if isinstance(exc, ProtocolError) else exc
+        response.error_code = error.code
         response.base_offset = -1  # Kafka's INVALID_OFFSET: nothing was appended
         if version >= 8:
-            response.error_message = str(exc) or None
-        if isinstance(exc, InvalidRecordError) and version >= 8:
+            response.error_message = str(error) or None
+        if isinstance(error, InvalidRecordError) and version >= 8:
             response.record_errors = [
                 ProduceResponse.BatchIndexAndErrorMessage(
-                    batch_index=0, batch_index_error_message=str(exc))]
-        elif isinstance(exc, KafkaStorageError):
-            log.error("Error appending to %s-%d: %s", topic, response.index, exc)
-        log.debug("Produce to %s-%d failed: %s", topic, response.index, exc)
+                    batch_index=0, batch_index_error_message=str(error))]
+        elif isinstance(error, KafkaStorageError):
+            log.error("Error appending to %s-%d: %s", topic, response.index, error)
+        log.debug("Produce to %s-%d failed: %s", topic, response.index, error)
         if partition is None:
             return
         stats = self.topic_stats  # a known topic: it has metrics
         if not malformed:
             stats.mark("FailedProduceRequestsPerSec", topic)
-        if isinstance(exc, RecordTooLargeError | RecordBatchTooLargeError):
+        if isinstance(error, RecordTooLargeError | RecordBatchTooLargeError):
             stats.mark("BytesRejectedPerSec", topic, nbytes)
-        if isinstance(exc, KafkaStorageError):
-            self.log_manager.handle_storage_error(partition.log, exc)
+        if isinstance(error, KafkaStorageError):
+            self.log_manager.handle_storage_error(partition.log, error)
         stats.mark("TotalProduceRequestsPerSec", topic)  # (a successful append counts it too)
 
     async def await_replication(self, waiting: list[tuple[Partition, int]],

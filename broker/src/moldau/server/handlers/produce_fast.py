@@ -45,10 +45,10 @@ from .produce import (
 
 if TYPE_CHECKING:
     from moldau.metrics.registry import MetricsRegistry
+    from moldau.replication.replica_manager import Partition
     from moldau.storage.validation import AppendInfo
 
     from ..network import Connection
-    from ..replica_manager import Partition
     from ..requests import RequestDispatcher
 
 PRODUCE = ApiKey.PRODUCE.value  # a plain int: compared on every request

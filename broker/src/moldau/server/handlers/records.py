@@ -19,16 +19,16 @@ from moldau.protocol.messages.delete_records_response import DeleteRecordsRespon
 from moldau.protocol.messages.offset_for_leader_epoch_response import (
     OffsetForLeaderEpochResponse,
 )
+from moldau.replication.replica_manager import Partition
 from moldau.storage.epoch_cache import UNDEFINED_OFFSET
 
-from ..replica_manager import Partition
 from .fetch import check_leader_epoch
 
 if TYPE_CHECKING:
+    from moldau.replication.replica_manager import ReplicaManager
     from moldau.storage.log_manager import LogManager
 
     from ..metadata_cache import MetadataCache
-    from ..replica_manager import ReplicaManager
     from ..requests import RequestContext
 
 log = logging.getLogger("kafka.server.ReplicaManager")

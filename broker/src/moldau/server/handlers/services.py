@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from moldau.cluster.zk_async import AsyncZk
     from moldau.coordinator.group.coordinator import GroupCoordinator
     from moldau.metrics.registry import MetricsRegistry
+    from moldau.replication.replica_manager import ReplicaManager
     from moldau.replication.throttle import ReplicationThrottle
     from moldau.security.tls import TlsContextHolder
     from moldau.storage.log_manager import LogManager
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from ..metadata_cache import MetadataCache
     from ..partition_states import PartitionStates
     from ..producer_ids import ProducerIdManager
-    from ..replica_manager import ReplicaManager
     from ..topic_admin import TopicAdmin
     from ..topic_configs import TopicConfigs
 
