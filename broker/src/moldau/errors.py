@@ -27,6 +27,9 @@ class KafkaError(Exception):
     default_message: ClassVar[str] = (
         "The server experienced an unexpected error when processing the request.")
     retriable: ClassVar[bool] = False
+    # KIP-467: the records validation refused, as (index of the record in its batch, why);
+    # a Produce response (v8+) names them, so clients fail those records alone
+    record_errors: tuple[tuple[int, str], ...] = ()
 
     def __init_subclass__(cls, code: int | None = None, retriable: bool = False,
                           name: str | None = None, message: str | None = None,

@@ -53,6 +53,7 @@ MESSAGE_MAX_BYTES = 10_000
 REQUEST_MAX_BYTES = 1024 * 1024
 NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 2, 3
 MESSAGE_TOO_LARGE = 10
+INVALID_TIMESTAMP, INVALID_RECORD = 32, 87
 INVALID_TOPIC_EXCEPTION, UNSUPPORTED_VERSION, OUT_OF_ORDER_SEQUENCE_NUMBER = 17, 35, 45
 BATCH_HEADER_SIZE = 61  # a v2 batch's records start after its 61-byte header
 
@@ -145,6 +146,42 @@ def test_corrupt_batch_is_refused(strict: BrokerProcess, topic: str) -> None:
 
 
 # --- 3. unknown and illegal topics --------------------------------------------------------
+
+def test_per_record_errors_name_the_refused_records(strict: BrokerProcess) -> None:
+    """KIP-467: a batch of 100 records with 10 keyless ones, produced to a compacted
+    topic, is refused with INVALID_RECORD naming those 10 (their index in the batch), so
+    clients fail them and retry the other 90; records out of a CreateTime topic's
+    timestamp bounds are named the same way under INVALID_TIMESTAMP. Nothing is kept."""
+    now = int(time.time() * 1000)
+    keyless = {3, 14, 25, 36, 47, 58, 69, 80, 91, 99}
+    compacted, bounded = topic_name("kip467-compact"), topic_name("kip467-time")
+    with connect(strict) as conn:
+        create_topic(conn, compacted, configs={"cleanup.policy": "compact"})
+        create_topic(conn, bounded, configs={"message.timestamp.before.max.ms": "60000"})
+        batch = build_batch([(None if i in keyless else b"k%d" % i, b"v", (), now)
+                             for i in range(100)])
+        answer = produce(conn, compacted, batch, version=9)
+        assert (answer.error_code, answer.base_offset) == (INVALID_RECORD, -1)
+        assert [e.batch_index for e in answer.record_errors] == sorted(keyless)
+        assert {e.batch_index_error_message for e in answer.record_errors} == {
+            "Compacted topic cannot accept message without key in topic partition"}
+        assert answer.error_message.startswith(
+            "One or more records have been rejected due to 10 record errors in total, and "
+            "only showing the first three errors at most: [RecordError(batchIndex=3, ")
+        old = now - 3_600_000
+        batch = build_batch([(b"k", b"v", (), old if i in (0, 2) else now) for i in range(4)])
+        answer = produce(conn, bounded, batch, version=9)
+        assert (answer.error_code, answer.base_offset) == (INVALID_TIMESTAMP, -1)
+        assert [e.batch_index for e in answer.record_errors] == [0, 2]
+        assert answer.record_errors[1].batch_index_error_message.startswith(
+            f"Timestamp {old} of message with offset 2 is out of range. The timestamp should "
+            "be within [")
+        assert answer.error_message == (
+            "One or more records have been rejected due to invalid timestamp")
+        for name in (compacted, bounded):  # nothing was kept; the next batch is offset 0
+            assert latest_offset(conn, name) == 0
+            assert produce(conn, name, build_batch([(b"k", b"v", (), now)])).base_offset == 0
+
 
 def test_unknown_topic_without_auto_create(strict: BrokerProcess) -> None:
     name = topic_name("missing")

@@ -131,8 +131,10 @@ def test_record_set_larger_than_a_segment_is_record_list_too_large():
 
 def test_compacted_topic_needs_keys():
     config = LogConfig(cleanup_policy=("compact",))
-    with pytest.raises(InvalidRecordError, match="without key"):
+    with pytest.raises(InvalidRecordError, match="1 record errors in total") as refused:
         leader(build_batch([(b"a", b"1", (), T0), (None, b"2", (), T0)], compression=2), config)
+    assert refused.value.record_errors == (
+        (1, "Compacted topic cannot accept message without key in topic partition"),)
     assert leader(batch(3, codec=2), config).record_count == 3
     # a delete-policy topic takes null keys
     assert leader(batch(2, key=None)).record_count == 2
@@ -175,6 +177,20 @@ def test_timestamp_bounds_for_create_time_topics():
         leader(batch(1, timestamp=NOW - 1001), config)
     with pytest.raises(InvalidTimestampError):
         leader(batch(1, timestamp=NOW + 501), config)
+    # KIP-467: each record out of bounds is named, with Kafka's message; a keyless record
+    # of a compacted topic is named with its key's error, which comes first
+    mixed = build_batch([(b"k", b"v", (), NOW), (b"k", b"v", (), NOW - 5000),
+                         (None, b"v", (), NOW + 900), (b"k", b"v", (), NOW + 600)])
+    with pytest.raises(InvalidTimestampError, match=r"^One or more records have been rejected "
+                       r"due to invalid timestamp$") as refused:
+        leader(mixed, LogConfig(message_timestamp_before_max_ms=1000,
+                                message_timestamp_after_max_ms=500,
+                                cleanup_policy=("compact",)))
+    errors = refused.value.record_errors
+    assert [i for i, _ in errors] == [1, 2, 3]
+    assert errors[0][1] == (f"Timestamp {NOW - 5000} of message with offset 1 is out of "
+                            f"range. The timestamp should be within [{NOW - 1000}, {NOW + 500}]")
+    assert "without key" in errors[1][1]
     # a LogAppendTime topic does not check producer timestamps (the topic's type decides)
     lat = LogConfig(message_timestamp_type="LogAppendTime", message_timestamp_before_max_ms=1000)
     assert leader(batch(1, timestamp=NOW - 10**6), lat).max_timestamp == NOW

@@ -25,6 +25,7 @@ from moldau.errors import (
     CorruptRecordError,
     InvalidRecordError,
     InvalidTimestampError,
+    KafkaError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
@@ -42,6 +43,7 @@ from moldau.protocol.records import (
     MAGIC_OFFSET,
     MIN_BATCH_LENGTH,
     NO_SEQUENCE,
+    NO_TIMESTAMP,
     TRANSACTIONAL_MASK,
     RecordBatch,
     build_batch,
@@ -224,10 +226,11 @@ def validate_for_leader(
             if attributes & CONTROL_MASK:
                 raise InvalidRecordError("clients may not produce control batches")
         # CreateTime: Kafka bounds the timestamps (LogAppendTime: both bounds LONG_MAX)
-        if before != LONG_MAX and 0 <= base_timestamp < now_ms - before:
-            raise _too_old(base_timestamp, before, now_ms)
-        if after != LONG_MAX and batch_max_timestamp > now_ms + after:
-            raise _too_new(batch_max_timestamp, after, now_ms)
+        if ((before != LONG_MAX and 0 <= base_timestamp < now_ms - before)
+                or (after != LONG_MAX and batch_max_timestamp > now_ms + after)):
+            refused = _rejected_records(_batch_at(view, position, size), config, now_ms)
+            if refused is not None:
+                raise refused
         if readonly:  # one batch (see above)
             head = _pack_front(offset, length, leader_epoch)
         else:
@@ -503,20 +506,21 @@ def _check_batch(batch: RecordBatch, config: LogConfig, now_ms: int, from_client
             )
         if batch.is_control:
             raise InvalidRecordError("clients may not produce control batches")
-    # Kafka bounds timestamps when the topic (not the batch) uses CreateTime.
-    if config.message_timestamp_type == "CreateTime":
-        _check_timestamps(batch, config, now_ms)
+    # Kafka bounds timestamps when the topic (not the batch) uses CreateTime; the
+    # batch's bounds tell whether a record is out of them, and only then is each looked at
+    if config.message_timestamp_type == "CreateTime" and _outside_bounds(batch, config, now_ms):
+        refused = _rejected_records(batch, config, now_ms)
+        if refused is not None:
+            raise refused
     if config.compact:
-        _check_keys(batch)
+        _check_keys(batch, config, now_ms)
 
 
-def _check_timestamps(batch: RecordBatch, config: LogConfig, now_ms: int) -> None:
+def _outside_bounds(batch: RecordBatch, config: LogConfig, now_ms: int) -> bool:
     before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
     # NO_TIMESTAMP (-1, e.g. converted magic 0 messages) is never out of bounds, as in Kafka.
-    if before != LONG_MAX and 0 <= batch.base_timestamp < now_ms - before:
-        raise _too_old(batch.base_timestamp, before, now_ms)
-    if after != LONG_MAX and batch.max_timestamp > now_ms + after:
-        raise _too_new(batch.max_timestamp, after, now_ms)
+    return ((before != LONG_MAX and 0 <= batch.base_timestamp < now_ms - before)
+            or (after != LONG_MAX and batch.max_timestamp > now_ms + after))
 
 
 # --- the errors, shared by the fast and the general path ------------------------------
@@ -547,29 +551,61 @@ def _bad_count(count: int, last_offset_delta: int) -> InvalidRecordError:
     )
 
 
-def _too_old(timestamp: int, before: int, now_ms: int) -> InvalidTimestampError:
-    return InvalidTimestampError(
-        f"timestamp {timestamp} is more than message.timestamp.before.max.ms "
-        f"({before}) before the broker's time {now_ms}"
-    )
+KEYLESS = "Compacted topic cannot accept message without key in topic partition"
 
 
-def _too_new(timestamp: int, after: int, now_ms: int) -> InvalidTimestampError:
-    return InvalidTimestampError(
-        f"timestamp {timestamp} is more than message.timestamp.after.max.ms "
-        f"({after}) after the broker's time {now_ms}"
-    )
-
-
-def _check_keys(batch: RecordBatch) -> None:
+def _check_keys(batch: RecordBatch, config: LogConfig, now_ms: int) -> None:
     try:
-        for record in batch.records():
-            if record.key is None:
-                raise InvalidRecordError(
-                    "Compacted topic cannot accept message without key in topic partition"
-                )
+        keyless = any(record.key is None for record in batch.records())
     except ProtocolError as exc:
         raise CorruptRecordError(str(exc)) from None
+    refused = _rejected_records(batch, config, now_ms) if keyless else None
+    if refused is not None:
+        raise refused
+
+
+def _batch_at(view: memoryview, position: int, size: int) -> RecordBatch:
+    """The batch at position of a buffer the fast path checked from its headers."""
+    return next(iter_batches(view[position : position + size]))
+
+
+def _rejected_records(batch: RecordBatch, config: LogConfig, now_ms: int) -> KafkaError | None:
+    """KIP-467, as Kafka's LogValidator: each record gets at most one error, its key's (a
+    compacted topic) before its timestamp's (a CreateTime topic), in record order. Any
+    timestamp error makes the batch INVALID_TIMESTAMP with a fixed message; otherwise it
+    is INVALID_RECORD, its message counting the errors and showing the first three. None
+    when no record is refused (the batch's bounds only said one might be)."""
+    before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+    check_time = config.message_timestamp_type == "CreateTime"
+    low, high = now_ms - before, now_ms + after
+    errors: list[tuple[int, str]] = []
+    timestamps = False
+    try:
+        for index, record in enumerate(batch.records()):
+            if config.compact and record.key is None:
+                errors.append((index, KEYLESS))
+            elif check_time and record.timestamp != NO_TIMESTAMP and (
+                    (before != LONG_MAX and record.timestamp < low)
+                    or (after != LONG_MAX and record.timestamp > high)):
+                timestamps = True
+                errors.append((index, f"Timestamp {record.timestamp} of message with offset "
+                                      f"{record.offset} is out of range. The timestamp should "
+                                      f"be within [{low}, {high}]"))
+    except ProtocolError as exc:
+        raise CorruptRecordError(str(exc)) from None
+    if not errors:
+        return None
+    error: KafkaError
+    if timestamps:
+        error = InvalidTimestampError(
+            "One or more records have been rejected due to invalid timestamp")
+    else:
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+        error = InvalidRecordError(
+            f"One or more records have been rejected due to {len(errors)} record errors in "
+            f"total, and only showing the first three errors at most: [{shown}]")
+    error.record_errors = tuple(errors)
+    return error
 
 
 def _recompress(batches: list[RecordBatch], codec: int, config: LogConfig) -> bytearray:

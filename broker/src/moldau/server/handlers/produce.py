@@ -168,7 +168,13 @@ class ProduceAppends:
         response.base_offset = -1  # Kafka's INVALID_OFFSET: nothing was appended
         if version >= 8:
             response.error_message = str(error) or None
-        if isinstance(error, InvalidRecordError) and version >= 8:
+        if error.record_errors and version >= 8:
+            # KIP-467: the client fails the records named and retries the others
+            response.record_errors = [
+                ProduceResponse.BatchIndexAndErrorMessage(
+                    batch_index=index, batch_index_error_message=message)
+                for index, message in error.record_errors]
+        elif isinstance(error, InvalidRecordError) and version >= 8:
             response.record_errors = [
                 ProduceResponse.BatchIndexAndErrorMessage(
                     batch_index=0, batch_index_error_message=str(error))]
