@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import threading
@@ -127,6 +128,8 @@ def tls_config(directory: Path, ca: str, cert: str, key: str) -> dict[str, str]:
 
 def run(bootstrap: str, topic: str, directory: Path, tls: list[str] | None = None) -> int:
     directory.mkdir(parents=True, exist_ok=True)
+    # its own pid (the shell's $! may be setsid's, which forks): stop-stale-probe reads it
+    (directory / "pid").write_text(str(os.getpid()))
     config = tls_config(directory, *tls) if tls else {}
     create_topic(bootstrap, topic, partitions=6, replication_factor=3, min_insync_replicas=2,
                  config=config, timeout=90)
