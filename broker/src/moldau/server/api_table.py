@@ -1,13 +1,14 @@
 """The API table: for every API key Moldau serves, its handler class (which declares its
 versions), what it authorizes, its quota class, and whether it may come before the
-connection has authenticated. Data, not code: the dispatcher, the authorizer and the
-quota manager read it, and a test (broker/tests/server/test_api_table.py) fails when an
-advertised key has no complete entry, so an API added later cannot forget one.
+connection has authenticated. Data, not code, for the authentication, authorization and
+quota stages of the request path to read (none does yet); a test
+(broker/tests/server/test_api_table.py) fails when an advertised key has no complete
+entry, so an API added later cannot forget one.
 
-The authorization rules are Kafka 3.9's (KafkaApis; ../shared/reference/security-and-
-transactions.md section 2.3): the resource and operation each handler checks through the
-request context, and the error a denial costs. Until ACLs land, the authorizer allows
-everything and the rules document what each handler asks it.
+The authorization rules are Kafka 3.9's (its KafkaApis, and the "Operations and Resources
+on Protocols" table of Kafka's security documentation): the resource and operation each
+handler checks through the request context, and the error a denial costs. Until ACLs
+land, the authorizer allows everything and the rules document what each handler asks it.
 """
 
 from __future__ import annotations

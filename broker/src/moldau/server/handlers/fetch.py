@@ -371,9 +371,8 @@ class FetchHandler:
     def _leader_throttled(self, partition: Partition, replica_id: int) -> bool:
         """KIP-73 on the leader: a follower outside the ISR of a partition named in
         leader.replication.throttled.replicas."""
-        throttle = self.leader_throttle
-        return (throttle is not None and replica_id not in partition.state.isr
-                and throttle.applies(partition.topic, partition.index))
+        return (replica_id not in partition.state.isr
+                and self.leader_throttle.applies(partition.topic, partition.index))
 
     @staticmethod
     def _error_response(request: Any, code: int) -> Any:
