@@ -13,8 +13,9 @@ from moldau.errors import (
     TransactionalIdAuthorizationFailedError,
 )
 from moldau.protocol.api import ApiKey
-from moldau.server.api_table import API_TABLE, BEFORE_AUTHENTICATION, Quota, Scope
+from moldau.server.api_table import API_TABLE, BEFORE_AUTHENTICATION, Scope
 from moldau.server.handlers import build_handlers
+from moldau.server.quotas import Quota
 from moldau.server.requests import RequestDispatcher
 
 from .test_handler_ports import fake_services
@@ -39,7 +40,7 @@ def test_every_advertised_api_has_an_entry_and_no_entry_is_unserved() -> None:
 
 
 def test_the_dispatcher_serves_the_tables_versions() -> None:
-    from moldau.server.handlers import register_handlers
+    from moldau.server.routes import register_handlers
 
     dispatcher = RequestDispatcher()
     register_handlers(dispatcher, fake_services())

@@ -38,7 +38,7 @@ from moldau.protocol.records import build_batch
 from moldau.replication.replica_manager import LeaderAndIsr, ReplicaManager
 from moldau.server import handlers as handlers_package
 from moldau.server.broker_metrics import DelayedOperations, NoTopicStats
-from moldau.server.handlers import build_handlers, register_handlers
+from moldau.server.handlers import build_handlers
 from moldau.server.handlers.groups import OffsetCommitHandler
 from moldau.server.handlers.metadata import MetadataHandler
 from moldau.server.handlers.produce import ProduceAppends, ProduceHandler
@@ -46,6 +46,7 @@ from moldau.server.handlers.services import BrokerState, HandlerServices
 from moldau.server.metadata_cache import BrokerEndpoints, MetadataCache, PartitionInfo, TopicInfo
 from moldau.server.network import Session
 from moldau.server.requests import Authorizer, RequestContext, RequestDispatcher
+from moldau.server.routes import register_handlers
 from moldau.storage.config import LogConfig
 from moldau.storage.log_manager import LogManager, ManagerConfig
 

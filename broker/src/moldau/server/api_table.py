@@ -1,9 +1,9 @@
 """The API table: for every API key Moldau serves, its handler class (which declares its
 versions), what it authorizes, its quota class, and whether it may come before the
-connection has authenticated. Data, not code, for the authentication, authorization and
-quota stages of the request path to read (none does yet); a test
-(broker/tests/server/test_api_table.py) fails when an advertised key has no complete
-entry, so an API added later cannot forget one.
+connection has authenticated. Data, not code: server/routes.py registers each handler
+with its quota class and authentication setting, which the dispatcher's stages apply
+(server/requests.py); a test (broker/tests/server/test_api_table.py) fails when an
+advertised key has no complete entry, so an API added later cannot forget one.
 
 The authorization rules are Kafka 3.9's (its KafkaApis, and the "Operations and Resources
 on Protocols" table of Kafka's security documentation): the resource and operation each
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from moldau.errors import (
     ClusterAuthorizationFailedError,
@@ -26,19 +26,15 @@ from moldau.errors import (
 from moldau.protocol.api import ApiKey
 
 from . import handlers as h
+from .quotas import Quota
+
+if TYPE_CHECKING:
+    from .requests import RequestContext
 
 TOPIC_DENIED = TopicAuthorizationFailedError.code  # 29
 GROUP_DENIED = GroupAuthorizationFailedError.code  # 30
 CLUSTER_DENIED = ClusterAuthorizationFailedError.code  # 31
 TRANSACTIONAL_ID_DENIED = TransactionalIdAuthorizationFailedError.code  # 53
-
-
-class Quota(enum.Enum):
-    """Which quota a request counts against (Kafka's ClientQuotaManager family)."""
-
-    NORMAL = "normal"  # request time (and produce/fetch bytes) of the client
-    EXEMPT = "exempt"  # inter-broker: recorded as exempt-request-time, never throttled
-    CONTROLLER_MUTATION = "controller mutation"  # partitions created or deleted
 
 
 class Scope(enum.Enum):
@@ -61,10 +57,12 @@ class Check:
 
 
 class Served(Protocol):
-    """A handler class: it declares the versions it serves."""
+    """A handler: it declares the versions it serves, and answers a request."""
 
     MIN_VERSION: int
     MAX_VERSION: int
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any: ...
 
 
 @dataclass(frozen=True)

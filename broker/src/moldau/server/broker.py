@@ -53,7 +53,6 @@ from .config import BrokerConfig
 from .controlled_shutdown import controlled_shutdown
 from .controller_channel import NetworkControllerChannel
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
-from .handlers import register_handlers
 from .handlers.services import BrokerState, HandlerServices
 from .metadata_cache import MetadataCache
 from .network import ConnectionLimits, Listener, SocketServer, SocketSettings
@@ -61,6 +60,7 @@ from .partition_states import IsrWriter, PartitionStates
 from .producer_ids import ProducerIdManager
 from .request_metrics import RequestMetrics
 from .requests import RequestDispatcher
+from .routes import register_handlers
 from .topic_admin import TopicAdmin
 from .topic_configs import TopicConfigs
 

@@ -125,7 +125,9 @@ class Connection(asyncio.BufferedProtocol):
         self.sock: socket.socket | None = None
         self.busy = False  # a request is in progress (waiting on a task)
         self.closed = False
-        self.muted = False  # quotas and authentication may mute a connection
+        self.muted = False  # some reason below holds the connection: no reads, no requests
+        self._mute_reasons: set[str] = set()
+        self._throttle_end: asyncio.TimerHandle | None = None
         self._write_paused = False
         self._read_paused_by_bound = False
         self.id = ""
@@ -178,6 +180,8 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self._throttle_end is not None:
+            self._throttle_end.cancel()
         self.server.release(self)
         self.server.connections.discard(self)
         if self.pending:
@@ -228,17 +232,38 @@ class Connection(asyncio.BufferedProtocol):
         self._read_paused_by_bound = False
         self._sync_reading()
 
-    def mute(self) -> None:
-        """Stop reading and handling requests (quota throttling, authentication)."""
+    def mute(self, reason: str) -> None:
+        """Stop reading and handling requests until every reason is lifted (a quota's
+        throttle time; SASL's delays)."""
+        self._mute_reasons.add(reason)
         if not self.muted:
             self.muted = True
             self._sync_reading()
 
-    def unmute(self) -> None:
-        if self.muted:
+    def unmute(self, reason: str) -> None:
+        self._mute_reasons.discard(reason)
+        if self.muted and not self._mute_reasons:
             self.muted = False
             self._sync_reading()
             self._process()
+
+    def throttle(self, ms: int) -> None:
+        """A quota's throttle time (KIP-219): the response carrying it is on its way; the
+        client's next requests wait until it has passed. A longer throttle replaces a
+        shorter one still running."""
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + ms / 1000
+        if self._throttle_end is not None:
+            if self._throttle_end.when() >= ends:
+                return
+            self._throttle_end.cancel()
+        self._throttle_end = loop.call_at(ends, self._throttle_over)
+        self.mute("throttled")
+
+    def _throttle_over(self) -> None:
+        self._throttle_end = None
+        if not self.closed:
+            self.unmute("throttled")
 
     def _sync_reading(self) -> None:
         """Read the socket unless muted or parked by a full queued.max.requests bound.

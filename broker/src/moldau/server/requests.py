@@ -1,13 +1,24 @@
 """Request dispatch: from a frame to a handler and back to response parts (Kafka's
 KafkaApis entry point).
 
-Handlers are registered per API key with the version range Moldau serves. A handler
-takes (RequestContext, request body) and returns the response body, None when no
-response is due (Produce with acks=0), or an awaitable of either when it has to wait.
-The dispatcher owns what is common to every request: header decoding, version checks,
-the ApiVersions answer for unknown versions, `throttle_time_ms`, the request log, and
-the answer to a request whose handler failed (error_responses.py): one bad request does
-not cost the client its connection.
+Handlers are registered per API key with the version range Moldau serves, the quota the
+API counts against and whether it may come before authentication (server/routes.py
+reads both from the API table). A handler takes (RequestContext, request body) and
+returns the response body, None when no response is due (Produce with acks=0), or an
+awaitable of either when it has to wait.
+
+Every request passes the same stages, in Kafka's order (docs/architecture.md):
+1. header: decode it, check the version (ApiVersions answers an unknown one, KIP-511);
+2. authentication: a connection that has not authenticated may send only the APIs
+   allowed before it (ApiVersions and the SASL handshake); anything else closes it;
+3. handler: it authorizes each resource it names through the request context
+   (`ctx.authorize`) and answers the denied ones with Kafka's errors;
+4. quota: the recorder sees the request, the response and the handler time and
+   decides the throttle time (server/quotas.py);
+5. response: sent at once with `throttle_time_ms`, then the connection is muted for
+   that long (KIP-219); the request log and the request metrics record it.
+A handler's failure answers its request (error_responses.py): one bad request does not
+cost the client its connection.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from moldau.protocol.messages.request_header import RequestHeader
 
 from .error_responses import error_response
 from .network import Connection, Session
+from .quotas import NoQuotas, Quota, QuotaRecorder
 from .request_metrics import RequestMetrics
 from .responses import Parts, encode_response_parts
 
@@ -40,10 +52,6 @@ log = logging.getLogger("kafka.server.KafkaApis")
 Handler = Callable[["RequestContext", Any], Any]
 # the fast Produce path: (connection, frame, arrival ns) to parts, an awaitable of them, or None
 FastPath = Callable[[Connection, bytearray, int], Parts | Awaitable[Parts] | None]
-
-
-def _no_throttle(ctx: RequestContext) -> int:
-    return 0
 
 
 class Authorizer:
@@ -79,34 +87,40 @@ class RequestContext:
         return self.authorizer.authorize(self.conn.session, operation, resource_type, name)
 
 
-@dataclass(slots=True)
-class Registration:
+@dataclass(slots=True, frozen=True)
+class Route:
+    """Where a request of one API key goes, and what its stages need to know."""
+
     handler: Handler
     min_version: int
     max_version: int
+    quota: Quota = Quota.NORMAL
+    before_authentication: bool = False
 
 
 class RequestDispatcher:
-    """Routes requests to handlers; callable as the SocketServer's request handler."""
+    """Routes requests to handlers through the stages of the module doc; callable as the
+    SocketServer's request handler."""
 
-    def __init__(self, authorizer: Authorizer | None = None) -> None:
-        self.handlers: dict[int, Registration] = {}
+    def __init__(self, authorizer: Authorizer | None = None,
+                 quotas: QuotaRecorder | None = None) -> None:
+        self.routes: dict[int, Route] = {}
         self.authorizer = authorizer or Authorizer()
-        # the throttle_time_ms of every response (quotas later); responses default to 0
-        self.throttle_ms: Callable[[RequestContext], int] = _no_throttle
+        self.quotas: QuotaRecorder = quotas or NoQuotas()
         self._advertised: dict[int, tuple[int, int]] = {}
         self.metrics: RequestMetrics | None = None  # set by the broker
         # tried first for API key 0 (handlers/produce_fast.py): the parts, or an awaitable
         # of them (acks=all), when it answered the request; None: the general path does
         self.fast_produce: FastPath | None = None
 
-    def register(self, api_key: int, handler: Handler, min_version: int,
-                 max_version: int) -> None:
+    def register(self, api_key: int, handler: Handler, min_version: int, max_version: int,
+                 quota: Quota = Quota.NORMAL, before_authentication: bool = False) -> None:
         spec = APIS[api_key]
         if not spec.min_version <= min_version <= max_version <= spec.max_version:
             raise ValueError(f"{spec.name} v{min_version}-{max_version} is outside the "
                              f"protocol's range v{spec.min_version}-{spec.max_version}")
-        self.handlers[api_key] = Registration(handler, min_version, max_version)
+        self.routes[api_key] = Route(handler, min_version, max_version, quota,
+                                     before_authentication)
         self._advertised[api_key] = (min_version, max_version)
 
     def advertised_versions(self) -> dict[int, tuple[int, int]]:
@@ -114,9 +128,9 @@ class RequestDispatcher:
         return dict(self._advertised)
 
     def plain_responses(self) -> bool:
-        """Whether responses go out as handlers make them: no throttle time to fill in,
-        and no request details for kafka-request.log."""
-        return self.throttle_ms is _no_throttle and not request_log.isEnabledFor(logging.DEBUG)
+        """Whether responses go out as handlers make them: no quota to record (so no
+        throttle time to fill in), and no request details for kafka-request.log."""
+        return type(self.quotas) is NoQuotas and not request_log.isEnabledFor(logging.DEBUG)
 
     def __call__(self, conn: Connection, frame: bytearray) -> Parts | Awaitable[Any] | None:
         received = time.monotonic_ns()
@@ -138,22 +152,26 @@ class RequestDispatcher:
             raise ProtocolError(str(exc)) from None
         api_key = header.request_api_key
         version = header.request_api_version
-        registration = self.handlers.get(api_key)
-        if registration is None or not (
-                registration.min_version <= version <= registration.max_version):
+        route = self.routes.get(api_key)
+        if route is None or not route.min_version <= version <= route.max_version:
             if api_key == ApiKey.API_VERSIONS:
                 return [unsupported_api_versions_response(header.correlation_id,
                                                           self._advertised)]
             name = APIS[api_key].name
             raise ProtocolError(f"{name} v{version} is not supported by this broker"
-                                + ("" if registration is None else
-                                   f" (v{registration.min_version}-{registration.max_version})"))
-        if header.client_id and not conn.session.client_id:
-            conn.session.client_id = header.client_id
+                                + ("" if route is None else
+                                   f" (v{route.min_version}-{route.max_version})"))
+        session = conn.session
+        if not (session.authenticated or route.before_authentication):
+            # Kafka's authenticator: before authentication only ApiVersions and the SASL
+            # handshake; anything else is a client that skipped it, and loses the connection
+            raise ProtocolError(f"{APIS[api_key].name} before the connection authenticated")
+        if header.client_id and not session.client_id:
+            session.client_id = header.client_id
         ctx = RequestContext(conn, header, version, received, self.authorizer)
         started = time.monotonic_ns()
         try:
-            result = registration.handler(ctx, body)
+            result = route.handler(ctx, body)
         except ProtocolError:
             raise  # a request found malformed late: the connection goes, as for any other
         except Exception as exc:
@@ -161,14 +179,15 @@ class RequestDispatcher:
         done = time.monotonic_ns()
         # a handler answers with a generated response (or None), or an awaitable of one
         if result is not None and not isinstance(result, Message) and inspect.isawaitable(result):
-            return self._complete(ctx, body, result, started, done - started, done)
-        parts = self._respond(ctx, body, result)
+            return self._complete(ctx, route, body, result, started, done - started, done)
+        parts = self._respond(ctx, route, body, result, done - started)
         if self.metrics is not None:
             self._measure(ctx, body, started, done - started, 0, result, done)
         return parts
 
-    async def _complete(self, ctx: RequestContext, request: Any, pending: Awaitable[Any],
-                        started: int, local: int, waited: int) -> Parts | None:
+    async def _complete(self, ctx: RequestContext, route: Route, request: Any,
+                        pending: Awaitable[Any], started: int, local: int,
+                        waited: int) -> Parts | None:
         try:
             response = await pending
         except ProtocolError:
@@ -176,7 +195,7 @@ class RequestDispatcher:
         except Exception as exc:
             response = self._failed(ctx, request, exc)
         done = time.monotonic_ns()
-        parts = self._respond(ctx, request, response)
+        parts = self._respond(ctx, route, request, response, local)
         if self.metrics is not None:
             self._measure(ctx, request, started, local, done - waited, response, done)
         return parts
@@ -214,12 +233,18 @@ class RequestDispatcher:
         code = exc.code if isinstance(exc, KafkaError) else KafkaError.code
         return error_response(header.request_api_key, ctx.api_version, request, code)
 
-    def _respond(self, ctx: RequestContext, request: Any, response: Any) -> Parts | None:
+    def _respond(self, ctx: RequestContext, route: Route, request: Any, response: Any,
+                 handler_ns: int) -> Parts | None:
+        """The quota and response stages: the throttle time goes into the response,
+        which leaves at once, and the connection is muted for it (KIP-219)."""
+        throttle_ms = self.quotas.record(ctx, route.quota, request, response, handler_ns)
+        if throttle_ms > 0:
+            if response is not None and hasattr(response, "throttle_time_ms"):
+                response.throttle_time_ms = throttle_ms
+            ctx.conn.throttle(throttle_ms)
         if response is None:
             self._log(ctx, request, None)
             return None
-        if self.throttle_ms is not _no_throttle and hasattr(response, "throttle_time_ms"):
-            response.throttle_time_ms = self.throttle_ms(ctx)
         header = ctx.header
         parts = encode_response_parts(header.correlation_id, header.request_api_key,
                                       ctx.api_version, response)

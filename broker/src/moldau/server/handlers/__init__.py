@@ -1,8 +1,8 @@
-"""The request handlers, one module per API family, and their registration."""
+"""The request handlers, one module per API family, and their composition."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from moldau.protocol.api import ApiKey
 
@@ -34,14 +34,10 @@ from .init_producer_id import InitProducerIdHandler
 from .list_offsets import ListOffsetsHandler
 from .metadata import MetadataHandler
 from .produce import ProduceAppends, ProduceHandler
-from .produce_fast import FastProduce
 from .reassignments import AlterPartitionReassignmentsHandler, ListPartitionReassignmentsHandler
 from .records import DeleteRecordsHandler, OffsetForLeaderEpochHandler
 from .services import HandlerServices
 from .topics import CreatePartitionsHandler, CreateTopicsHandler, DeleteTopicsHandler
-
-if TYPE_CHECKING:
-    from ..requests import RequestDispatcher
 
 
 def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Any], ProduceAppends]:
@@ -94,10 +90,3 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Any], ProduceAppend
         ApiKey.DESCRIBE_CLUSTER: DescribeClusterHandler(s.metadata),
     }
     return built, appends
-
-
-def register_handlers(dispatcher: RequestDispatcher, services: HandlerServices) -> None:
-    built, appends = build_handlers(services)
-    for api_key, handler in built.items():
-        dispatcher.register(api_key, handler, handler.MIN_VERSION, handler.MAX_VERSION)
-    dispatcher.fast_produce = FastProduce(appends, dispatcher, services.metrics)

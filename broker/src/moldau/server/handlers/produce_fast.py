@@ -10,7 +10,8 @@ It takes one shape only:
 - flexible versions 9 to 11 (librdkafka 2.x sends v10);
 - no transactional id, acks=1 or acks=all (-1: both clients' default), one topic with
   one partition, no tagged fields;
-- a broker without a throttle hook and with the request log below DEBUG.
+- an authenticated connection, a broker with no quota to record and the request log
+  below DEBUG.
 
 The topic is authorized, min.insync.replicas checked and the batch appended exactly as
 `ProduceHandler` does, and the success response's bytes are written directly. Any other
@@ -154,7 +155,7 @@ class FastProduce:
         version, correlation_id, client_id_length, acks, _timeout, topic, index, records = (
             request)
         session = conn.session
-        if ((acks != 1 and acks != -1) or topic in INTERNAL_TOPICS
+        if ((acks != 1 and acks != -1) or topic in INTERNAL_TOPICS or not session.authenticated
                 or not dispatcher.authorizer.authorize(session, "WRITE", "TOPIC", topic)):
             return None
         started = time.monotonic_ns()
