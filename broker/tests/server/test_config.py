@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import moldau.server.config as config_package
 from moldau.server.config import (
     KEYS,
     KEYS_LIST,
@@ -490,6 +491,24 @@ def test_table_is_well_formed() -> None:
     for key in KEYS_LIST:
         if key.status == "accepted":
             assert key.note, key.name
+
+
+def test_validators_take_values_of_their_keys_type() -> None:
+    """A validator sees a converted value: one of another Python type is a caller's bug
+    (TypeError), not an operator's mistake (ConfigError)."""
+    for name, wrong in (("num.partitions", "1"), ("compression.gzip.level", ["1"]),
+                        ("inter.broker.protocol.version", 3.9)):
+        validator = KEYS[name].validator
+        assert validator is not None, name
+        with pytest.raises(TypeError):
+            validator.check(name, wrong)
+
+
+def test_package_reexports_its_public_names() -> None:
+    """Callers import from moldau.server.config whichever module of the package holds a name."""
+    for name in config_package.__all__:
+        assert hasattr(config_package, name), name
+    assert config_package.KEYS is config_package.keys.KEYS
 
 
 def test_issue_keys_present_and_valid() -> None:
