@@ -1,6 +1,6 @@
 """A consumer group's membership and state (Kafka's GroupMetadata and MemberMetadata of
-the classic protocol). Plain data and the rules that only look at it; the coordinator
-drives the transitions and the timers.
+the classic protocol). Plain data and the rules that only look at it; the coordinator's
+rebalance drives the transitions and the timers.
 
 States and the moves between them (Kafka's):
   Empty -> PreparingRebalance (a member joins) -> CompletingRebalance (every member
@@ -16,9 +16,9 @@ import asyncio
 import enum
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from .records import GroupRecord, MemberRecord, OffsetAndMetadata
+from .results import JoinResult, SyncResult
 
 
 class GroupState(enum.Enum):
@@ -53,8 +53,8 @@ class Member:
     protocols: list[tuple[str, bytes]]  # (name, metadata), in the member's preference order
     assignment: bytes = b""
     # a parked JoinGroup / SyncGroup waiting for the rebalance to move on
-    awaiting_join: asyncio.Future[Any] | None = None
-    awaiting_sync: asyncio.Future[Any] | None = None
+    awaiting_join: asyncio.Future[JoinResult] | None = None
+    awaiting_sync: asyncio.Future[SyncResult] | None = None
     last_heartbeat: float = 0.0  # event-loop time
     is_new: bool = False
 

@@ -9,7 +9,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from moldau.errors import (
     CoordinatorNotAvailableError,
@@ -29,12 +29,17 @@ from moldau.protocol.records import build_batch, iter_batches
 
 from .records import (
     GroupKey,
+    GroupRecord,
+    OffsetAndMetadata,
     OffsetKey,
     RecordFormatError,
     read_group_value,
     read_key,
     read_offset_value,
 )
+
+if TYPE_CHECKING:
+    from moldau.replication.replica_manager import Partition, ReplicaManager
 
 log = logging.getLogger("kafka.coordinator.group.GroupMetadataManager")
 
@@ -51,11 +56,12 @@ _COORDINATOR_ERRORS: dict[type[KafkaError], type[KafkaError]] = {
     RecordBatchTooLargeError: InvalidCommitOffsetSizeError,
 }
 
-Entry = tuple[OffsetKey | GroupKey, Any]
+# a record of the partition, decoded; a None value is a tombstone
+Entry = tuple[OffsetKey, OffsetAndMetadata | None] | tuple[GroupKey, GroupRecord | None]
 
 
 class OffsetsLog:
-    def __init__(self, replica_manager: Callable[[], Any], *, compression: int = 0,
+    def __init__(self, replica_manager: Callable[[], ReplicaManager], *, compression: int = 0,
                  commit_timeout_ms: int = 5000, load_buffer_size: int = 5 * 1024 * 1024
                  ) -> None:
         self._replica_manager = replica_manager
@@ -63,7 +69,7 @@ class OffsetsLog:
         self.commit_timeout_ms = commit_timeout_ms
         self.load_buffer_size = load_buffer_size
 
-    def _partition(self, index: int) -> Any:
+    def _partition(self, index: int) -> Partition:
         return self._replica_manager().leader_partition(OFFSETS_TOPIC, index, True)
 
     async def append(self, index: int, records: list[tuple[bytes, bytes | None]]) -> int:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
+from moldau.protocol._runtime import Message
 from moldau.protocol.messages.group_metadata_key import GroupMetadataKey
 from moldau.protocol.messages.group_metadata_value import GroupMetadataValue
 from moldau.protocol.messages.offset_commit_key import OffsetCommitKey
@@ -26,6 +27,8 @@ GROUP_KEY_VERSION = 2
 OFFSET_VALUE_VERSION = 3
 OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_VALUE_VERSION = 3
+
+TopicPartition = tuple[str, int]  # (topic, partition) of a committed offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +164,11 @@ def read_key(data: bytes | memoryview | None) -> OffsetKey | GroupKey | None:
     return None
 
 
-def _read_value(data: bytes | memoryview, message: type[Any], what: str) -> tuple[int, Any]:
+_MessageT = TypeVar("_MessageT", bound=Message)
+
+
+def _read_value(data: bytes | memoryview, message: type[_MessageT], what: str
+                ) -> tuple[int, _MessageT]:
     version, body = _split(data, what)
     if not 0 <= version <= 4:
         raise RecordFormatError(f"unknown {what} version {version}")
