@@ -151,7 +151,8 @@ def four_letter_word(port: int, command: str, host: str = "127.0.0.1",
         return None
 
 
-def _find_java() -> str:
+def find_java() -> str:
+    """java from JAVA_HOME, else from PATH (as Kafka's kafka-run-class.sh picks it)."""
     java_home = os.environ.get("JAVA_HOME")
     if java_home and os.access(os.path.join(java_home, "bin", "java"), os.X_OK):
         return os.path.join(java_home, "bin", "java")
@@ -162,13 +163,16 @@ def _find_java() -> str:
     return java
 
 
-def _classpath(node_dir: Path, tls: bool = False) -> str:
+def classpath(conf_dir: Path | None, tls: bool = False) -> str:
+    """Debian's ZooKeeper jars with a logging binding (and Netty for a secure port),
+    after `conf_dir` when given (where log4j.properties is looked up)."""
     jars = CLASSPATH_JARS + (NETTY_JARS if tls else ())
     missing = [j for j in jars if not (JAVA_DIR / j).exists()]
     if missing:
         raise ZooKeeperEnsembleError(
             f"{', '.join(str(JAVA_DIR / j) for j in missing)} missing: {INSTALL_HINT}")
-    return ":".join([str(node_dir)] + [str(JAVA_DIR / j) for j in jars])
+    first = [str(conf_dir)] if conf_dir is not None else []
+    return ":".join(first + [str(JAVA_DIR / j) for j in jars])
 
 
 class ZooKeeperEnsemble:
@@ -319,11 +323,11 @@ class ZooKeeperEnsemble:
         if not (node_dir / "zoo.cfg").exists():
             self.write_configs()
         cmd = [
-            _find_java(), *JVM_OPTS,
+            find_java(), *JVM_OPTS,
             f"-Dzookeeper.log.dir={node_dir / 'log'}",
             f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}",
             "-Dzookeeper.jmx.log4j.disable=true",
-            "-cp", _classpath(node_dir, self.tls is not None), MAIN_CLASS,
+            "-cp", classpath(node_dir, self.tls is not None), MAIN_CLASS,
             str(node_dir / "zoo.cfg"),
         ]
         setpriv = shutil.which("setpriv")  # util-linux: sets PR_SET_PDEATHSIG, then execs
@@ -430,8 +434,8 @@ class ZooKeeperEnsemble:
 
     def start(self, timeout: float = 30.0) -> ZooKeeperEnsemble:
         """Write the configs, start every node that is not running, wait for the quorum."""
-        _find_java()
-        _classpath(self.base_dir, self.tls is not None)
+        find_java()
+        classpath(self.base_dir, self.tls is not None)
         state_file = self.base_dir / STATE_FILE
         if (state_file.exists() and json.loads(state_file.read_text()) != self._state()
                 and any(self.running(i) for i in range(self.size))):
