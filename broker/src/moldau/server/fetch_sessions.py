@@ -18,13 +18,20 @@ from __future__ import annotations
 import collections
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+from uuid import UUID
 
 from moldau.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
 from moldau.protocol.fetch_session import INT32_MAX
 
+if TYPE_CHECKING:
+    from moldau.protocol.messages.fetch_request import FetchRequest
+    from moldau.protocol.messages.fetch_response import FetchResponse
+
 FETCH_SESSION_ID_NOT_FOUND = FetchSessionIdNotFoundError.code
 INVALID_FETCH_SESSION_EPOCH = InvalidFetchSessionEpochError.code
+# how a fetch names a topic: by id from v13, by name before
+TopicKey = UUID | str
 
 
 @dataclass
@@ -32,13 +39,13 @@ class CachedPartition:
     """A session partition: the follower's last fetch position for it (the request's
     FetchPartition) and what its last answer told the follower."""
 
-    topic: Any  # the request's FetchTopic key: topic id (v13+) or name
-    fetch: Any  # the FetchPartition last sent
+    topic: TopicKey
+    fetch: FetchRequest.FetchPartition  # the one last sent
     high_watermark: int = -2  # -2: nothing sent yet
     last_stable_offset: int = -2
     log_start_offset: int = -2
 
-    def changed(self, data: Any) -> bool:
+    def changed(self, data: FetchResponse.PartitionData) -> bool:
         """Whether the answer must carry this partition; if so, remember what it says."""
         if (data.records is not None and len(data.records)) or data.error_code \
                 or data.diverging_epoch.epoch >= 0 or data.preferred_read_replica >= 0 \
@@ -57,14 +64,15 @@ class FetchSession:
     id: int
     epoch: int  # the epoch the next incremental fetch must carry
     # (topic key, partition) -> CachedPartition, in the order the partitions came
-    partitions: dict[tuple[Any, int], CachedPartition] = field(default_factory=dict)
+    partitions: dict[tuple[TopicKey, int], CachedPartition] = field(default_factory=dict)
 
-    def update(self, topics: list[Any], forgotten: list[Any], by_id: bool) -> None:
+    def update(self, topics: list[FetchRequest.FetchTopic],
+               forgotten: list[FetchRequest.ForgottenTopic], by_id: bool) -> None:
         """Apply a fetch request: its partitions are added or take their new position,
         forgotten ones leave."""
-        for topic in forgotten:
-            key = topic.topic_id if by_id else topic.topic
-            for index in topic.partitions:
+        for gone in forgotten:
+            key = gone.topic_id if by_id else gone.topic
+            for index in gone.partitions:
                 self.partitions.pop((key, index), None)
         for topic in topics:
             key = topic.topic_id if by_id else topic.topic
@@ -75,10 +83,10 @@ class FetchSession:
                 else:
                     cached.fetch = fp
 
-    def topics(self, template: Any) -> list[Any]:
+    def topics(self, template: type[FetchRequest.FetchTopic]) -> list[FetchRequest.FetchTopic]:
         """The session's partitions as the request's topics (FetchTopic objects made from
         `template`'s class), every partition at its last known position."""
-        grouped: dict[Any, list[Any]] = {}
+        grouped: dict[TopicKey, list[FetchRequest.FetchPartition]] = {}
         for cached in self.partitions.values():
             grouped.setdefault(cached.topic, []).append(cached.fetch)
         out = []
@@ -91,9 +99,12 @@ class FetchSession:
             out.append(topic)
         return out
 
-    def filter(self, response: Any, by_id: bool) -> None:
+    def filter(self, response: FetchResponse, by_id: bool) -> None:
         """Keep in an incremental answer only the partitions with news."""
         kept = []
+        # the generated fields type their elements loosely: name what they are
+        topic: FetchResponse.FetchableTopicResponse
+        data: FetchResponse.PartitionData
         for topic in response.responses:
             key = topic.topic_id if by_id else topic.topic
             partitions = []
@@ -106,8 +117,10 @@ class FetchSession:
                 kept.append(topic)
         response.responses = kept
 
-    def remember(self, response: Any, by_id: bool) -> None:
+    def remember(self, response: FetchResponse, by_id: bool) -> None:
         """A full answer carries every partition: note what each said."""
+        topic: FetchResponse.FetchableTopicResponse
+        data: FetchResponse.PartitionData
         for topic in response.responses:
             key = topic.topic_id if by_id else topic.topic
             for data in topic.partitions:

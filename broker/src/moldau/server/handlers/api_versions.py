@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moldau.errors import InvalidRequestError
 from moldau.protocol.messages.api_versions_response import ApiVersionsResponse
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from moldau.protocol.messages.api_versions_request import ApiVersionsRequest
 
     from ..requests import RequestContext
 
@@ -20,9 +22,9 @@ class ApiVersionsHandler:
 
     def __init__(self, advertised_versions: Callable[[], dict[int, tuple[int, int]]]) -> None:
         self.advertised_versions = advertised_versions
-        self._keys: list[Any] | None = None
+        self._keys: list[ApiVersionsResponse.ApiVersion] | None = None
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
         if ctx.api_version >= 3:
             # KIP-511: clients name themselves; Kafka validates the strings
             name = request.client_software_name or ""
@@ -33,7 +35,7 @@ class ApiVersionsHandler:
             ctx.session.software_version = version
         return ApiVersionsResponse(error_code=0, api_keys=self._api_keys())
 
-    def _api_keys(self) -> list[Any]:
+    def _api_keys(self) -> list[ApiVersionsResponse.ApiVersion]:
         if self._keys is None:  # the table is fixed once the handlers are registered
             self._keys = [
                 ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)

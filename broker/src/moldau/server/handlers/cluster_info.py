@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moldau.errors import (
     ClusterAuthorizationFailedError,
@@ -19,6 +19,8 @@ from moldau.protocol.messages.describe_cluster_response import DescribeClusterRe
 from moldau.protocol.messages.describe_log_dirs_response import DescribeLogDirsResponse
 
 if TYPE_CHECKING:
+    from moldau.protocol.messages.describe_cluster_request import DescribeClusterRequest
+    from moldau.protocol.messages.describe_log_dirs_request import DescribeLogDirsRequest
     from moldau.storage.log_manager import LogManager
 
     from ..config import BrokerConfig
@@ -57,7 +59,8 @@ class DescribeClusterHandler:
     def __init__(self, metadata: MetadataCache) -> None:
         self.metadata = metadata
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: DescribeClusterRequest) -> DescribeClusterResponse:
         version = ctx.api_version
         endpoint_type = request.endpoint_type if version >= 1 else ENDPOINT_BROKER
         if endpoint_type not in (ENDPOINT_BROKER, ENDPOINT_CONTROLLER):
@@ -110,7 +113,8 @@ class DescribeLogDirsHandler:
         self.config = config
         self.log_manager = log_manager
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
         if not ctx.authorize("DESCRIBE", "CLUSTER", CLUSTER_NAME):
             return DescribeLogDirsResponse(error_code=ClusterAuthorizationFailedError.code,
                                            results=[])
@@ -132,7 +136,7 @@ class DescribeLogDirsHandler:
                 results.append(Result_(error_code=KafkaStorageError.code, log_dir=path,
                                        topics=[], total_bytes=-1, usable_bytes=-1))
                 continue
-            by_topic: dict[str, list[Any]] = {}
+            by_topic: dict[str, list[Partition_]] = {}
             for (topic, index), plog in sorted(log_dir.logs.items()):
                 partitions = by_topic.setdefault(topic, [])
                 if wanted is not None and (topic, index) not in wanted:

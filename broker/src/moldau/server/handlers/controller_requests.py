@@ -10,7 +10,7 @@ All of them need CLUSTER_ACTION on the cluster.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moldau.errors import (
     ClusterAuthorizationFailedError,
@@ -34,8 +34,13 @@ from .services import active_controller
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from uuid import UUID
 
-    from moldau.cluster.controller import Controller
+    from moldau.cluster.controller import Controller, PartitionDecision
+    from moldau.protocol.messages.controlled_shutdown_request import ControlledShutdownRequest
+    from moldau.protocol.messages.leader_and_isr_request import LeaderAndIsrRequest
+    from moldau.protocol.messages.stop_replica_request import StopReplicaRequest
+    from moldau.protocol.messages.update_metadata_request import UpdateMetadataRequest
 
     from ..metadata_cache import MetadataCache
     from ..requests import RequestContext
@@ -51,7 +56,8 @@ class _ControlRequest:
         self.metadata = metadata
         self.partition_states = partition_states
 
-    def check(self, ctx: RequestContext, request: Any) -> None:
+    def check(self, ctx: RequestContext,
+              request: LeaderAndIsrRequest | UpdateMetadataRequest | StopReplicaRequest) -> None:
         """Raise the error the whole request gets, if any."""
         if not ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
             raise ClusterAuthorizationFailedError("CLUSTER_ACTION is not allowed")
@@ -62,7 +68,7 @@ class _ControlRequest:
                 "controller epoch is %d", request.controller_id, request.controller_epoch,
                 state.controller_epoch_seen)
             raise StaleControllerEpochError(f"controller epoch {request.controller_epoch}")
-        epoch = getattr(request, "broker_epoch", -1)
+        epoch = request.broker_epoch  # -1 from a version without it
         if epoch != -1 and epoch < state.broker_epoch:
             raise StaleBrokerEpochError(f"broker epoch {epoch} < {state.broker_epoch}")
         state.controller_epoch_seen = request.controller_epoch
@@ -71,7 +77,8 @@ class _ControlRequest:
 class LeaderAndIsrHandler(_ControlRequest):
     MIN_VERSION, MAX_VERSION = 0, 7
 
-    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    async def __call__(self, ctx: RequestContext,
+                       request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         version = ctx.api_version
         decisions = decisions_from_leader_and_isr(request, version,
                                                   self.metadata.topic_id)
@@ -84,14 +91,14 @@ class LeaderAndIsrHandler(_ControlRequest):
         return self._response(version, decisions, 0, errors)
 
     @staticmethod
-    def _response(version: int, decisions: list[Any], code: int,
-                  errors: dict[tuple[str, int], int]) -> Any:
+    def _response(version: int, decisions: list[PartitionDecision], code: int,
+                  errors: dict[tuple[str, int], int]) -> LeaderAndIsrResponse:
         R = LeaderAndIsrResponse
         if version < 5:
             return R(error_code=code, partition_errors=[R.LeaderAndIsrPartitionError(
                 topic_name=d.topic, partition_index=d.partition,
                 error_code=errors.get((d.topic, d.partition), code)) for d in decisions])
-        by_topic: dict[Any, list[Any]] = {}
+        by_topic: dict[UUID, list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]] = {}
         for d in decisions:
             by_topic.setdefault(d.topic_id, []).append(R.LeaderAndIsrPartitionError(
                 partition_index=d.partition,
@@ -103,7 +110,8 @@ class LeaderAndIsrHandler(_ControlRequest):
 class UpdateMetadataHandler(_ControlRequest):
     MIN_VERSION, MAX_VERSION = 0, 8
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: UpdateMetadataRequest) -> UpdateMetadataResponse:
         try:
             self.check(ctx, request)
         except KafkaError as exc:
@@ -118,7 +126,8 @@ class UpdateMetadataHandler(_ControlRequest):
 class StopReplicaHandler(_ControlRequest):
     MIN_VERSION, MAX_VERSION = 0, 4
 
-    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    async def __call__(self, ctx: RequestContext,
+                       request: StopReplicaRequest) -> StopReplicaResponse:
         groups = read_stop_replica(request, ctx.api_version)
         code = 0
         try:
@@ -143,7 +152,8 @@ class ControlledShutdownHandler:
     def __init__(self, controller: Callable[[], Controller | None]) -> None:
         self.controller = controller
 
-    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    async def __call__(self, ctx: RequestContext,
+                       request: ControlledShutdownRequest) -> ControlledShutdownResponse:
         R = ControlledShutdownResponse
         if not ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
             return R(error_code=ClusterAuthorizationFailedError.code, remaining_partitions=[])

@@ -4,7 +4,7 @@ NOT_CONTROLLER for every partition, and the client asks the controller."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moldau.errors import ClusterAuthorizationFailedError, NotControllerError
 from moldau.protocol.messages.elect_leaders_response import ElectLeadersResponse
@@ -13,9 +13,11 @@ from .cluster_info import CLUSTER_NAME
 from .services import active_controller
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from moldau.cluster.controller import Controller
+    from moldau.errors import KafkaError
+    from moldau.protocol.messages.elect_leaders_request import ElectLeadersRequest
 
     from ..requests import RequestContext
 
@@ -30,7 +32,8 @@ class ElectLeadersHandler:
     def __init__(self, controller: Callable[[], Controller | None]) -> None:
         self.controller = controller
 
-    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    async def __call__(self, ctx: RequestContext,
+                       request: ElectLeadersRequest) -> ElectLeadersResponse:
         version = ctx.api_version
         wanted = (None if request.topic_partitions is None else
                   [(t.topic, p) for t in request.topic_partitions for p in t.partitions])
@@ -45,9 +48,10 @@ class ElectLeadersHandler:
         return self._answer(version, list(results), results, 0)
 
     @staticmethod
-    def _answer(version: int, partitions: list[tuple[str, int]], results: dict[Any, Any],
-                code: int) -> Any:
-        by_topic: dict[str, list[Any]] = {}
+    def _answer(version: int, partitions: list[tuple[str, int]],
+                results: Mapping[tuple[str, int], KafkaError | None],
+                code: int) -> ElectLeadersResponse:
+        by_topic: dict[str, list[Partition_]] = {}
         for topic, index in partitions:
             error = results.get((topic, index))
             by_topic.setdefault(topic, []).append(Partition_(

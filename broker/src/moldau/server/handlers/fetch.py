@@ -21,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from uuid import UUID
 
 from moldau.errors import (
     FencedLeaderEpochError,
@@ -49,7 +50,7 @@ from ..responses import FileRecords
 from .cluster_info import CLUSTER_NAME
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Awaitable, Mapping
 
     from moldau.replication.replica_manager import ReplicaManager
     from moldau.replication.throttle import ReplicationThrottle
@@ -76,6 +77,9 @@ SESSIONS_VERSION = 7  # Fetch v7 brought fetch sessions
 INLINE_RECORDS_MAX = 32 * 1024
 # the session of a fetch and whether the fetch is incremental, or None
 SessionUse = tuple[FetchSession, bool] | None
+# a requested topic resolved: (name or None when its id is unknown, topic id, the topic
+# as requested, whether the requester may read it)
+ResolvedTopic = tuple[str | None, UUID | None, FetchRequest.FetchTopic, bool]
 
 
 def _records(fd: int, position: int, size: int) -> FileRecords | bytes:
@@ -144,7 +148,8 @@ class FetchHandler:
         self.sessions = FetchSessionCache(
             config["max.incremental.fetch.session.cache.slots"])
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: FetchRequest) -> FetchResponse | Awaitable[FetchResponse]:
         version = ctx.api_version
         replica_id = request.replica_id if version <= 14 else request.replica_state.replica_id
         if replica_id >= 0 and not ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
@@ -173,7 +178,7 @@ class FetchHandler:
         return self._long_poll(request, wanted, partitions, version, replica_id, watched,
                                session)
 
-    def _session(self, request: Any, by_id: bool) -> tuple[SessionUse, int]:
+    def _session(self, request: FetchRequest, by_id: bool) -> tuple[SessionUse, int]:
         """A follower's fetch session (KIP-227, as Kafka's FetchManager.newContext): (the
         session and whether this fetch is incremental, or None for a sessionless
         fetch; an error code)."""
@@ -197,8 +202,8 @@ class FetchHandler:
         created.update(request.topics, [], by_id)
         return (created, False), 0
 
-    def _answer(self, response: Any, replica_id: int, session: SessionUse,
-                version: int) -> Any:
+    def _answer(self, response: FetchResponse, replica_id: int, session: SessionUse,
+                version: int) -> FetchResponse:
         """The final answer: an incremental one keeps only the partitions with news."""
         if session is not None:
             fetch_session, incremental = session
@@ -209,7 +214,7 @@ class FetchHandler:
             response.session_id = fetch_session.id
         return self._accounted(response, replica_id)
 
-    def _accounted(self, response: Any, replica_id: int) -> Any:
+    def _accounted(self, response: FetchResponse, replica_id: int) -> FetchResponse:
         """Count the answer in BrokerTopicMetrics: bytes out (replication bytes for a
         follower), and a fetch request (failed or not) per partition of known topics."""
         stats = self.topic_stats
@@ -238,9 +243,10 @@ class FetchHandler:
         partition = self.replica_manager.partitions.get((topic, index))
         return partition is not None and replica_id in partition.state.adding
 
-    async def _long_poll(self, request: Any, wanted: list[Any], partitions: list[Partition],
-                         version: int, replica_id: int,
-                         watched: asyncio.Future[None] | None, session: SessionUse) -> Any:
+    async def _long_poll(self, request: FetchRequest, wanted: list[ResolvedTopic],
+                         partitions: list[Partition], version: int, replica_id: int,
+                         watched: asyncio.Future[None] | None,
+                         session: SessionUse) -> FetchResponse:
         deadline = time.monotonic() + request.max_wait_ms / 1000
         rm = self.replica_manager
         while True:
@@ -259,11 +265,11 @@ class FetchHandler:
         return self._answer(self._read(request, wanted, version, replica_id, again=True)[0],
                             replica_id, session, version)
 
-    def _resolve(self, ctx: RequestContext, topics: list[Any], version: int,
-                 from_follower: bool) -> list[Any]:
-        """[(topic name or None, topic id, topic entry, authorized)] in request order."""
+    def _resolve(self, ctx: RequestContext, topics: list[FetchRequest.FetchTopic],
+                 version: int, from_follower: bool) -> list[ResolvedTopic]:
+        """The requested topics resolved, in request order."""
         metadata = self.metadata
-        resolved = []
+        resolved: list[ResolvedTopic] = []
         for topic in topics:
             if version >= 13:
                 name = metadata.topic_names.get(topic.topic_id)
@@ -276,8 +282,9 @@ class FetchHandler:
             resolved.append((name, topic_id, topic, authorized))
         return resolved
 
-    def _read(self, request: Any, wanted: list[Any], version: int, replica_id: int,
-              again: bool = False) -> tuple[Any, int, list[Partition], bool]:
+    def _read(self, request: FetchRequest, wanted: list[ResolvedTopic], version: int,
+              replica_id: int, again: bool = False
+              ) -> tuple[FetchResponse, int, list[Partition], bool]:
         """One read of the request's partitions. A follower's fetch position counts once,
         when the request arrives (`again` marks the long poll's re-reads): a request left
         waiting by a follower that died since must not keep it looking alive, nor put it
@@ -300,6 +307,8 @@ class FetchHandler:
         answer_now = False
         fetched: list[Partition] = []
         responses = []
+        # the generated fields type their elements loosely: name what they are
+        fp: FetchRequest.FetchPartition
         for name, topic_id, topic, authorized in wanted:
             partitions_out = []
             for fp in topic.partitions:
@@ -375,7 +384,7 @@ class FetchHandler:
                 and self.leader_throttle.applies(partition.topic, partition.index))
 
     @staticmethod
-    def _error_response(request: Any, code: int) -> Any:
+    def _error_response(request: FetchRequest, code: int) -> FetchResponse:
         responses = [
             TopicResponse(topic=t.topic or "", topic_id=t.topic_id, partitions=[
                 PartitionData(partition_index=p.partition, error_code=code, records=b"")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moldau.coordinator.group.group import Group, GroupState
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC
@@ -39,7 +39,20 @@ from moldau.protocol.messages.sync_group_response import SyncGroupResponse
 from .cluster_info import authorized_operations
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from moldau.coordinator.group.coordinator import GroupCoordinator
+    from moldau.protocol.messages.delete_groups_request import DeleteGroupsRequest
+    from moldau.protocol.messages.describe_groups_request import DescribeGroupsRequest
+    from moldau.protocol.messages.find_coordinator_request import FindCoordinatorRequest
+    from moldau.protocol.messages.heartbeat_request import HeartbeatRequest
+    from moldau.protocol.messages.join_group_request import JoinGroupRequest
+    from moldau.protocol.messages.leave_group_request import LeaveGroupRequest
+    from moldau.protocol.messages.list_groups_request import ListGroupsRequest
+    from moldau.protocol.messages.offset_commit_request import OffsetCommitRequest
+    from moldau.protocol.messages.offset_delete_request import OffsetDeleteRequest
+    from moldau.protocol.messages.offset_fetch_request import OffsetFetchRequest
+    from moldau.protocol.messages.sync_group_request import SyncGroupRequest
 
     from ..metadata_cache import MetadataCache
     from ..requests import RequestContext
@@ -52,6 +65,8 @@ NO_OPERATIONS = -(2**31)  # DescribeGroups without include_authorized_operations
 # Kafka's operations on a group (AclEntry.supportedOperations), by AclOperation code:
 # READ, DESCRIBE and DELETE give 328, what Kafka 3.9 answers a requester allowed them all
 GROUP_OPERATIONS = {"READ": 3, "DELETE": 6, "DESCRIBE": 8}
+# one partition of an OffsetFetch answer: (index, offset, leader epoch, metadata, error)
+OffsetRow = tuple[int, int, int, str, int]
 
 
 class _GroupHandler:
@@ -70,7 +85,8 @@ class FindCoordinatorHandler(_GroupHandler):
         super().__init__(coordinator, metadata)
         self.topics = topics  # FindCoordinator creates the offsets topic on first use
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: FindCoordinatorRequest) -> FindCoordinatorResponse:
         version = ctx.api_version
         key_type = request.key_type if version >= 1 else GROUP_KEY
         keys = request.coordinator_keys if version >= 4 else [request.key]
@@ -125,10 +141,11 @@ class FindCoordinatorHandler(_GroupHandler):
 class JoinGroupHandler(_GroupHandler):
     MIN_VERSION, MAX_VERSION = 0, 9
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: JoinGroupRequest) -> Awaitable[JoinGroupResponse]:
         return self._join(ctx, request)
 
-    async def _join(self, ctx: RequestContext, request: Any) -> Any:
+    async def _join(self, ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
         version = ctx.api_version
         instance_id = request.group_instance_id if version >= 5 else None
         try:
@@ -169,10 +186,11 @@ class JoinGroupHandler(_GroupHandler):
 class SyncGroupHandler(_GroupHandler):
     MIN_VERSION, MAX_VERSION = 0, 5
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: SyncGroupRequest) -> Awaitable[SyncGroupResponse]:
         return self._sync(ctx, request)
 
-    async def _sync(self, ctx: RequestContext, request: Any) -> Any:
+    async def _sync(self, ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
         version = ctx.api_version
         try:
             if not ctx.authorize("READ", "GROUP", request.group_id):
@@ -195,7 +213,7 @@ class SyncGroupHandler(_GroupHandler):
 class HeartbeatHandler(_GroupHandler):
     MIN_VERSION, MAX_VERSION = 0, 4
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
         try:
             if not ctx.authorize("READ", "GROUP", request.group_id):
                 raise GroupAuthorizationFailedError(request.group_id)
@@ -211,7 +229,7 @@ class HeartbeatHandler(_GroupHandler):
 class LeaveGroupHandler(_GroupHandler):
     MIN_VERSION, MAX_VERSION = 0, 5
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
         version = ctx.api_version
         if version >= 3:
             leaving = [(m.member_id, m.group_instance_id,
@@ -236,10 +254,12 @@ class LeaveGroupHandler(_GroupHandler):
 class OffsetCommitHandler(_GroupHandler):
     MIN_VERSION, MAX_VERSION = 1, 9
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: OffsetCommitRequest) -> Awaitable[OffsetCommitResponse]:
         return self._commit(ctx, request)
 
-    async def _commit(self, ctx: RequestContext, request: Any) -> Any:
+    async def _commit(self, ctx: RequestContext,
+                      request: OffsetCommitRequest) -> OffsetCommitResponse:
         version = ctx.api_version
         now = int(time.time() * 1000)
         retention = request.retention_time_ms if 2 <= version <= 4 else -1
@@ -247,6 +267,9 @@ class OffsetCommitHandler(_GroupHandler):
         group_allowed = ctx.authorize("READ", "GROUP", request.group_id)
         errors: dict[tuple[str, int], int] = {}
         wanted: dict[tuple[str, int], OffsetAndMetadata] = {}
+        # the generated fields type their elements loosely: name what they are
+        topic: OffsetCommitRequest.OffsetCommitRequestTopic
+        p: OffsetCommitRequest.OffsetCommitRequestPartition
         for topic in request.topics:
             topic_error = 0
             if not group_allowed:
@@ -288,7 +311,7 @@ class OffsetCommitHandler(_GroupHandler):
 class OffsetFetchHandler(_GroupHandler):
     MIN_VERSION, MAX_VERSION = 1, 9
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
         version = ctx.api_version
         if version >= 8:
             groups = [self._group(ctx, g.group_id, self._wanted(g.topics), version)
@@ -322,13 +345,15 @@ class OffsetFetchHandler(_GroupHandler):
         return response
 
     @staticmethod
-    def _wanted(topics: Any) -> list[tuple[str, int]] | None:
+    def _wanted(topics: list[OffsetFetchRequest.OffsetFetchRequestTopic]
+                | list[OffsetFetchRequest.OffsetFetchRequestTopics] | None
+                ) -> list[tuple[str, int]] | None:
         if topics is None:
             return None
         return [(t.name, p) for t in topics for p in t.partition_indexes]
 
     def _group(self, ctx: RequestContext, group_id: str, wanted: list[tuple[str, int]] | None,
-               version: int) -> tuple[str, list[tuple[str, list[Any]]], int]:
+               version: int) -> tuple[str, list[tuple[str, list[OffsetRow]]], int]:
         try:
             if not ctx.authorize("DESCRIBE", "GROUP", group_id):
                 raise GroupAuthorizationFailedError(group_id)
@@ -350,8 +375,8 @@ class OffsetFetchHandler(_GroupHandler):
 
 
 def _by_topic(rows: list[tuple[tuple[str, int], tuple[int, int, str, int]]]
-              ) -> list[tuple[str, list[Any]]]:
-    topics: dict[str, list[Any]] = {}
+              ) -> list[tuple[str, list[OffsetRow]]]:
+    topics: dict[str, list[OffsetRow]] = {}
     for (topic, index), (offset, epoch, metadata, error) in rows:
         topics.setdefault(topic, []).append((index, offset, epoch, metadata, error))
     return list(topics.items())
@@ -360,10 +385,12 @@ def _by_topic(rows: list[tuple[tuple[str, int], tuple[int, int, str, int]]]
 class OffsetDeleteHandler(_GroupHandler):
     MIN_VERSION, MAX_VERSION = 0, 0
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: OffsetDeleteRequest) -> Awaitable[OffsetDeleteResponse]:
         return self._delete(ctx, request)
 
-    async def _delete(self, ctx: RequestContext, request: Any) -> Any:
+    async def _delete(self, ctx: RequestContext,
+                      request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
         try:
             if not ctx.authorize("DELETE", "GROUP", request.group_id):
@@ -394,13 +421,15 @@ class OffsetDeleteHandler(_GroupHandler):
 class DescribeGroupsHandler(_GroupHandler):
     MIN_VERSION, MAX_VERSION = 0, 5
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: DescribeGroupsRequest) -> DescribeGroupsResponse:
         version = ctx.api_version
         with_operations = version >= 3 and request.include_authorized_operations
         return DescribeGroupsResponse(groups=[
             self._describe(ctx, group_id, with_operations) for group_id in request.groups])
 
-    def _describe(self, ctx: RequestContext, group_id: str, with_operations: bool) -> Any:
+    def _describe(self, ctx: RequestContext, group_id: str,
+                  with_operations: bool) -> DescribeGroupsResponse.DescribedGroup:
         Described = DescribeGroupsResponse.DescribedGroup
         try:
             if not ctx.authorize("DESCRIBE", "GROUP", group_id):
@@ -434,7 +463,7 @@ class DescribeGroupsHandler(_GroupHandler):
 class ListGroupsHandler(_GroupHandler):
     MIN_VERSION, MAX_VERSION = 0, 5
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
         version = ctx.api_version
         states = {s.lower() for s in request.states_filter} if version >= 4 else set()
         types = {t.lower() for t in request.types_filter} if version >= 5 else set()
@@ -463,10 +492,12 @@ class ListGroupsHandler(_GroupHandler):
 class DeleteGroupsHandler(_GroupHandler):
     MIN_VERSION, MAX_VERSION = 0, 2
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: DeleteGroupsRequest) -> Awaitable[DeleteGroupsResponse]:
         return self._delete(ctx, request)
 
-    async def _delete(self, ctx: RequestContext, request: Any) -> Any:
+    async def _delete(self, ctx: RequestContext,
+                      request: DeleteGroupsRequest) -> DeleteGroupsResponse:
         allowed = [g for g in request.groups_names if ctx.authorize("DELETE", "GROUP", g)]
         results = await self.coordinator.delete_groups(allowed)
         return DeleteGroupsResponse(results=[

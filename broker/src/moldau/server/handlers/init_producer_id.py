@@ -6,12 +6,16 @@ until transactions exist."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moldau.errors import InvalidRequestError
 from moldau.protocol.messages.init_producer_id_response import InitProducerIdResponse
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from moldau.protocol.messages.init_producer_id_request import InitProducerIdRequest
+
     from ..producer_ids import ProducerIdManager
     from ..requests import RequestContext
 
@@ -26,7 +30,8 @@ class InitProducerIdHandler:
     def __init__(self, producer_ids: ProducerIdManager) -> None:
         self.producer_ids = producer_ids
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext, request: InitProducerIdRequest
+                 ) -> InitProducerIdResponse | Awaitable[InitProducerIdResponse]:
         if request.transactional_id is not None:
             log.warning("Refusing InitProducerId for transactional id %r from %s: "
                         "transactions are not supported yet", request.transactional_id,
@@ -39,6 +44,6 @@ class InitProducerIdHandler:
                                           producer_epoch=request.producer_epoch + 1)
         return self._new_id()
 
-    async def _new_id(self) -> Any:
+    async def _new_id(self) -> InitProducerIdResponse:
         producer_id = await self.producer_ids.next_id()
         return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)

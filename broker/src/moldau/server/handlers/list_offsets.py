@@ -4,7 +4,7 @@ under read_committed)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moldau.errors import InvalidRequestError, KafkaError, TopicAuthorizationFailedError
 from moldau.protocol.messages.list_offsets_response import ListOffsetsResponse
@@ -13,6 +13,7 @@ from moldau.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTA
 from .fetch import check_leader_epoch
 
 if TYPE_CHECKING:
+    from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
     from moldau.replication.replica_manager import ReplicaManager
 
     from ..metadata_cache import MetadataCache
@@ -30,13 +31,16 @@ class ListOffsetsHandler:
         self.metadata = metadata
         self.replica_manager = replica_manager
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
         rm = self.replica_manager
         metadata = self.metadata
         version = ctx.api_version
         isolation = request.isolation_level if version >= 2 else 0
         from_consumer = request.replica_id == CONSUMER_REPLICA_ID
         topics = []
+        # the generated fields type their elements loosely: name what they are
+        topic: ListOffsetsRequest.ListOffsetsTopic
+        wanted: ListOffsetsRequest.ListOffsetsPartition
         for topic in request.topics:
             authorized = ctx.authorize("DESCRIBE", "TOPIC", topic.name)
             partitions = []

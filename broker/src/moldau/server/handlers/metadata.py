@@ -8,7 +8,7 @@ until its leaders are elected, and the client asks again.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moldau.errors import (
     KafkaError,
@@ -25,6 +25,8 @@ from ..topic_names import validate_topic_name
 from .cluster_info import CLUSTER_NAME, CLUSTER_OPERATIONS, authorized_operations
 
 if TYPE_CHECKING:
+    from moldau.protocol.messages.metadata_request import MetadataRequest
+
     from ..config import BrokerConfig
     from ..metadata_cache import MetadataCache
     from ..requests import RequestContext
@@ -51,7 +53,7 @@ class MetadataHandler:
         self.metadata = metadata
         self.topics = topics  # auto-creation
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
         metadata = self.metadata
         version = ctx.api_version
         listener = ctx.listener
@@ -88,8 +90,8 @@ class MetadataHandler:
             response.cluster_id = metadata.cluster_id
         return response
 
-    def _one(self, ctx: RequestContext, wanted: Any, version: int, listener: str,
-             allow_create: bool) -> Any:
+    def _one(self, ctx: RequestContext, wanted: MetadataRequest.MetadataRequestTopic,
+             version: int, listener: str, allow_create: bool) -> Topic_:
         metadata = self.metadata
         name = wanted.name
         if name is None:  # v10+: asked by id
@@ -123,7 +125,7 @@ class MetadataHandler:
             return Topic_(error_code=exc.code, name=name, partitions=[],
                           is_internal=version >= 1 and name in INTERNAL_TOPICS)
 
-    def _describe(self, info: TopicInfo, version: int, listener: str) -> Any:
+    def _describe(self, info: TopicInfo, version: int, listener: str) -> Topic_:
         metadata = self.metadata
         alive = metadata.brokers
         partitions = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moldau.errors import (
     InvalidRecordError,
@@ -33,8 +33,9 @@ from moldau.replication.replica_manager import Partition
 from ..metadata_cache import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Awaitable, Mapping
 
+    from moldau.protocol.messages.produce_request import ProduceRequest
     from moldau.replication.replica_manager import ReplicaManager
     from moldau.storage.log_manager import LogManager
     from moldau.storage.validation import AppendInfo
@@ -55,7 +56,8 @@ class ProduceHandler:
     def __init__(self, appends: ProduceAppends) -> None:
         self.appends = appends
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext, request: ProduceRequest
+                 ) -> ProduceResponse | Awaitable[ProduceResponse] | None:
         acks = request.acks
         version = ctx.api_version
         appends = self.appends
@@ -64,6 +66,9 @@ class ProduceHandler:
         failed = False
         bad_acks = acks not in (-1, 0, 1)
         transactional = request.transactional_id is not None
+        # the generated fields type their elements loosely: name what they are
+        topic_data: ProduceRequest.TopicProduceData
+        data: ProduceRequest.PartitionProduceData
         for topic_data in request.topic_data:
             name = topic_data.name
             authorized = ctx.authorize("WRITE", "TOPIC", name)
@@ -119,8 +124,9 @@ class ProduceHandler:
             return self._await_replication(answer, waiting, request.timeout_ms)
         return answer
 
-    async def _await_replication(self, response: Any, waiting: list[tuple[Partition, int]],
-                                 timeout_ms: int) -> Any:
+    async def _await_replication(self, response: ProduceResponse,
+                                 waiting: list[tuple[Partition, int]],
+                                 timeout_ms: int) -> ProduceResponse:
         errors = await self.appends.await_replication(waiting, timeout_ms)
         if errors:
             for topic in response.responses:
@@ -157,8 +163,9 @@ class ProduceAppends:
         partition.maybe_increment_high_watermark()
         partition.wake()
 
-    def fail_partition(self, response: Any, exc: KafkaError | ProtocolError, topic: str,
-                       version: int, partition: Partition | None, nbytes: int) -> None:
+    def fail_partition(self, response: PartitionResponse, exc: KafkaError | ProtocolError,
+                       topic: str, version: int, partition: Partition | None,
+                       nbytes: int) -> None:
         """A partition's append failed: its response carries the error, the topic's metrics
         count it, and a storage error takes the log dir offline (the controller then moves
         leadership away). partition is None when the topic or partition is unknown."""

@@ -5,7 +5,7 @@ themselves run in `moldau.cluster.reassignment`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moldau.errors import ClusterAuthorizationFailedError, KafkaError, NotControllerError
 from moldau.protocol.messages.alter_partition_reassignments_response import (
@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from moldau.cluster.controller import Controller
+    from moldau.protocol.messages.alter_partition_reassignments_request import (
+        AlterPartitionReassignmentsRequest,
+    )
+    from moldau.protocol.messages.list_partition_reassignments_request import (
+        ListPartitionReassignmentsRequest,
+    )
 
     from ..requests import RequestContext
 
@@ -46,7 +52,8 @@ class _ReassignmentHandler:
 class AlterPartitionReassignmentsHandler(_ReassignmentHandler):
     MIN_VERSION, MAX_VERSION = 0, 0
 
-    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    async def __call__(self, ctx: RequestContext,
+                       request: AlterPartitionReassignmentsRequest) -> Alter_:
         controller = self.serving(ctx, "ALTER")
         if isinstance(controller, KafkaError):
             return Alter_(error_code=controller.code, error_message=str(controller))
@@ -56,7 +63,7 @@ class AlterPartitionReassignmentsHandler(_ReassignmentHandler):
             results = await controller.alter_reassignments(wanted)
         except NotControllerError as exc:  # the controller moved while we asked
             return Alter_(error_code=exc.code, error_message=str(exc))
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[Alter_.ReassignablePartitionResponse]] = {}
         for (topic, index), error in results.items():
             by_topic.setdefault(topic, []).append(Alter_.ReassignablePartitionResponse(
                 partition_index=index, error_code=error.code if error else 0,
@@ -68,13 +75,14 @@ class AlterPartitionReassignmentsHandler(_ReassignmentHandler):
 class ListPartitionReassignmentsHandler(_ReassignmentHandler):
     MIN_VERSION, MAX_VERSION = 0, 0
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: ListPartitionReassignmentsRequest) -> List_:
         controller = self.serving(ctx, "DESCRIBE")
         if isinstance(controller, KafkaError):
             return List_(error_code=controller.code, error_message=str(controller))
         wanted = (None if request.topics is None else
                   [(t.name, i) for t in request.topics for i in t.partition_indexes])
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[List_.OngoingPartitionReassignment]] = {}
         for (topic, index), move in sorted(controller.reassigner.ongoing(wanted)
                                            .items()):
             by_topic.setdefault(topic, []).append(List_.OngoingPartitionReassignment(

@@ -4,7 +4,7 @@ Partition.deleteRecordsOnLeader and Partition.lastOffsetForLeaderEpoch)."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moldau.errors import (
     KafkaError,
@@ -25,6 +25,10 @@ from moldau.storage.epoch_cache import UNDEFINED_OFFSET
 from .fetch import check_leader_epoch
 
 if TYPE_CHECKING:
+    from moldau.protocol.messages.delete_records_request import DeleteRecordsRequest
+    from moldau.protocol.messages.offset_for_leader_epoch_request import (
+        OffsetForLeaderEpochRequest,
+    )
     from moldau.replication.replica_manager import ReplicaManager
     from moldau.storage.log_manager import LogManager
 
@@ -65,9 +69,13 @@ class DeleteRecordsHandler:
         self.replica_manager = replica_manager
         self.log_manager = log_manager
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: DeleteRecordsRequest) -> DeleteRecordsResponse:
         metadata = self.metadata
         topics = []
+        # the generated fields type their elements loosely: name what they are
+        topic: DeleteRecordsRequest.DeleteRecordsTopic
+        wanted: DeleteRecordsRequest.DeleteRecordsPartition
         for topic in request.topics:
             name = topic.name
             authorized = ctx.authorize("DELETE", "TOPIC", name)
@@ -121,11 +129,14 @@ class OffsetForLeaderEpochHandler:
         self.metadata = metadata
         self.replica_manager = replica_manager
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    def __call__(self, ctx: RequestContext,
+                 request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
         version = ctx.api_version
         metadata = self.metadata
         cluster_action = ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME)
         topics = []
+        topic: OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+        wanted: OffsetForLeaderEpochRequest.OffsetForLeaderPartition
         for topic in request.topics:
             name = topic.topic
             authorized = cluster_action or ctx.authorize("DESCRIBE", "TOPIC", name)
