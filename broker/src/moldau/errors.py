@@ -10,7 +10,7 @@ without one (moldau.tools.kafka_errors).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 
 class KafkaError(Exception):
@@ -33,7 +33,7 @@ class KafkaError(Exception):
 
     def __init_subclass__(cls, code: int | None = None, retriable: bool = False,
                           name: str | None = None, message: str | None = None,
-                          **kwargs: Any) -> None:
+                          **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if code is None:
             if retriable or name is not None or message is not None:

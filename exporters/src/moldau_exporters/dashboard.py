@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any
+from typing import TypedDict
 
 PROMQL_WORDS = {"sum", "count", "max", "min", "avg", "and", "or", "unless", "increase",
                 "rate", "delta", "absent", "label_replace", "histogram_quantile"}
@@ -124,8 +124,40 @@ ROWS: list[tuple[str, list[tuple[str, str, list[tuple[str, str]], str]]]] = [
 ]
 
 
-def dashboard() -> dict[str, Any]:
-    panels: list[dict[str, Any]] = []
+class Target(TypedDict):
+    expr: str  # PromQL
+    legendFormat: str
+    refId: str
+
+
+class Panel(TypedDict, total=False):
+    """A Grafana panel, or a row (a row has no datasource, field config or targets)."""
+
+    type: str
+    title: str
+    id: int
+    gridPos: dict[str, int]
+    collapsed: bool  # rows
+    panels: list[Panel]  # rows
+    datasource: dict[str, str]
+    fieldConfig: dict[str, object]
+    targets: list[Target]
+
+
+class Dashboard(TypedDict):
+    title: str
+    uid: str
+    schemaVersion: int
+    tags: list[str]
+    time: dict[str, str]
+    refresh: str
+    editable: bool
+    templating: dict[str, list[dict[str, str]]]
+    panels: list[Panel]
+
+
+def dashboard() -> Dashboard:
+    panels: list[Panel] = []
     y, next_id = 0, 1
     for row_title, row in ROWS:
         panels.append({"type": "row", "title": row_title, "id": next_id, "collapsed": False,
@@ -164,7 +196,7 @@ def expr_names(expr: str) -> set[str]:
             if n not in PROMQL_WORDS and not re.fullmatch(r"\d", n)}
 
 
-def queried_names(board: dict[str, Any]) -> set[str]:
+def queried_names(board: Dashboard) -> set[str]:
     return {name for panel in board["panels"] for target in panel.get("targets", [])
             for name in expr_names(target["expr"])}
 

@@ -17,8 +17,8 @@ of `_` collapse.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 
@@ -79,7 +79,7 @@ class RuleSet:
         return cls(rules, bool(config.get("lowercaseOutputName", False)),
                    bool(config.get("lowercaseOutputLabelNames", False)))
 
-    def apply(self, mbean: str, attributes: dict[str, Any]) -> list[Sample]:
+    def apply(self, mbean: str, attributes: Mapping[str, object]) -> list[Sample]:
         """The samples of one MBean's numeric attributes."""
         domain, _, properties = mbean.partition(":")
         keys = ", ".join(p for p in properties.split(",") if p)

@@ -15,21 +15,27 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .broker_exporter import run
 from .jmx_rules import Sample, exposition
 
+if TYPE_CHECKING:  # confluent_kafka is imported when the exporter first scrapes
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
 TIMEOUT_S = 10.0
 UP = "moldau_lag_exporter_cluster_up"  # ours: kafka_exporter has no such sample
+# librdkafka properties, as AdminClient takes them
+ClientConfig = dict[str, str | int | float | bool]
 
 
-def _gauge(name: str, value: float, help_: str, **labels: Any) -> Sample:
+def _gauge(name: str, value: float, help_: str, **labels: object) -> Sample:
     return Sample(name, tuple((k, str(v)) for k, v in labels.items()), float(value), "GAUGE",
                   help_)
 
 
-def collect(config: dict[str, Any]) -> list[Sample]:
+def collect(config: ClientConfig) -> list[Sample]:
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
@@ -82,7 +88,8 @@ def collect(config: dict[str, Any]) -> list[Sample]:
     return samples
 
 
-def _offsets(admin: Any, partitions: list[Any], spec: Any) -> dict[tuple[str, int], int]:
+def _offsets(admin: AdminClient, partitions: list[TopicPartition],
+             spec: OffsetSpec) -> dict[tuple[str, int], int]:
     if not partitions:
         return {}
     futures = admin.list_offsets({tp: spec for tp in partitions}, request_timeout=TIMEOUT_S)
@@ -95,7 +102,7 @@ def _offsets(admin: Any, partitions: list[Any], spec: Any) -> dict[tuple[str, in
     return out
 
 
-def _group_samples(group: str, committed: list[Any],
+def _group_samples(group: str, committed: list[TopicPartition],
                    latest: dict[tuple[str, int], int]) -> list[Sample]:
     samples: list[Sample] = []
     offset_sums: dict[str, int] = {}
@@ -125,7 +132,7 @@ def _group_samples(group: str, committed: list[Any],
     return samples
 
 
-def scrape(config: dict[str, Any]) -> Callable[[], str]:
+def scrape(config: ClientConfig) -> Callable[[], str]:
     def render() -> str:
         try:
             samples = collect(config)
@@ -146,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--client-property", action="append", default=[], metavar="KEY=VALUE",
                         help="a librdkafka property (security settings, ...)")
     args = parser.parse_args(argv)
-    config: dict[str, Any] = {"bootstrap.servers": args.bootstrap_server}
+    config: ClientConfig = {"bootstrap.servers": args.bootstrap_server}
     for item in args.client_property:
         key, sep, value = item.partition("=")
         if not sep:

@@ -13,13 +13,17 @@ import re
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # confluent_kafka is imported only when a check runs
+    from moldau.checker.producer import ClientConfig
 
 DEFAULTS = {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2,
             "duration": 30.0, "rate": 100.0, "record_size": 100}
 
 
-def add_checker_parser(commands: Any) -> argparse.ArgumentParser:
+def add_checker_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
+                       ) -> argparse.ArgumentParser:
     """Register `checker` on the `moldau` subcommands."""
     p = commands.add_parser(
         "checker", help="durability check: acks=all idempotent writes, read back, report",
@@ -111,7 +115,7 @@ def _progress(args: argparse.Namespace, text: str) -> None:
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int,
-                 min_insync_replicas: int, config: Mapping[str, Any] | None = None,
+                 min_insync_replicas: int, config: ClientConfig | None = None,
                  timeout: float = 30.0) -> bool:
     """Create the topic and wait until every partition has a leader. False: it existed."""
     from confluent_kafka import KafkaError, KafkaException

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from moldau.checker.producer import ProducerRun, topic_partitions
+from moldau.checker.producer import ClientConfig, ProducerRun, topic_partitions
 from moldau.checker.records import CorruptRecord, parse
 from moldau.checker.report import PartitionRead, Report, build_report
 
@@ -40,7 +39,7 @@ def _watermarks(consumer: Consumer, topic: str, partition: int,
 
 def read_partitions(bootstrap_servers: str, topic: str, partitions: Sequence[int] | None = None,
                     *, timeout: float = DEFAULT_READ_TIMEOUT,
-                    config: Mapping[str, Any] | None = None) -> dict[int, PartitionRead]:
+                    config: ClientConfig | None = None) -> dict[int, PartitionRead]:
     """Every record of each partition from its log start to the end offset found before
     reading, as `PartitionRead`s (records are (offset, parsed record or None))."""
     deadline = time.monotonic() + timeout
@@ -112,7 +111,7 @@ def read_partitions(bootstrap_servers: str, topic: str, partitions: Sequence[int
 
 def verify(run: ProducerRun, *, timeout: float = DEFAULT_READ_TIMEOUT,
            flush_timeout: float | None = None,
-           config: Mapping[str, Any] | None = None) -> Report:
+           config: ClientConfig | None = None) -> Report:
     """Stop `run` (if it still runs), read its partitions back and account for them."""
     writes = run.stop(flush_timeout)
     reads = read_partitions(run.bootstrap_servers, run.topic, run.partitions,

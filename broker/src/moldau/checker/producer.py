@@ -24,12 +24,14 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 
 from moldau.checker.records import CheckerRecord, encode
 from moldau.checker.report import PartitionWrites
+
+# librdkafka properties, as AdminClient takes them (security settings, ...)
+ClientConfig = Mapping[str, str | int | float | bool]
 
 DEFAULT_DELIVERY_TIMEOUT_MS = 60_000  # a write may ride out a minute of faults
 DEFAULT_REQUEST_TIMEOUT_MS = 10_000
@@ -39,7 +41,7 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def topic_partitions(client: Any, topic: str, timeout: float = 10.0) -> list[int]:
+def topic_partitions(client: Producer | Consumer, topic: str, timeout: float = 10.0) -> list[int]:
     """The partitions of `topic` from a confluent-kafka client's metadata."""
     deadline = time.monotonic() + timeout
     while True:
@@ -61,7 +63,7 @@ class ProducerRun:
                  partitions: Sequence[int] | None = None,
                  rate: float | None = 100.0,
                  record_size: int = 100,
-                 config: Mapping[str, Any] | None = None,
+                 config: ClientConfig | None = None,
                  delivery_timeout_ms: int = DEFAULT_DELIVERY_TIMEOUT_MS,
                  request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
                  max_records: int | None = None,
@@ -106,7 +108,8 @@ class ProducerRun:
 
     # the delivery and error callbacks run in whichever thread polls or flushes
 
-    def _on_delivery(self, partition: int, seq: int, err: KafkaError | None, msg: Any) -> None:
+    def _on_delivery(self, partition: int, seq: int, err: KafkaError | None,
+                     msg: Message) -> None:
         with self._lock:
             writes = self._writes[partition]
             if err is None:

@@ -38,7 +38,6 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from moldau.checker.records import CheckerRecord
 
@@ -116,7 +115,8 @@ class PartitionReport:
             details.append(f"unexpected {self.unexpected[:3]}")
         return "\n    ".join([line, *details])
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
+        """The JSON form of this partition's result."""
         return {
             "partition": self.partition, "ok": self.ok,
             "sent": self.sent, "acknowledged": self.acknowledged, "failed": self.failed,
@@ -196,7 +196,7 @@ class Report:
         lines.append("RESULT: OK" if self.ok else "RESULT: FAILED")
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"run_id": self.run_id, "topic": self.topic, "ok": self.ok,
                 "totals": self.totals(), "fatal_error": self.fatal_error,
                 "producer_errors": self.producer_errors,

@@ -11,6 +11,7 @@ import ssl
 import struct
 from typing import Any
 
+from moldau.protocol._runtime import Message
 from moldau.protocol.api import APIS
 from moldau.protocol.headers import decode_response, encode_request
 from moldau.protocol.messages.request_header import RequestHeader
@@ -35,10 +36,10 @@ class BlockingConnection:
     def __enter__(self) -> BlockingConnection:
         return self
 
-    def __exit__(self, *_exc: Any) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.close()
 
-    def send(self, api_key: int, version: int, body: Any) -> int:
+    def send(self, api_key: int, version: int, body: Message) -> int:
         self._correlation += 1
         header = RequestHeader(request_api_key=api_key, request_api_version=version,
                                correlation_id=self._correlation, client_id=self.client_id)
@@ -62,13 +63,15 @@ class BlockingConnection:
             n -= len(chunk)
         return b"".join(chunks)
 
-    def request(self, api_key: int, version: int, body: Any) -> Any:
+    def request(self, api_key: int, version: int,
+                body: Message) -> Any:  # Any: the class of APIS[api_key].response, at run time
         correlation = self.send(api_key, version, body)
         got, response = decode_response(self.read_frame(), api_key, version)
         if got != correlation:
             raise ConnectionError(f"correlation id {got} does not match {correlation}")
         return response
 
-    def request_by_name(self, name: str, version: int, **fields: Any) -> Any:
+    def request_by_name(self, name: str, version: int,
+                        **fields: Any) -> Any:  # Any: a generated class's fields; as request()
         spec = next(s for s in APIS.values() if s.name == name)
         return self.request(spec.key, version, spec.request(**fields))

@@ -15,6 +15,7 @@ import ssl
 import struct
 from typing import Any
 
+from moldau.protocol._runtime import Message
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.framing import FrameReader
 from moldau.protocol.headers import decode_response, encode_request
@@ -64,7 +65,7 @@ class BrokerConnection:
         self.client_id = client_id
         self._correlation = 0
         # correlation id -> (future, api key, version, deadline on the loop's clock, timeout)
-        self._pending: dict[int, tuple[asyncio.Future[Any], int, int, float, float]] = {}
+        self._pending: dict[int, tuple[asyncio.Future[Message], int, int, float, float]] = {}
         self._closed = False
         # One timer for every request's timeout, armed at the earliest deadline it knows
         # of and re-armed when it fires: a replica fetcher sends a request per produce, and
@@ -102,8 +103,8 @@ class BrokerConnection:
     def closed(self) -> bool:
         return self._closed
 
-    async def request(self, api_key: int, version: int, body: Any,
-                      timeout_s: float = 30.0) -> Any:
+    async def request(self, api_key: int, version: int, body: Message,
+                      timeout_s: float = 30.0) -> Any:  # Any: the class of APIS[api_key].response
         """Send one request and wait for its response; ConnectionError when the connection
         fails, TimeoutError (and a closed connection, as Kafka's client does) on timeout."""
         if self._closed:
@@ -113,7 +114,7 @@ class BrokerConnection:
         header = RequestHeader(request_api_key=api_key, request_api_version=version,
                                correlation_id=correlation, client_id=self.client_id)
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
+        future: asyncio.Future[Message] = loop.create_future()
         deadline = loop.time() + timeout_s
         self._pending[correlation] = (future, api_key, version, deadline, timeout_s)
         self.transport.write(encode_request(header, body))
@@ -202,6 +203,6 @@ async def _connected_socket(loop: asyncio.AbstractEventLoop, host: str, port: in
     raise error or OSError(f"no address for {host}:{port}")
 
 
-def _retrieve(future: asyncio.Future[Any]) -> None:
+def _retrieve(future: asyncio.Future[Message]) -> None:
     if not future.cancelled():
         future.exception()

@@ -16,7 +16,6 @@ import asyncio
 import json
 import logging
 import math
-from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .registry import MetricsRegistry
@@ -26,7 +25,7 @@ METRICS_PORT_ENV, METRICS_HOST_ENV = "MOLDAU_METRICS_PORT", "MOLDAU_METRICS_HOST
 MAX_REQUEST_BYTES = 8192
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: object) -> object:
     """JSON has no NaN or infinities."""
     if isinstance(value, float) and not math.isfinite(value):
         return None

@@ -10,8 +10,8 @@ not measured (`supported` is False).
 from __future__ import annotations
 
 import asyncio
+import selectors
 import time
-from typing import Any
 
 
 class LoopIdle:
@@ -20,22 +20,23 @@ class LoopIdle:
         self._last_idle = 0.0
         self._last_time = time.perf_counter()
         self.ratio = 1.0  # the idle share over the last sample window
-        selector = getattr(loop, "_selector", None)
+        selector: selectors.BaseSelector | None = getattr(loop, "_selector", None)
         self.supported = selector is not None and hasattr(selector, "select")
-        if self.supported:
+        if selector is not None and self.supported:
             self._wrap(selector)
 
-    def _wrap(self, selector: Any) -> None:
+    def _wrap(self, selector: selectors.BaseSelector) -> None:
         select = selector.select
 
-        def timed_select(timeout: float | None = None) -> Any:
+        def timed_select(timeout: float | None = None
+                         ) -> list[tuple[selectors.SelectorKey, int]]:
             started = time.perf_counter()
             try:
                 return select(timeout)
             finally:
                 self.idle_s += time.perf_counter() - started
 
-        selector.select = timed_select
+        selector.select = timed_select  # type: ignore[method-assign]  # on this instance only
 
     def sample(self) -> float:
         """The idle seconds since the previous sample (and update `ratio`)."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import resource
-from typing import Any
+
+from .registry import Attributes
 
 PROCESS_BEAN = "moldau:type=Process"
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -21,7 +22,7 @@ def _boot_time() -> float:
     return 0.0
 
 
-def process_bean() -> dict[str, dict[str, Any]]:
+def process_bean() -> dict[str, Attributes]:
     with open("/proc/self/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
     utime, stime, start_ticks = int(fields[11]), int(fields[12]), int(fields[19])

@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 TICK_S = 5.0
 RESERVOIR_SIZE = 1028  # Yammer's default sample size
@@ -34,6 +34,10 @@ def _alpha(minutes: int) -> float:
 
 
 ALPHAS = (_alpha(1), _alpha(5), _alpha(15))
+
+# An MBean's attributes, {attribute: value}. Values are numbers or unit names here, and
+# whatever a gauge or provider reads; the registry only passes them on to JSON.
+Attributes = dict[str, object]
 
 
 def mbean_name(domain: str, type_: str, name: str, tags: Iterable[tuple[str, str]] = ()) -> str:
@@ -64,7 +68,7 @@ class Meter:
         else:
             self._rates = [r + a * (instant - r) for r, a in zip(self._rates, ALPHAS, strict=True)]
 
-    def attributes(self, now: float) -> dict[str, Any]:
+    def attributes(self, now: float) -> Attributes:
         elapsed = now - self._started
         m1, m5, m15 = self._rates or (0.0, 0.0, 0.0)
         return {"Count": self.count, "MeanRate": self.count / elapsed if elapsed > 0 else 0.0,
@@ -93,13 +97,13 @@ class Histogram:
             self._max = value
         self._values.append(value)
 
-    def attributes(self, _now: float) -> dict[str, Any]:
+    def attributes(self, _now: float) -> Attributes:
         n = self.count
         mean = self._sum / n if n else 0.0
         variance = (self._sum_sq - n * mean * mean) / (n - 1) if n > 1 else 0.0
-        out: dict[str, Any] = {"Count": n, "Min": self._min if n else 0.0,
-                               "Max": self._max if n else 0.0, "Mean": mean,
-                               "StdDev": math.sqrt(max(variance, 0.0))}
+        out: Attributes = {"Count": n, "Min": self._min if n else 0.0,
+                           "Max": self._max if n else 0.0, "Mean": mean,
+                           "StdDev": math.sqrt(max(variance, 0.0))}
         ordered = sorted(self._values)
         for label, q in PERCENTILES:
             out[label] = _quantile(ordered, q)
@@ -136,7 +140,7 @@ class Timer:
     def tick(self) -> None:
         self.meter.tick()
 
-    def attributes(self, now: float) -> dict[str, Any]:
+    def attributes(self, now: float) -> Attributes:
         return {**self.histogram.attributes(now), **self.meter.attributes(now),
                 "LatencyUnit": "MILLISECONDS"}
 
@@ -144,10 +148,10 @@ class Timer:
 class Gauge:
     __slots__ = ("read",)
 
-    def __init__(self, read: Callable[[], Any]) -> None:
+    def __init__(self, read: Callable[[], object]) -> None:
         self.read = read
 
-    def attributes(self, _now: float) -> dict[str, Any]:
+    def attributes(self, _now: float) -> Attributes:
         return {"Value": self.read()}
 
 
@@ -155,7 +159,9 @@ Metric = Meter | Histogram | Timer | Gauge
 
 
 # Many MBeans at once, computed when read (per-partition gauges): {mbean: attributes}
-Provider = Callable[[], dict[str, dict[str, Any]]]
+Provider = Callable[[], Mapping[str, Mapping[str, object]]]
+
+_M = TypeVar("_M", Meter, Histogram, Timer)
 
 
 class MetricsRegistry:
@@ -181,7 +187,7 @@ class MetricsRegistry:
               tags: Iterable[tuple[str, str]] = ()) -> Timer:
         return self._get(mbean_name(domain, type_, name, tags), lambda: Timer(self.clock), Timer)
 
-    def gauge(self, domain: str, type_: str, name: str, read: Callable[[], Any],
+    def gauge(self, domain: str, type_: str, name: str, read: Callable[[], object],
               tags: Iterable[tuple[str, str]] = ()) -> Gauge:
         gauge = Gauge(read)
         self.metrics[mbean_name(domain, type_, name, tags)] = gauge
@@ -191,11 +197,12 @@ class MetricsRegistry:
                tags: Iterable[tuple[str, str]] = ()) -> None:
         self.metrics.pop(mbean_name(domain, type_, name, tags), None)
 
-    def _get(self, key: str, make: Callable[[], Any], kind: type) -> Any:
+    def _get(self, key: str, make: Callable[[], _M], kind: type[_M]) -> _M:
         metric = self.metrics.get(key)
         if metric is None:
-            metric = self.metrics[key] = make()
-        elif not isinstance(metric, kind):
+            made = self.metrics[key] = make()
+            return made
+        if not isinstance(metric, kind):
             raise TypeError(f"{key} is a {type(metric).__name__}, not a {kind.__name__}")
         return metric
 
@@ -205,11 +212,11 @@ class MetricsRegistry:
             if isinstance(metric, Meter | Timer):
                 metric.tick()
 
-    def snapshot(self, query: str | None = None) -> list[dict[str, Any]]:
+    def snapshot(self, query: str | None = None) -> list[Attributes]:
         """[{"name": mbean, attribute: value, ...}] of the metrics matching query (an
         MBean pattern as JMX takes it: `domain:key=value,...` with `*` for the rest)."""
         now = self.clock()
-        found: dict[str, dict[str, Any]] = {}
+        found: dict[str, Mapping[str, object]] = {}
         for name, metric in self.metrics.items():
             if query is None or matches(query, name):
                 try:

@@ -15,9 +15,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from typing import Any
 
-from .registry import MetricsRegistry
+from .registry import Attributes, MetricsRegistry
 
 PROBE_S = 0.25
 
@@ -28,7 +27,7 @@ class GcStats:
         self.time_ms = [0.0, 0.0, 0.0]
         self._started = 0.0
 
-    def callback(self, phase: str, info: dict[str, Any]) -> None:
+    def callback(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._started = time.perf_counter()
             return
@@ -36,8 +35,8 @@ class GcStats:
         self.counts[generation] += 1
         self.time_ms[generation] += (time.perf_counter() - self._started) * 1000
 
-    def beans(self) -> dict[str, dict[str, Any]]:
-        beans: dict[str, dict[str, Any]] = {
+    def beans(self) -> dict[str, Attributes]:
+        beans: dict[str, Attributes] = {
             f"moldau:type=GarbageCollector,name=gen{g}": {
                 "CollectionCount": self.counts[g], "CollectionTime": self.time_ms[g]}
             for g in range(3)}

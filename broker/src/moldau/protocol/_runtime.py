@@ -16,7 +16,7 @@ import builtins
 import struct
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Self
 from uuid import UUID
 
 from .errors import ProtocolError, UnsupportedVersionError
@@ -105,7 +105,7 @@ class Message(Struct):
         return version - low
 
     @classmethod
-    def decode_from(cls, buf: memoryview, pos: int, version: int) -> tuple[Any, int]:
+    def decode_from(cls, buf: memoryview, pos: int, version: int) -> tuple[Self, int]:
         """Decode one message starting at pos; return (message, position after it)."""
         decoder = cls._DECODERS[cls._codec_index(version)]
         try:
@@ -114,7 +114,7 @@ class Message(Struct):
             raise decode_failure(cls.NAME, version, exc) from None
 
     @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview, version: int) -> Any:
+    def decode(cls, data: bytes | bytearray | memoryview, version: int) -> Self:
         """Decode a whole buffer that must hold exactly one message of this version."""
         buf = data if isinstance(data, memoryview) else memoryview(data)
         msg, end = cls.decode_from(buf, 0, version)
@@ -308,7 +308,7 @@ def write_compact_nullable_string(out: bytearray, value: str | None) -> None:
 # a value cannot be encoded into it.
 
 
-def _write_bytes_value(out: bytearray, value: Any) -> None:
+def _write_bytes_value(out: bytearray, value: Any) -> None:  # Any: bytes-like or spliced (above)
     kind = type(value)
     if kind is bytes or kind is memoryview or kind is bytearray:
         out += value

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ._runtime import _DECODE_FAILURES, decode_failure
+from ._runtime import _DECODE_FAILURES, Message, decode_failure
 from .api import APIS, ApiKey
 from .errors import ProtocolError, UnsupportedVersionError
 from .messages.api_versions_response import ApiVersionsResponse
@@ -61,7 +61,7 @@ def decode_request_header(buf: memoryview) -> tuple[RequestHeader, int]:
 _REQUEST_CODECS: dict[tuple[int, int], tuple[int, Any, Any, Any]] = {}
 
 
-def decode_request(data: bytes | bytearray | memoryview) -> tuple[RequestHeader, Any]:
+def decode_request(data: bytes | bytearray | memoryview) -> tuple[RequestHeader, Message]:
     """Decode a request (without its size prefix) into its header and body.
 
     Raises UnsupportedVersionError for an unknown API key or version (for an unknown
@@ -88,7 +88,7 @@ def decode_request(data: bytes | bytearray | memoryview) -> tuple[RequestHeader,
     return header, body
 
 
-def _decode_request(buf: memoryview) -> tuple[RequestHeader, Any]:
+def _decode_request(buf: memoryview) -> tuple[RequestHeader, Message]:
     """decode_request for a request of an API key and version not seen before."""
     header, pos = decode_request_header(buf)
     spec = APIS[header.request_api_key]
@@ -110,7 +110,7 @@ def _decode_request(buf: memoryview) -> tuple[RequestHeader, Any]:
     return header, body
 
 
-def encode_request(header: RequestHeader, body: Any) -> bytes:
+def encode_request(header: RequestHeader, body: Message) -> bytes:
     """A size-prefixed request frame."""
     out = bytearray(4)
     version = request_header_version(header.request_api_key, header.request_api_version)
@@ -120,7 +120,8 @@ def encode_request(header: RequestHeader, body: Any) -> bytes:
     return bytes(out)
 
 
-def encode_response(correlation_id: int, api_key: int, api_version: int, body: Any) -> bytes:
+def encode_response(correlation_id: int, api_key: int, api_version: int, body: Message
+                    ) -> bytes:
     """A size-prefixed response frame."""
     out = bytearray(4)
     header = ResponseHeader(correlation_id=correlation_id)
@@ -132,7 +133,7 @@ def encode_response(correlation_id: int, api_key: int, api_version: int, body: A
 
 def decode_response(
     data: bytes | bytearray | memoryview, api_key: int, api_version: int
-) -> tuple[int, Any]:
+) -> tuple[int, Message]:
     """Decode a response (without its size prefix); return (correlation id, body)."""
     buf = data if isinstance(data, memoryview) else memoryview(data)
     header, pos = ResponseHeader.decode_from(buf, 0, response_header_version(api_key, api_version))

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import base64
 import uuid
-from typing import Any
+from typing import Any, TypeAlias
 
-from moldau.protocol._runtime import FieldSpec, in_range
+from moldau.protocol._runtime import FieldSpec, Struct, in_range
+
+# A value json.dumps writes: what a message's JSON form is made of.
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 
 
 def camel_case(json_name: str) -> str:
@@ -17,8 +20,8 @@ def camel_case(json_name: str) -> str:
     return json_name[:1].lower() + json_name[1:]
 
 
-def to_json(message: Any, version: int) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def to_json(message: Struct, version: int) -> dict[str, JsonValue]:
+    out: dict[str, JsonValue] = {}
     for field in type(message).FIELDS:
         if not in_range(version, field.versions):
             continue
@@ -29,7 +32,7 @@ def to_json(message: Any, version: int) -> dict[str, Any]:
     return out
 
 
-def _value(field: FieldSpec, value: Any, version: int) -> Any:
+def _value(field: FieldSpec, value: Any, version: int) -> JsonValue:  # Any: per field.type
     if value is None:
         return None
     kind = field.type
@@ -42,7 +45,7 @@ def _value(field: FieldSpec, value: Any, version: int) -> Any:
     return _scalar(kind, value)
 
 
-def _scalar(kind: str, value: Any) -> Any:
+def _scalar(kind: str, value: Any) -> JsonValue:  # Any: a scalar of type `kind`
     if kind in ("bytes", "records"):
         return base64.b64encode(bytes(value)).decode("ascii")
     if kind == "uuid":

@@ -22,7 +22,7 @@ import itertools
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple, cast
+from typing import NamedTuple, cast
 
 from . import compression as codecs
 from . import records
@@ -260,7 +260,7 @@ def _message(out: bytearray, offset: int, magic: int, attributes: int, timestamp
 
 
 def build_message_set(
-    messages: Iterable[Any],
+    messages: Iterable[records.RecordInput],
     *,
     magic: int,
     compression: int = 0,

@@ -20,7 +20,7 @@ unless records() is called. Every malformed input raises ProtocolError.
 import struct
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn, Protocol
 
 from crc32c import crc32c
 
@@ -90,6 +90,30 @@ class SimpleRecord(NamedTuple):
     value: bytes | None
     headers: Sequence[tuple[str | bytes, bytes | None]] = ()
     timestamp: int | None = None
+
+
+RecordHeaders = Sequence[tuple[str | bytes, bytes | None]]
+
+
+class RecordLike(Protocol):
+    """A record given by attributes (Record, SimpleRecord); `headers` and `timestamp`
+    are read when present."""
+
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def value(self) -> bytes | None: ...
+
+
+# One record for build_batch: a record-like object or a tuple
+# (key, value[, headers[, timestamp]]).
+RecordInput = (
+    RecordLike
+    | tuple[bytes | None, bytes | None]
+    | tuple[bytes | None, bytes | None, RecordHeaders]
+    | tuple[bytes | None, bytes | None, RecordHeaders, int | None]
+)
 
 
 class ControlRecord(NamedTuple):
@@ -513,7 +537,9 @@ def decode_control_record(record: Record) -> ControlRecord:
 # --- building ------------------------------------------------------------------------
 
 
-def record_fields(item: Any) -> tuple[Any, Any, Any, Any]:
+def record_fields(
+    item: Any,  # Any: a RecordInput; hasattr() below cannot tell mypy which
+) -> tuple[bytes | None, bytes | None, RecordHeaders, int | None]:
     """(key, value, headers, timestamp) of a record-like object or a plain tuple."""
     if hasattr(item, "value"):
         return (
@@ -551,7 +577,7 @@ def _encode_record(
 
 
 def build_batch(
-    records: Iterable[Any],
+    records: Iterable[RecordInput],
     *,
     base_offset: int = 0,
     compression: int = 0,

@@ -20,7 +20,8 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from uuid import UUID
 
 from moldau.client.broker_connection import BrokerConnection
 from moldau.errors import (
@@ -32,6 +33,7 @@ from moldau.errors import (
 from moldau.protocol.api import ApiKey
 from moldau.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
 from moldau.protocol.messages.fetch_request import FetchRequest
+from moldau.protocol.messages.fetch_response import FetchResponse
 from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
 from moldau.protocol.messages.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
 from moldau.protocol.records import complete_length
@@ -65,6 +67,11 @@ SESSIONS_VERSION = 7  # Fetch v7 has fetch sessions (KIP-227)
 SESSION_ERRORS = frozenset({FetchSessionIdNotFoundError.code, InvalidFetchSessionEpochError.code})
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 TopicPartition = tuple[str, int]
+# a topic in a fetch: its id from Fetch v13 (None when the leader has none), else its name
+FetchTopicKey = UUID | str | None
+# what a fetch session holds of a partition: leader epoch, fetch offset, last fetched
+# epoch, log start offset, partition max bytes
+SessionEntry = tuple[int, int, int, int, int]
 
 
 @dataclass
@@ -134,7 +141,7 @@ class ReplicaFetcher:
         # next fetch carries, and each partition's fetch data as the session has it
         self._session_id = 0
         self._session_epoch = INITIAL_EPOCH
-        self._session_sent: dict[Any, tuple[Any, ...]] = {}
+        self._session_sent: dict[tuple[FetchTopicKey, int], SessionEntry] = {}
         self.task = asyncio.ensure_future(self._run())
 
     def add(self, partition: Partition) -> None:
@@ -239,7 +246,7 @@ class ReplicaFetcher:
 
     async def _truncate(self, connection: BrokerConnection, states: list[FetchState]) -> None:
         R = OffsetForLeaderEpochRequest
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]] = {}
         for s in states:
             p = s.partition
             by_topic.setdefault(p.topic, []).append(R.OffsetForLeaderPartition(
@@ -360,16 +367,16 @@ class ReplicaFetcher:
         return max(0, min(self.config.max_wait_ms, int((min(due) - now) * 1000)))
 
     def _fetch_request(self, states: list[FetchState], version: int,
-                       limits: dict[TopicPartition, int], max_wait_ms: int) -> Any:
+                       limits: dict[TopicPartition, int], max_wait_ms: int) -> FetchRequest:
         """The fetch for these partitions: a full one (opening a session), or within the
         session only the partitions whose fetch data changed and those to forget."""
         F = FetchRequest
-        by_topic: dict[Any, list[Any]] = {}
-        names: dict[Any, str] = {}
+        by_topic: dict[FetchTopicKey, list[FetchRequest.FetchPartition]] = {}
+        names: dict[FetchTopicKey, str] = {}
         sessions = version >= SESSIONS_VERSION
         incremental = sessions and self._session_epoch != INITIAL_EPOCH
         sent = self._session_sent
-        now_sent: dict[Any, tuple[Any, ...]] = {}
+        now_sent: dict[tuple[FetchTopicKey, int], SessionEntry] = {}
         for s in states:
             p = s.partition
             key = p.topic_id if version >= 13 else p.topic
@@ -384,7 +391,7 @@ class ReplicaFetcher:
                 partition=p.index, current_leader_epoch=data[0], fetch_offset=data[1],
                 last_fetched_epoch=data[2], log_start_offset=data[3],
                 partition_max_bytes=data[4]))
-        forgotten: dict[Any, list[int]] = {}
+        forgotten: dict[FetchTopicKey, list[int]] = {}
         if incremental:
             for key, index in sent.keys() - now_sent.keys():
                 forgotten.setdefault(key, []).append(index)
@@ -408,7 +415,7 @@ class ReplicaFetcher:
                                                    replica_epoch=-1)
         return request
 
-    def _session_answered(self, request: Any, response: Any) -> None:
+    def _session_answered(self, request: FetchRequest, response: FetchResponse) -> None:
         """Follow the session the answer names: opened by a full fetch, or carried on."""
         if request.session_epoch == FINAL_EPOCH:
             return  # no sessions at this version
@@ -422,7 +429,7 @@ class ReplicaFetcher:
             return
         self._session_epoch = next_epoch(request.session_epoch)
 
-    def _append(self, state: FetchState, data: Any) -> None:
+    def _append(self, state: FetchState, data: FetchResponse.PartitionData) -> None:
         partition = state.partition
         plog = partition.log
         records = data.records

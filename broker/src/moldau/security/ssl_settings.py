@@ -9,8 +9,8 @@ all read their settings and report their errors through this module.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
 PROTOCOL = "ssl.protocol"
 ENABLED_PROTOCOLS = "ssl.enabled.protocols"
@@ -39,6 +39,11 @@ RECONFIGURABLE_KEYS = frozenset({
     TRUSTSTORE_CERTIFICATES,
 })
 
+# Kafka key -> value, typed or a raw properties string: readers below accept either.
+SslSettings = Mapping[str, object]
+
+_Value = TypeVar("_Value")
+
 
 class TlsConfigError(ValueError):
     """Invalid TLS settings or key material; the message starts with the key to fix."""
@@ -49,7 +54,7 @@ class TlsConfigError(ValueError):
         self.reason = reason
 
 
-def listener_settings(values: Mapping[str, Any], listener: str) -> dict[str, Any]:
+def listener_settings(values: Mapping[str, _Value], listener: str) -> dict[str, _Value]:
     """The `ssl.*` settings of one listener: `listener.name.<listener lower-case>.ssl.*`
     overrides the plain `ssl.*` key, as Kafka's valuesWithPrefixOverride does.
 
@@ -62,7 +67,7 @@ def listener_settings(values: Mapping[str, Any], listener: str) -> dict[str, Any
     return out
 
 
-def read_text(settings: Mapping[str, Any], key: str, default: str | None = None) -> str | None:
+def read_text(settings: SslSettings, key: str, default: str | None = None) -> str | None:
     """A string setting; blank counts as unset (a blank location names no file)."""
     value = settings.get(key)
     if value is None:
@@ -71,20 +76,25 @@ def read_text(settings: Mapping[str, Any], key: str, default: str | None = None)
     return text or default
 
 
-def read_password(settings: Mapping[str, Any], key: str) -> str | None:
+def read_password(settings: SslSettings, key: str) -> str | None:
     """A password keeps "" (an empty password is still a password, as Kafka's Password)."""
     value = settings.get(key)
     return None if value is None else str(value).strip()
 
 
-def read_list(settings: Mapping[str, Any], key: str, default: tuple[str, ...]) -> list[str]:
+def read_list(settings: SslSettings, key: str, default: tuple[str, ...]) -> list[str]:
     value = settings.get(key)
     if value is None:
         return list(default)
-    items = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, Iterable):
+        items = [str(v) for v in value]
+    else:
+        raise TypeError(f"{key}: expected a list or a comma-separated string, not {value!r}")
     return [item.strip() for item in items if item.strip()]
 
 
-def read_flag(settings: Mapping[str, Any], key: str) -> bool:
+def read_flag(settings: SslSettings, key: str) -> bool:
     value = settings.get(key, False)
     return value if isinstance(value, bool) else str(value).strip().lower() == "true"

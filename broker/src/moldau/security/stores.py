@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes, PublicKeyTypes
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from moldau.security import jks
@@ -37,6 +35,7 @@ from moldau.security.ssl_settings import (
     TRUSTSTORE_LOCATION,
     TRUSTSTORE_PASSWORD,
     TRUSTSTORE_TYPE,
+    SslSettings,
     TlsConfigError,
     read_password,
     read_text,
@@ -147,7 +146,7 @@ def _pem_private_key(key: str, data: bytes, password: str | None) -> PrivateKeyT
         raise TlsConfigError(key, "the private key cannot be read") from None
 
 
-def _public_der(public_key: Any) -> bytes:
+def _public_der(public_key: PublicKeyTypes) -> bytes:
     return public_key.public_bytes(serialization.Encoding.DER,
                                    serialization.PublicFormat.SubjectPublicKeyInfo)
 
@@ -163,7 +162,8 @@ def _checked(key: str, material: KeyMaterial) -> KeyMaterial:
 
 
 def _load_pkcs12(pw_key: str, location: str, data: bytes, passwords: list[str | None]
-                 ) -> tuple[Any, Any, list[x509.Certificate]]:
+                 ) -> tuple[PrivateKeyTypes | None, x509.Certificate | None,
+                            list[x509.Certificate]]:
     for password in passwords:
         try:
             return pkcs12.load_key_and_certificates(
@@ -179,7 +179,7 @@ def _load_pkcs12(pw_key: str, location: str, data: bytes, passwords: list[str | 
                          "or not a PKCS12 file")
 
 
-def load_keystore(settings: Mapping[str, Any]) -> KeyMaterial | None:
+def load_keystore(settings: SslSettings) -> KeyMaterial | None:
     """The key and chain from the key store settings (Kafka's createKeystore rules)."""
     type_ = (read_text(settings, KEYSTORE_TYPE) or "JKS").upper()
     location = read_text(settings, KEYSTORE_LOCATION)
@@ -230,14 +230,14 @@ def load_keystore(settings: Mapping[str, Any]) -> KeyMaterial | None:
     passwords: list[str | None] = [password]
     if key_password is not None and key_password != password:
         passwords.append(key_password)
-    key, cert, extra = _load_pkcs12(KEYSTORE_PASSWORD, location, data, passwords)
-    if key is None or cert is None:
+    stored_key, cert, extra = _load_pkcs12(KEYSTORE_PASSWORD, location, data, passwords)
+    if stored_key is None or cert is None:
         raise TlsConfigError(KEYSTORE_LOCATION, f"{location} holds no private key entry "
                              "(is it a trust store?)")
-    return _checked(KEYSTORE_LOCATION, KeyMaterial(key, [cert, *extra]))
+    return _checked(KEYSTORE_LOCATION, KeyMaterial(stored_key, [cert, *extra]))
 
 
-def load_truststore(settings: Mapping[str, Any]) -> list[x509.Certificate] | None:
+def load_truststore(settings: SslSettings) -> list[x509.Certificate] | None:
     """Trusted certificates, or None for the system's default CAs (Java's cacerts)."""
     type_ = (read_text(settings, TRUSTSTORE_TYPE) or "JKS").upper()
     location = read_text(settings, TRUSTSTORE_LOCATION)

@@ -31,10 +31,9 @@ import re
 import secrets
 import ssl
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -52,6 +51,7 @@ from moldau.security.ssl_settings import (
     PROTOCOL,
     RECONFIGURABLE_KEYS,
     TRUSTSTORE_LOCATION,
+    SslSettings,
     TlsConfigError,
     read_flag,
     read_list,
@@ -170,7 +170,7 @@ def _trust_pem(certs: list[x509.Certificate]) -> str:
 # ---------------------------------------------------------------------------- protocols, ciphers
 
 
-def _enabled_versions(settings: Mapping[str, Any], client: bool) -> set[ssl.TLSVersion]:
+def _enabled_versions(settings: SslSettings, client: bool) -> set[ssl.TLSVersion]:
     protocol = read_text(settings, PROTOCOL, "TLSv1.3") or "TLSv1.3"
     cap = _PROTOCOL_CAP.get(protocol.lower())
     if cap is None:
@@ -197,7 +197,7 @@ def _enabled_versions(settings: Mapping[str, Any], client: bool) -> set[ssl.TLSV
     return enabled
 
 
-def _apply_ciphers(context: ssl.SSLContext, settings: Mapping[str, Any],
+def _apply_ciphers(context: ssl.SSLContext, settings: SslSettings,
                    enabled: set[ssl.TLSVersion]) -> set[ssl.TLSVersion]:
     names = read_list(settings, CIPHER_SUITES, ())
     if not names:
@@ -239,7 +239,7 @@ def _apply_ciphers(context: ssl.SSLContext, settings: Mapping[str, Any],
     return enabled
 
 
-def _configure(context: ssl.SSLContext, settings: Mapping[str, Any], client: bool) -> None:
+def _configure(context: ssl.SSLContext, settings: SslSettings, client: bool) -> None:
     enabled = _apply_ciphers(context, settings, _enabled_versions(settings, client))
     context.minimum_version = min(enabled)
     context.maximum_version = max(enabled)
@@ -255,7 +255,7 @@ class _Built:
     trusted: list[x509.Certificate] | None  # None = the system's default CAs
 
 
-def _build(settings: Mapping[str, Any], server_side: bool) -> _Built:
+def _build(settings: SslSettings, server_side: bool) -> _Built:
     auth = "none"
     if server_side:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -294,12 +294,12 @@ def _build(settings: Mapping[str, Any], server_side: bool) -> _Built:
     return _Built(context, material, trusted)
 
 
-def build_server_context(settings: Mapping[str, Any]) -> ssl.SSLContext:
+def build_server_context(settings: SslSettings) -> ssl.SSLContext:
     """The context of an SSL listener. Raises TlsConfigError naming the key to fix."""
     return _build(settings, server_side=True).context
 
 
-def build_client_context(settings: Mapping[str, Any]) -> ssl.SSLContext:
+def build_client_context(settings: SslSettings) -> ssl.SSLContext:
     """A client context (inter-broker client, tools): the trust store (else the system's
     CAs), an optional key store for mutual TLS, host name checking per
     `ssl.endpoint.identification.algorithm` (https = check, empty = none; Kafka's default
@@ -335,7 +335,7 @@ class TlsContextHolder:
       only the stores differ, and those do follow the switch.
     """
 
-    def __init__(self, settings: Mapping[str, Any], *, server_side: bool = True) -> None:
+    def __init__(self, settings: SslSettings, *, server_side: bool = True) -> None:
         self._server_side = server_side
         self._settings = dict(settings)
         self._built = _build(self._settings, server_side)
@@ -361,16 +361,16 @@ class TlsContextHolder:
         return self._front
 
     @property
-    def settings(self) -> Mapping[str, Any]:
+    def settings(self) -> SslSettings:
         return dict(self._settings)
 
-    def _switch(self, ssl_object: Any, _server_name: str | None,
+    def _switch(self, ssl_object: ssl.SSLObject | ssl.SSLSocket, _server_name: str | None,
                 _context: ssl.SSLContext) -> None:
         current = self._built.context
         if current is not self._front:
             ssl_object.context = current
 
-    def reload(self, settings: Mapping[str, Any]) -> ssl.SSLContext:
+    def reload(self, settings: SslSettings) -> ssl.SSLContext:
         """Rebuild from `settings` (a full or partial mapping; the store keys in it replace
         the current ones). Returns the new context; raises TlsConfigError and keeps the
         old context when the new material is not acceptable. Always rereads the store
@@ -382,14 +382,14 @@ class TlsContextHolder:
         log.info("TLS context reloaded (generation %d)", self.generation)
         return built.context
 
-    def check(self, settings: Mapping[str, Any]) -> None:
+    def check(self, settings: SslSettings) -> None:
         """Validate what `reload(settings)` would install, without installing it: raises
         TlsConfigError (the stores do not load, or the new certificate is not compatible
         with the current one). Kafka's SslFactory.validateReconfiguration, which runs
         before a dynamic listener update is accepted."""
         self._prepare(settings)
 
-    def _prepare(self, settings: Mapping[str, Any]) -> tuple[dict[str, Any], _Built]:
+    def _prepare(self, settings: SslSettings) -> tuple[dict[str, object], _Built]:
         merged = dict(self._settings)
         for key in RECONFIGURABLE_KEYS | {ALLOW_DN_CHANGES, ALLOW_SAN_CHANGES}:
             if key in settings:
@@ -398,7 +398,7 @@ class TlsContextHolder:
         self._check_compatible(built, merged)
         return merged, built
 
-    def _check_compatible(self, new: _Built, settings: Mapping[str, Any]) -> None:
+    def _check_compatible(self, new: _Built, settings: SslSettings) -> None:
         old = self._built
         if old.keystore is None and new.keystore is not None:
             raise TlsConfigError(KEYSTORE_LOCATION, "cannot add a key store to a listener "

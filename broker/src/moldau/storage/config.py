@@ -25,7 +25,7 @@ class ConfigError(ValueError):
     """A config value Kafka would reject (InvalidConfigurationException)."""
 
 
-def _policies(value: Any) -> tuple[str, ...]:
+def _policies(value: object) -> tuple[str, ...]:
     items = value if isinstance(value, list | tuple) else str(value).split(",")
     policies = tuple(sorted({str(p).strip() for p in items if str(p).strip()}))
     bad = [p for p in policies if p not in CLEANUP_POLICIES]
@@ -37,7 +37,7 @@ def _policies(value: Any) -> tuple[str, ...]:
     return policies
 
 
-def _boolean(value: Any) -> bool:
+def _boolean(value: object) -> bool:
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -191,7 +191,8 @@ class LogConfig:
         return "delete" in self.cleanup_policy
 
     @classmethod
-    def from_properties(cls, props: dict[str, Any], base: LogConfig | None = None) -> LogConfig:
+    def from_properties(cls, props: dict[str, Any],  # Any: int()/float() take what they can
+                        base: LogConfig | None = None) -> LogConfig:
         """Apply Kafka-named topic configs (strings or values) on top of base."""
         known = {f.name: f for f in fields(cls)}
         changes: dict[str, Any] = {}

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, NamedTuple
+from typing import NamedTuple, ParamSpec
 
 from moldau.errors import KafkaStorageError
 
 __all__ = ["FileWorkFailure", "FileWorker"]
+
+
+_P = ParamSpec("_P")
 
 
 class FileWorkFailure(NamedTuple):
@@ -33,7 +36,7 @@ class FileWorkFailure(NamedTuple):
 class _Pending(NamedTuple):
     dir_path: str
     what: str
-    future: Future[Any]
+    future: Future[object]
 
 
 class FileWorker:
@@ -43,8 +46,8 @@ class FileWorker:
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="log-file-worker")
         self._pending: list[_Pending] = []
 
-    def submit(self, dir_path: str, what: str, work: Callable[..., object],
-               *args: Any, **kwargs: Any) -> None:
+    def submit(self, dir_path: str, what: str, work: Callable[_P, object],
+               *args: _P.args, **kwargs: _P.kwargs) -> None:
         """Queue work(*args, **kwargs). Its arguments must not change after this: pass
         copies of the caller's state."""
         self._pending.append(_Pending(dir_path, what,

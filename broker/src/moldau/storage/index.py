@@ -258,7 +258,12 @@ class _Index:
     # -- search --------------------------------------------------------------------
 
     def _bisect(
-        self, unpack: Callable[[Any, int], tuple[int]], at: int, target: int, *, right: bool
+        self,
+        unpack: Callable[[Any, int], tuple[int]],  # Any: self._mm, None when nothing is mapped
+        at: int,
+        target: int,
+        *,
+        right: bool,
     ) -> int:
         """Number of entries whose key is < target (right=False) or <= target (right=True);
         the key of entry n is unpack(mapping, n * ENTRY_SIZE + at)[0].

@@ -7,14 +7,17 @@ from __future__ import annotations
 import base64
 import ssl
 import time
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
 from moldau.client.blocking import BlockingConnection
 from moldau.errors import NotControllerError
+from moldau.protocol._runtime import Message, Struct
 from moldau.protocol.api import APIS
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.messages.metadata_request import MetadataRequest
+from moldau.protocol.messages.metadata_response import MetadataResponse
 from moldau.security.ssl_settings import TlsConfigError
 from moldau.security.tls import build_client_context
 from moldau.tools.kafka_errors import KafkaToolError, check
@@ -116,7 +119,7 @@ class Admin:
     def __enter__(self) -> Admin:
         return self
 
-    def __exit__(self, *_exc: Any) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.close()
 
     # connections ---------------------------------------------------------------------
@@ -162,7 +165,8 @@ class Admin:
             self.metadata([])
         return self._nodes[node_id]
 
-    def call(self, name: str, version: int, node_id: int | None = None, **fields: Any) -> Any:
+    def call(self, name: str, version: int, node_id: int | None = None,
+             **fields: Any) -> Any:  # Any: the named request's fields, its response's class
         """One request to a broker; the response body."""
         spec = _SPECS[name]
         conn = self.node(node_id)
@@ -195,7 +199,8 @@ class Admin:
 
     # cluster metadata --------------------------------------------------------------
 
-    def metadata(self, topics: list[str] | None = None, auto_create: bool = False) -> Any:
+    def metadata(self, topics: list[str] | None = None,
+                 auto_create: bool = False) -> MetadataResponse:
         """Metadata v12 (topic ids); None asks for every topic."""
         wanted = None if topics is None else [
             MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
@@ -206,7 +211,8 @@ class Admin:
     def controller_id(self) -> int:
         return self.metadata([]).controller_id
 
-    def to_controller(self, name: str, version: int, **fields: Any) -> Any:
+    def to_controller(self, name: str, version: int,
+                      **fields: Any) -> Any:  # Any: as call()
         """A request for the controller, retried while the controller moves."""
         deadline = time.monotonic() + self.timeout
         while True:
@@ -216,7 +222,8 @@ class Admin:
                 return answer
             time.sleep(0.2)
 
-    def wait_for(self, condition: Any, what: str, timeout: float | None = None) -> None:
+    def wait_for(self, condition: Callable[[], object], what: str,
+                 timeout: float | None = None) -> None:
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while not condition():
             if time.monotonic() > deadline:
@@ -235,7 +242,8 @@ class Admin:
             time.sleep(0.2)
 
 
-def _results(answer: Any) -> list[Any]:
+def _results(answer: Message) -> list[Struct]:
+    """The per-resource results of a response, whichever field holds them."""
     for name in ("topics", "results", "responses"):
         value = getattr(answer, name, None)
         if isinstance(value, list):

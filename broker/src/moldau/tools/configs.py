@@ -4,9 +4,9 @@ ConfigCommand through the Admin API: DescribeConfigs and IncrementalAlterConfigs
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from moldau.protocol.messages.describe_configs_request import DescribeConfigsRequest
+from moldau.protocol.messages.describe_configs_response import DescribeConfigsResponse
 from moldau.protocol.messages.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
@@ -171,7 +171,10 @@ def _node_for(kind: str, name: str) -> int | None:
     return int(name) if kind in (BROKERS, LOGGERS) and name else None
 
 
-def describe_entries(admin: Admin, kind: str, name: str, synonyms: bool) -> list[Any]:
+ConfigEntry = DescribeConfigsResponse.DescribeConfigsResourceResult
+
+
+def describe_entries(admin: Admin, kind: str, name: str, synonyms: bool) -> list[ConfigEntry]:
     answer = admin.call("DescribeConfigs", 4, _node_for(kind, name), resources=[
         DescribeConfigsRequest.DescribeConfigsResource(
             resource_type=RESOURCE[kind], resource_name=name, configuration_keys=None)],
@@ -182,7 +185,7 @@ def describe_entries(admin: Admin, kind: str, name: str, synonyms: bool) -> list
 
 
 def resource_configs(admin: Admin, kind: str, name: str, synonyms: bool,
-                     describe_all: bool) -> list[Any]:
+                     describe_all: bool) -> list[ConfigEntry]:
     """Kafka's getResourceConfig: the dynamic entries (or all of them), sorted by name."""
     entries = describe_entries(admin, kind, name, synonyms)
     source = DYNAMIC_SOURCE[kind]
@@ -197,7 +200,7 @@ def _value(value: str | None) -> str:
     return "null" if value is None else value
 
 
-def entry_line(entry: Any) -> str:
+def entry_line(entry: ConfigEntry) -> str:
     synonyms = ", ".join(f"{SOURCE_NAMES.get(s.source, 'UNKNOWN')}:{s.name}={_value(s.value)}"
                          for s in entry.synonyms)
     return (f"  {entry.name}={_value(entry.value)} sensitive="

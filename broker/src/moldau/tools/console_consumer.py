@@ -9,10 +9,12 @@ import signal
 import sys
 import threading
 import time
+from types import FrameType
 from typing import Any
 
 from moldau.protocol.messages.fetch_request import FetchRequest
-from moldau.protocol.records import iter_batches
+from moldau.protocol.messages.fetch_response import FetchResponse
+from moldau.protocol.records import Record, iter_batches
 from moldau.tools.admin import Admin, list_offsets, partition_leaders
 from moldau.tools.common import client_config
 from moldau.tools.console_producer import parse_pairs
@@ -23,6 +25,8 @@ from moldau.tools.runner import ArgumentError, Tool
 
 LATEST, EARLIEST = -1, -2
 TP = tuple[str, int]
+# a fetched record: (topic, partition, record, timestamp type)
+Fetched = tuple[str, int, Record, int]
 COMMIT_INTERVAL = 5.0  # seconds, Kafka's auto.commit.interval.ms default
 
 OPTIONS = [
@@ -84,7 +88,7 @@ class Formatter:
     def _text(self, data: bytes | None) -> str:
         return self.null if data is None else data.decode("utf-8", "replace")
 
-    def format(self, topic: str, partition: int, record: Any, timestamp_type: int) -> str:
+    def format(self, topic: str, partition: int, record: Record, timestamp_type: int) -> str:
         columns = []
         if self.timestamp:
             kind = "LogAppendTime" if timestamp_type else "CreateTime"
@@ -137,9 +141,9 @@ class Fetcher:
         self.positions = dict(positions)
         self.leaders = partition_leaders(self.admin, sorted({t for t, _ in positions}))
 
-    def fetch(self, wait_ms: int) -> list[tuple[str, int, Any, int]]:
+    def fetch(self, wait_ms: int) -> list[Fetched]:
         """One round of fetches: (topic, partition, record, timestamp type) in order."""
-        out: list[tuple[str, int, Any, int]] = []
+        out: list[Fetched] = []
         by_leader: dict[int, list[TP]] = {}
         for tp in sorted(self.positions):
             by_leader.setdefault(self.leaders.get(tp, -1), []).append(tp)
@@ -148,7 +152,7 @@ class Fetcher:
             time.sleep(wait_ms / 1000)
             return out
         for leader, tps in by_leader.items():
-            topics: dict[str, list[Any]] = {}
+            topics: dict[str, list[FetchRequest.FetchPartition]] = {}
             for topic, partition in tps:
                 topics.setdefault(topic, []).append(FetchRequest.FetchPartition(
                     partition=partition, current_leader_epoch=-1,
@@ -166,7 +170,7 @@ class Fetcher:
                     out += self._records(topic.topic, p)
         return out
 
-    def _records(self, topic: str, p: Any) -> list[tuple[str, int, Any, int]]:
+    def _records(self, topic: str, p: FetchResponse.PartitionData) -> list[Fetched]:
         tp = (topic, p.partition_index)
         if p.error_code in (5, 6):  # leadership moved: look the leaders up again
             self.leaders = partition_leaders(self.admin, sorted({t for t, _ in self.positions}))
@@ -284,7 +288,7 @@ class StopSignals:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 self._previous[signum] = signal.signal(signum, self._request)
 
-    def _request(self, signum: int, frame: Any) -> None:
+    def _request(self, signum: int, frame: FrameType | None) -> None:
         self.requested = True
 
     def restore(self) -> None:

@@ -8,7 +8,7 @@ import select
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import TextIO
 
 from moldau.protocol.messages.produce_request import ProduceRequest
 from moldau.protocol.records import build_batch
@@ -20,6 +20,8 @@ from moldau.tools.runner import Tool
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 RETRIABLE = {5, 6, 7, 19}
+# one input line as a record: (key, value, headers)
+LineRecord = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]
 
 OPTIONS = [
     Opt("bootstrap-server", "REQUIRED unless --broker-list(deprecated) is specified. The "
@@ -113,8 +115,8 @@ class LineReader:
     def _nullable(self, text: str) -> bytes | None:
         return None if text == self.null_marker else text.encode()
 
-    def record(self, line: str, number: int) -> tuple[bytes | None, bytes | None, list[Any]]:
-        headers: list[Any] = []
+    def record(self, line: str, number: int) -> LineRecord:
+        headers: list[tuple[str, bytes | None]] = []
         if self.parse_headers:
             head, sep, line = line.partition(self.headers_delimiter)
             if not sep:
@@ -173,9 +175,9 @@ class Sender:
         raise ToolError(f"Topic {self.topic} not present in metadata after "
                         f"{self.admin.timeout * 1000:.0f} ms.")
 
-    def send(self, records: list[tuple[bytes | None, bytes | None, list[Any]]]) -> None:
+    def send(self, records: list[LineRecord]) -> None:
         count = len(self.leaders)
-        by_partition: dict[int, list[Any]] = {}
+        by_partition: dict[int, list[LineRecord]] = {}
         unkeyed = self.next_partition % count
         self.next_partition += 1
         for key, value, headers in records:
@@ -184,7 +186,7 @@ class Sender:
         for partition, items in sorted(by_partition.items()):
             self._send_partition(partition, items)
 
-    def _send_partition(self, partition: int, items: list[Any]) -> None:
+    def _send_partition(self, partition: int, items: list[LineRecord]) -> None:
         batch = build_batch(items, compression=self.codec)
         for attempt in range(self.retries + 1):
             answer = self.admin.call(

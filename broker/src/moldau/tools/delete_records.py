@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
 
 from moldau.protocol.messages.delete_records_request import DeleteRecordsRequest
 from moldau.tools.admin import partition_leaders
@@ -67,7 +66,7 @@ def run(options: Options) -> int:
             else:
                 by_leader.setdefault(leaders[(t, p)], []).append((t, p, o))
         for leader, items in by_leader.items():
-            topics: dict[str, list[Any]] = {}
+            topics: dict[str, list[DeleteRecordsRequest.DeleteRecordsPartition]] = {}
             for t, p, o in items:
                 topics.setdefault(t, []).append(
                     DeleteRecordsRequest.DeleteRecordsPartition(partition_index=p, offset=o))

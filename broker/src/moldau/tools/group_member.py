@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Any
 
+from moldau.protocol._runtime import Message
 from moldau.protocol.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
 from moldau.protocol.messages.consumer_protocol_subscription import (
     ConsumerProtocolSubscription,
@@ -25,7 +25,7 @@ ILLEGAL_GENERATION = 22
 TP = tuple[str, int]
 
 
-def _versioned(message: Any, version: int = 0) -> bytes:
+def _versioned(message: Message, version: int = 0) -> bytes:
     return struct.pack(">h", version) + message.encode(version)
 
 
@@ -126,7 +126,7 @@ class GroupMember:
         return committed_offsets(self.admin, self.group, self.coordinator)
 
     def commit(self, offsets: dict[TP, int]) -> None:
-        topics: dict[str, list[Any]] = {}
+        topics: dict[str, list[OffsetCommitRequest.OffsetCommitRequestPartition]] = {}
         for (topic, partition), offset in offsets.items():
             topics.setdefault(topic, []).append(
                 OffsetCommitRequest.OffsetCommitRequestPartition(

@@ -7,7 +7,7 @@ import re
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from moldau.protocol.messages.offset_commit_request import OffsetCommitRequest
 from moldau.protocol.messages.offset_delete_request import OffsetDeleteRequest
@@ -15,6 +15,9 @@ from moldau.tools.admin import Admin, list_offsets, partition_leaders
 from moldau.tools.kafka_errors import check, error_text
 from moldau.tools.options import Options
 from moldau.tools.runner import ArgumentError
+
+if TYPE_CHECKING:  # consumer_groups imports this module
+    from moldau.tools.consumer_groups import Group
 
 SCENARIOS = ("to-offset", "to-datetime", "by-duration", "to-earliest", "to-latest",
              "shift-by", "from-file", "to-current")
@@ -129,7 +132,7 @@ def new_offsets(admin: Admin, options: Options, partitions: list[TP],
 
 
 def commit(admin: Admin, group: str, coordinator: int, offsets: dict[TP, int]) -> None:
-    topics: dict[str, list[Any]] = {}
+    topics: dict[str, list[OffsetCommitRequest.OffsetCommitRequestPartition]] = {}
     for (topic, partition), offset in sorted(offsets.items()):
         topics.setdefault(topic, []).append(OffsetCommitRequest.OffsetCommitRequestPartition(
             partition_index=partition, committed_offset=offset, committed_leader_epoch=-1,
@@ -143,7 +146,8 @@ def commit(admin: Admin, group: str, coordinator: int, offsets: dict[TP, int]) -
             check(p.error_code)
 
 
-def reset_offsets(admin: Admin, options: Options, describe_group: Callable[..., Any]) -> int:
+def reset_offsets(admin: Admin, options: Options,
+                  describe_group: Callable[[Admin, str], Group]) -> int:
     from moldau.tools.consumer_groups import committed_offsets, group_ids
 
     if not options.has("dry-run") and not options.has("execute"):
@@ -198,7 +202,7 @@ def delete_offsets(admin: Admin, options: Options) -> int:
         known = sorted(p for t, p in leaders if t == topic)
         requested += [(topic, p) for p in (partitions if partitions is not None else known)]
     coordinator = admin.find_coordinator(group)
-    topics: dict[str, list[Any]] = {}
+    topics: dict[str, list[OffsetDeleteRequest.OffsetDeleteRequestPartition]] = {}
     for topic, partition in requested:
         topics.setdefault(topic, []).append(
             OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=partition))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 from moldau.protocol.messages.elect_leaders_request import ElectLeadersRequest
 from moldau.tools.admin import Admin
@@ -89,7 +88,8 @@ def elect(admin: Admin, election: str, wanted: list[tuple[str, int]] | None) -> 
     return report(election, results)
 
 
-def report(election: str, results: list[tuple[str, int, int, Any]]) -> int:
+def report(election: str, results: list[tuple[str, int, int, str | None]]) -> int:
+    """Print the (topic, partition, error code, error message) results as Kafka does."""
     done = [f"{t}-{p}" for t, p, code, _ in results if code == 0]
     noop = [f"{t}-{p}" for t, p, code, _ in results if code == ELECTION_NOT_NEEDED]
     failed = [(f"{t}-{p}", code, msg) for t, p, code, msg in results

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from moldau.protocol.messages.describe_log_dirs_request import DescribeLogDirsRequest
+from moldau.protocol.messages.describe_log_dirs_response import DescribeLogDirsResponse
+from moldau.tools.admin import Admin
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import error_name
 from moldau.tools.options import Opt, Options, UsageError, require
@@ -23,7 +24,8 @@ OPTIONS = [
 ]
 
 
-def _partitions(result: Any, topics: set[str]) -> list[dict[str, Any]]:
+def _partitions(result: DescribeLogDirsResponse.DescribeLogDirsResult,
+                topics: set[str]) -> list[dict[str, object]]:
     return [{"partition": f"{t.name}-{p.partition_index}", "size": p.partition_size,
              "offsetLag": p.offset_lag, "isFuture": p.is_future_key}
             for t in result.topics if not topics or t.name in topics
@@ -70,7 +72,7 @@ def _exception(code: int) -> str:
     return f"org.apache.kafka.common.errors.{error_name(code)}"
 
 
-def _all_partitions(admin: Any, topic: str) -> list[int]:
+def _all_partitions(admin: Admin, topic: str) -> list[int]:
     answer = admin.metadata([topic])
     return sorted(p.partition_index for t in answer.topics if t.error_code == 0
                   for p in t.partitions)

@@ -6,12 +6,15 @@ a restart loses nothing (it may copy a record twice). Runs until SIGTERM or Ctrl
 from __future__ import annotations
 
 import signal
-from typing import Any
+from typing import TYPE_CHECKING
 
 from moldau.tools.common import client_config
 from moldau.tools.options import Opt, Options, ToolError, UsageError, require
 from moldau.tools.perf import _confluent, _librdkafka_config
 from moldau.tools.runner import Tool
+
+if TYPE_CHECKING:  # imported by _confluent() when the tool runs
+    from confluent_kafka import KafkaError, Message
 
 OPTIONS = [
     Opt("consumer.config", "Embedded consumer config for consuming from the source "
@@ -56,7 +59,7 @@ def run(options: Options) -> int:
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
 
-    def delivered(err: Any, _msg: Any) -> None:
+    def delivered(err: KafkaError | None, _msg: Message) -> None:
         if err is not None:
             failures.append(str(err))
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any
 
 from moldau.protocol._runtime import Message
-from moldau.protocol.json_form import to_json
+from moldau.protocol.json_form import JsonValue, to_json
 from moldau.protocol.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
 from moldau.protocol.messages.consumer_protocol_subscription import (
     ConsumerProtocolSubscription,
@@ -23,7 +22,7 @@ from moldau.protocol.messages.offset_commit_value import OffsetCommitValue
 
 _VERSION = struct.Struct(">h")
 # key version -> (key message, value message); 0-1 offset commits, 2 group metadata
-_RECORD_TYPES: dict[int, tuple[Any, Any]] = {
+_RECORD_TYPES: dict[int, tuple[type[Message], type[Message]]] = {
     0: (OffsetCommitKey, OffsetCommitValue),
     1: (OffsetCommitKey, OffsetCommitValue),
     2: (GroupMetadataKey, GroupMetadataValue),
@@ -32,7 +31,7 @@ _EMBEDDED: dict[str, type[Message]] = {"subscription": ConsumerProtocolSubscript
                                        "assignment": ConsumerProtocolAssignment}
 
 
-def _text(node: dict[str, Any]) -> str:
+def _text(node: dict[str, JsonValue]) -> str:
     return json.dumps(node, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -42,12 +41,15 @@ def _versioned(data: bytes) -> tuple[int, bytes]:
     return _VERSION.unpack_from(data)[0], data[2:]
 
 
-def _decode_members(value: Any, data: dict[str, Any]) -> None:
+def _decode_members(value: GroupMetadataValue, data: dict[str, JsonValue]) -> None:
     """Replace each member's subscription and assignment bytes by their JSON form when the
     group speaks the consumer protocol (bytes that do not decode stay as they are)."""
-    if value.protocol_type != "consumer":
+    members = data.get("members")
+    if value.protocol_type != "consumer" or not isinstance(members, list):
         return
-    for member, node in zip(value.members, data.get("members") or [], strict=False):
+    for member, node in zip(value.members, members, strict=False):
+        if not isinstance(node, dict):  # to_json writes each member as an object
+            continue
         for field, message in _EMBEDDED.items():
             try:
                 version, body = _versioned(bytes(getattr(member, field)))
@@ -74,7 +76,7 @@ def parse(offset: int, key: bytes | None, value: bytes | None) -> tuple[str | No
         value_version, value_body = _versioned(value)
         decoded = value_message.decode(value_body, value_version)
         data = to_json(decoded, value_version)
-        if value_message is GroupMetadataValue:
+        if isinstance(decoded, GroupMetadataValue):
             _decode_members(decoded, data)
         return key_text, _text({"version": str(value_version), "data": data})
     except Exception as exc:  # one bad record must not end the dump

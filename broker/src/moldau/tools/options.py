@@ -47,12 +47,12 @@ class Options:
     def has(self, name: str) -> bool:
         return name in self.values
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: Any = None) -> Any:  # Any: of its option's Opt.type
         if name in self.values:
             return self.values[name][-1]
         return self.defaults.get(name, default)
 
-    def all(self, name: str) -> list[Any]:
+    def all(self, name: str) -> list[Any]:  # Any: as get()
         return list(self.values.get(name, []))
 
 

@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from moldau.tools.common import client_config
 from moldau.tools.console_producer import parse_pairs
 from moldau.tools.options import LONG, Opt, Options, ToolError, UsageError, require
 from moldau.tools.runner import Tool
 
+if TYPE_CHECKING:  # imported by _confluent() when a perf tool runs
+    from confluent_kafka import KafkaError, Message
+
 MB = 1024 * 1024
 REPORT_MS = 5000
 
 
-def _confluent() -> Any:
+def _confluent() -> ModuleType:
+    """The confluent_kafka module, imported on first use (only these tools need it)."""
     try:
         import confluent_kafka
     except ImportError:
@@ -142,7 +147,8 @@ def run_producer(options: Options) -> int:
         payload = payloads[i % len(payloads)]
         sent_at = time.monotonic()
 
-        def done(err: Any, _msg: Any, sent_at: float = sent_at, size: int = len(payload)) -> None:
+        def done(err: KafkaError | None, _msg: Message, sent_at: float = sent_at,
+                 size: int = len(payload)) -> None:
             if err is not None:
                 failures.append(str(err))
             else:

@@ -5,8 +5,6 @@ ReassignPartitionsCommand)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from moldau.cluster.assignment import assign_replicas
 from moldau.errors import KafkaError
 from moldau.protocol.messages.alter_partition_reassignments_request import (
@@ -15,12 +13,18 @@ from moldau.protocol.messages.alter_partition_reassignments_request import (
 from moldau.protocol.messages.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest as Configs,
 )
+from moldau.protocol.messages.list_partition_reassignments_response import (
+    ListPartitionReassignmentsResponse,
+)
 from moldau.tools.admin import Admin
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import check, error_text
 from moldau.tools.options import LONG, Opt, Options, ToolError, exactly_one, require
 from moldau.tools.reassignment_json import TP, format_plan, parse_plan, parse_topics, read_file
 from moldau.tools.runner import ArgumentError, Tool
+
+# a partition's reassignment in progress, as the controller lists it
+Moving = ListPartitionReassignmentsResponse.OngoingPartitionReassignment
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 TOPIC, BROKER = 2, 4
@@ -86,7 +90,7 @@ def current_assignment(admin: Admin, topics: list[str]) -> dict[TP, list[int]]:
     return found
 
 
-def ongoing(admin: Admin) -> dict[TP, Any]:
+def ongoing(admin: Admin) -> dict[TP, Moving]:
     answer = admin.to_controller("ListPartitionReassignments", 0,
                                  timeout_ms=int(admin.timeout * 1000), topics=None)
     check(answer.error_code, answer.error_message)
@@ -95,7 +99,7 @@ def ongoing(admin: Admin) -> dict[TP, Any]:
 
 def alter(admin: Admin, targets: dict[TP, list[int] | None]) -> dict[TP, str]:
     """AlterPartitionReassignments (None cancels): the errors by partition."""
-    topics: dict[str, list[Any]] = {}
+    topics: dict[str, list[Alter.ReassignablePartition]] = {}
     for (topic, partition), replicas in sorted(targets.items()):
         topics.setdefault(topic, []).append(
             Alter.ReassignablePartition(partition_index=partition, replicas=replicas))
@@ -108,7 +112,9 @@ def alter(admin: Admin, targets: dict[TP, list[int] | None]) -> dict[TP, str]:
             for t in answer.responses for p in t.partitions if p.error_code}
 
 
-def alter_configs(admin: Admin, resources: list[tuple[int, str, list[Any]]]) -> None:
+def alter_configs(admin: Admin,
+                  resources: list[tuple[int, str, list[Configs.AlterableConfig]]]) -> None:
+    """IncrementalAlterConfigs of each (resource type, name, operations)."""
     for kind, name, ops in resources:
         node = int(name) if kind == BROKER else None
         answer = admin.call("IncrementalAlterConfigs", 1, node, validate_only=False,

@@ -13,7 +13,7 @@ TP = tuple[str, int]
 ANY = "any"
 
 
-def _load(text: str) -> dict[str, Any]:
+def _load(text: str) -> dict[str, Any]:  # Any: JSON from the user's file
     """The JSON object of a version 1 file."""
     try:
         data = json.loads(text)

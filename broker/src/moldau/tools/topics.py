@@ -4,17 +4,21 @@ TopicCommand flags, checks and output)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sized
 from dataclasses import dataclass
-from typing import Any
 
 from moldau.protocol.messages.create_partitions_request import CreatePartitionsRequest
 from moldau.protocol.messages.create_topics_request import CreateTopicsRequest
 from moldau.protocol.messages.delete_topics_request import DeleteTopicsRequest
 from moldau.protocol.messages.describe_configs_request import DescribeConfigsRequest
+from moldau.protocol.messages.describe_configs_response import DescribeConfigsResponse
 from moldau.protocol.messages.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
+from moldau.protocol.messages.list_partition_reassignments_response import (
+    ListPartitionReassignmentsResponse,
+)
+from moldau.protocol.messages.metadata_response import MetadataResponse
 from moldau.tools.admin import Admin, topic_id_text
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import KafkaToolError, check
@@ -142,7 +146,7 @@ def parse_configs(values: list[str]) -> dict[str, str]:
     return {k.strip(): v.strip() for k, v in pairs}
 
 
-def topic_filter(pattern: str | None, exclude_internal: bool) -> Any:
+def topic_filter(pattern: str | None, exclude_internal: bool) -> Callable[[str, bool], bool]:
     """Kafka's IncludeList: the --topic value is a whole-name regular expression."""
     regex = None
     if pattern is not None:
@@ -161,12 +165,18 @@ def topic_filter(pattern: str | None, exclude_internal: bool) -> Any:
     return allowed
 
 
+Partition = MetadataResponse.MetadataResponsePartition
+ConfigEntry = DescribeConfigsResponse.DescribeConfigsResourceResult
+# an ongoing reassignment of a partition
+Moving = ListPartitionReassignmentsResponse.OngoingPartitionReassignment
+
+
 @dataclass
 class TopicInfo:
     name: str
     topic_id: str
     internal: bool
-    partitions: list[Any]  # MetadataResponsePartition, sorted by index
+    partitions: list[Partition]  # sorted by index
 
 
 def matching_topics(admin: Admin, options: Options) -> list[TopicInfo]:
@@ -181,7 +191,7 @@ def matching_topics(admin: Admin, options: Options) -> list[TopicInfo]:
     return found
 
 
-def ensure_found(found: list[Any], options: Options) -> None:
+def ensure_found(found: Sized, options: Options) -> None:
     topic = options.get("topic")
     if topic and not options.has("if-exists") and not found:
         raise ArgumentError(f"Topic '{topic}' does not exist as expected")
@@ -263,7 +273,7 @@ def list_topics(admin: Admin, options: Options) -> int:
 # describe ----------------------------------------------------------------------------
 
 
-def topic_configs(admin: Admin, names: list[str]) -> dict[str, list[Any]]:
+def topic_configs(admin: Admin, names: list[str]) -> dict[str, list[ConfigEntry]]:
     """DescribeConfigs of the topics: {name: entries}."""
     if not names:
         return {}
@@ -278,7 +288,7 @@ def topic_configs(admin: Admin, names: list[str]) -> dict[str, list[Any]]:
     return out
 
 
-def reassignments(admin: Admin, topics: list[TopicInfo]) -> dict[tuple[str, int], Any]:
+def reassignments(admin: Admin, topics: list[TopicInfo]) -> dict[tuple[str, int], Moving]:
     """Ongoing reassignments by partition (none when the cluster cannot list them)."""
     if not topics or not admin.supports("ListPartitionReassignments"):
         return {}
@@ -296,14 +306,15 @@ def _ids(values: list[int]) -> str:
     return ",".join(map(str, values))
 
 
-def replication_factor(partition: Any, moving: Any) -> int:
-    changing = set(moving.adding_replicas) | set(moving.removing_replicas) if moving else set()
-    if changing & set(partition.replica_nodes):
-        return len(moving.replicas) - len(moving.adding_replicas)
+def replication_factor(partition: Partition, moving: Moving | None) -> int:
+    if moving is not None:
+        changing = set(moving.adding_replicas) | set(moving.removing_replicas)
+        if changing & set(partition.replica_nodes):
+            return len(moving.replicas) - len(moving.adding_replicas)
     return len(partition.replica_nodes)
 
 
-def partition_line(topic: str, p: Any, moving: Any) -> str:
+def partition_line(topic: str, p: Partition, moving: Moving | None) -> str:
     leader = p.leader_id if p.leader_id >= 0 else "none"
     line = (f"\tTopic: {topic}\tPartition: {p.partition_index}\tLeader: {leader}"
             f"\tReplicas: {_ids(p.replica_nodes)}\tIsr: {_ids(p.isr_nodes)}")
@@ -313,7 +324,8 @@ def partition_line(topic: str, p: Any, moving: Any) -> str:
     return line + "\tElr: N/A\tLastKnownElr: N/A"  # ELR is KRaft-only (KIP-966)
 
 
-def _selected(options: Options, p: Any, moving: Any, min_isr: int, live: set[int]) -> bool:
+def _selected(options: Options, p: Partition, moving: Moving | None, min_isr: int,
+              live: set[int]) -> bool:
     reports = [r for r in REPORTS if options.has(r)]
     if not reports:
         return True

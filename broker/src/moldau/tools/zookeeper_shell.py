@@ -12,6 +12,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.protocol.states import ZnodeStat
 
 from moldau.cluster import zk_tls
 from moldau.security.ssl_settings import TlsConfigError
@@ -30,7 +31,7 @@ def _java_date(ms: int) -> str:
     return time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(ms / 1000))
 
 
-def stat_lines(stat: Any) -> list[str]:
+def stat_lines(stat: ZnodeStat) -> list[str]:
     """ZooKeeper's StatPrinter."""
     return [f"cZxid = {hex(stat.czxid)}", f"ctime = {_java_date(stat.ctime)}",
             f"mZxid = {hex(stat.mzxid)}", f"mtime = {_java_date(stat.mtime)}",
