@@ -25,15 +25,15 @@ def test_an_invalid_value_stops_startup_naming_the_key(tmp_path, zk_ensemble) ->
     assert "message.max.bytes" in output and "lots" in output
 
 
-def test_a_configured_authorizer_stops_startup_until_acls_are_enforced(tmp_path,
-                                                                     zk_ensemble) -> None:
-    # Kafka would enforce ACLs here; a broker that started and allowed everything would
-    # leave the operator believing the cluster is protected.
+def test_an_authorizer_moldau_cannot_load_stops_startup(tmp_path, zk_ensemble) -> None:
+    # fail closed: Kafka 3 no longer has SimpleAclAuthorizer and refuses to start; a broker
+    # that started without the authorizer asked for would allow every client everything
     code, output = _failed_start(tmp_path, zk_ensemble.connect_string + "/authorizer",
                                  {"authorizer.class.name":
-                                  "kafka.security.authorizer.AclAuthorizer"})
+                                  "kafka.security.auth.SimpleAclAuthorizer"})
     assert code == 1
-    assert "authorizer.class.name" in output and "does not enforce ACLs" in output
+    assert "authorizer.class.name" in output
+    assert "ClassNotFoundException: kafka.security.auth.SimpleAclAuthorizer" in output
 
 
 def test_unreachable_zookeeper_exits_after_the_connection_timeout(tmp_path) -> None:

@@ -6,51 +6,17 @@ brokers are only registrations, and the controller's requests are recorded."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Iterable
-from typing import Any
 
 import pytest
 
 from moldau.cluster import zk_data as zd
-from moldau.cluster.controller import Controller, PartitionDecision
+from moldau.cluster.controller import Controller
 from moldau.cluster.zk_async import AsyncZk
 from moldau.cluster.zk_client import ControllerMovedError, KafkaZkClient
 from moldau.cluster.zk_data import BrokerRegistration
 from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
 
-
-class RecordingChannel:
-    """The ControllerChannel protocol, writing down what the controller tells brokers."""
-
-    def __init__(self) -> None:
-        self.leader_and_isr_sent: list[tuple[int, list[PartitionDecision]]] = []
-        self.moved_to: list[int] = []
-
-    async def leader_and_isr(self, broker_id: int, decisions: list[PartitionDecision]) -> None:
-        self.leader_and_isr_sent.append((broker_id, decisions))
-
-    async def update_metadata(self, broker_ids: Iterable[int], live_brokers: list[Any],
-                              decisions: list[PartitionDecision],
-                              deleted_topics: list[str]) -> None:
-        pass
-
-    async def stop_replica(self, broker_id: int, partitions: list[tuple[str, int]],
-                           delete: bool) -> None:
-        pass
-
-    def set_live_brokers(self, live: list[BrokerRegistration]) -> None:
-        pass
-
-    def controller_moved(self, controller_id: int) -> None:
-        self.moved_to.append(controller_id)
-
-
-async def until(condition: Any, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.05)
+from .recording_channel import RecordingChannel, until
 
 
 def test_a_deposed_controller_cannot_write_partition_states(

@@ -360,7 +360,7 @@ def test_async_wrapper_delivers_on_the_loop(zk_ensemble: ZooKeeperEnsemble,
         azk = AsyncZk(KafkaZkClient(zk_ensemble.connect_string, zk_chroot, 6000, 15000))
         await azk.start()
         try:
-            await azk.call("ensure_persistent_paths")
+            await azk.call(azk.client.ensure_persistent_paths)
             got: asyncio.Queue[tuple[int, list[str]]] = asyncio.Queue()
 
             async def on_children(children: list[str]) -> None:
@@ -370,7 +370,7 @@ def test_async_wrapper_delivers_on_the_loop(zk_ensemble: ZooKeeperEnsemble,
             azk.add_state_listener(states.append)
             await azk.watch_children(zd.BROKER_IDS_PATH, on_children)
             assert await asyncio.wait_for(got.get(), 5) == (loop_thread, [])
-            await azk.call("register_broker", registration(7))
+            await azk.call(azk.client.register_broker, registration(7))
             assert await asyncio.wait_for(got.get(), 5) == (loop_thread, ["7"])
             assert await azk.call(azk.client.get_broker_ids) == [7]
             assert await azk.call(lambda: threading.get_ident()) != loop_thread

@@ -246,8 +246,6 @@ def test_kraft_keys_rejected(key: str) -> None:
 
 
 @pytest.mark.parametrize("key,text", [
-    ("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer"),
-    ("authorizer.class.name", "kafka.security.auth.SimpleAclAuthorizer"),
     ("max.connection.creation.rate", "10"),
 ])
 def test_security_keys_moldau_cannot_enforce_stop_startup(key: str, text: str) -> None:
@@ -258,6 +256,31 @@ def test_security_keys_moldau_cannot_enforce_stop_startup(key: str, text: str) -
 def test_unenforced_security_keys_at_their_defaults_are_fine() -> None:
     c = load("authorizer.class.name=\nmax.connection.creation.rate=2147483647\n")
     assert c.values["authorizer.class.name"] == ""
+
+
+def test_the_acl_authorizer_and_its_keys_are_accepted() -> None:
+    c = load("authorizer.class.name=kafka.security.authorizer.AclAuthorizer\n"
+             "super.users=User:admin;User:CN=broker1,O=Moldau\n"
+             "allow.everyone.if.no.acl.found=true\n")
+    assert c.values["authorizer.class.name"] == "kafka.security.authorizer.AclAuthorizer"
+    assert c.values["super.users"] == "User:admin;User:CN=broker1,O=Moldau"
+    assert c.values["allow.everyone.if.no.acl.found"] is True
+
+
+@pytest.mark.parametrize("name,why", [
+    ("kafka.security.auth.SimpleAclAuthorizer", "removed in Kafka 3.0"),
+    ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "KRaft"),
+    ("com.example.MyAuthorizer", "Moldau provides only"),
+])
+def test_an_authorizer_moldau_cannot_load_stops_startup(name: str, why: str) -> None:
+    # fail closed: a broker that started without the authorizer asked for would allow all
+    err = raises_on("authorizer.class.name", f"authorizer.class.name={name}\n", name)
+    assert f"java.lang.ClassNotFoundException: {name}" in str(err) and why in str(err)
+
+
+def test_a_malformed_super_user_stops_startup() -> None:
+    err = raises_on("super.users", "super.users=User:admin;bob\n", "bob")
+    assert "principalType:principalName" in str(err)
 
 
 # ---- precedence rules

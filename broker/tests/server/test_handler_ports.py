@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,12 @@ from moldau.errors import (
     InvalidTopicError,
     LeaderNotAvailableError,
     NotLeaderOrFollowerError,
+    SecurityDisabledError,
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from moldau.metrics.registry import MetricsRegistry
-from moldau.protocol.api import APIS
+from moldau.protocol.api import APIS, ApiKey
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.messages.metadata_request import MetadataRequest
 from moldau.protocol.messages.offset_commit_request import OffsetCommitRequest
@@ -36,7 +37,9 @@ from moldau.protocol.messages.produce_request import ProduceRequest
 from moldau.protocol.messages.request_header import RequestHeader
 from moldau.protocol.records import build_batch
 from moldau.replication.replica_manager import LeaderAndIsr, ReplicaManager
+from moldau.security.acls import Action
 from moldau.server import handlers as handlers_package
+from moldau.server.authorization import AllowAll
 from moldau.server.broker_metrics import DelayedOperations, NoTopicStats
 from moldau.server.handlers import build_handlers
 from moldau.server.handlers.groups import OffsetCommitHandler
@@ -45,7 +48,7 @@ from moldau.server.handlers.produce import ProduceAppends, ProduceHandler
 from moldau.server.handlers.services import BrokerState, HandlerServices
 from moldau.server.metadata_cache import BrokerEndpoints, MetadataCache, PartitionInfo, TopicInfo
 from moldau.server.network import Session
-from moldau.server.requests import Authorizer, RequestContext, RequestDispatcher
+from moldau.server.requests import RequestContext, RequestDispatcher
 from moldau.server.routes import register_handlers
 from moldau.storage.config import LogConfig
 from moldau.storage.log_manager import LogManager, ManagerConfig
@@ -82,23 +85,24 @@ class Connection:
     listener: Listener = field(default_factory=Listener)
 
 
-class Denying(Authorizer):
+class Denying(AllowAll):
     """Denies the named (operation, resource type, name) triples, allows the rest."""
 
     def __init__(self, *denied: tuple[str, str, str]) -> None:
         self.denied = set(denied)
 
-    def authorize(self, session: Session, operation: str, resource_type: str,
-                  name: str) -> bool:
-        return (operation, resource_type, name) not in self.denied
+    def authorize(self, principal: str, host: str, request_name: str,
+                  actions: Sequence[Action]) -> list[bool]:
+        return [(a.operation.name, a.resource_type.name, a.name) not in self.denied
+                for a in actions]
 
 
-def context(api_key: int, version: int, authorizer: Authorizer | None = None
+def context(api_key: int, version: int, authorizer: AllowAll | None = None
             ) -> RequestContext:
     header = RequestHeader(request_api_key=api_key, request_api_version=version,
                            correlation_id=7, client_id="ports-test")
     return RequestContext(Connection(), header, version, 0,  # type: ignore[arg-type]
-                          authorizer or Authorizer())
+                          authorizer or AllowAll())
 
 
 def run(result: Any) -> Any:
@@ -179,7 +183,7 @@ def leader(tmp_path: Path) -> Iterator[tuple[ProduceHandler, MetadataCache]]:
 
 
 def produce(handler: ProduceHandler, partitions: list[tuple[str, int]], acks: int = 1,
-            authorizer: Authorizer | None = None) -> Any:
+            authorizer: AllowAll | None = None) -> Any:
     topics: dict[str, list[Any]] = {}
     for topic, index in partitions:
         topics.setdefault(topic, []).append(ProduceRequest.PartitionProduceData(
@@ -252,7 +256,7 @@ def metadata_handler(auto_create: bool = True) -> tuple[MetadataHandler, TopicAd
 
 
 def ask_metadata(handler: MetadataHandler, names: list[str] | None, create: bool = True,
-                 authorizer: Authorizer | None = None) -> Any:
+                 authorizer: AllowAll | None = None) -> Any:
     topics = None if names is None else [MetadataRequest.MetadataRequestTopic(name=n)
                                          for n in names]
     request = MetadataRequest(topics=topics, allow_auto_topic_creation=create,
@@ -311,7 +315,7 @@ class Coordinator:
 
 
 def commit(coordinator: Coordinator, offsets: dict[tuple[str, int], int], generation: int = 3,
-           authorizer: Authorizer | None = None) -> dict[tuple[str, int], int]:
+           authorizer: AllowAll | None = None) -> dict[tuple[str, int], int]:
     cache = MetadataCache(BROKER_ID)
     cache.put_topic(TopicInfo("orders", uuid.uuid4(), {
         i: PartitionInfo(i, 1, 0, [1], [1]) for i in (0, 1)}))
@@ -354,3 +358,25 @@ def test_offset_commit_carries_the_coordinators_refusal_to_every_partition() -> 
     assert commit(coordinator, {("orders", 0): 1, ("orders", 1): 2}, generation=2) == {
         ("orders", 0): IllegalGenerationError.code, ("orders", 1): IllegalGenerationError.code}
     assert coordinator.committed == {}
+
+
+def test_the_acl_apis_without_an_authorizer_answer_security_disabled() -> None:
+    """No authorizer.class.name: as Kafka, SECURITY_DISABLED in every error slot."""
+    from moldau.protocol.messages.create_acls_request import CreateAclsRequest
+    from moldau.protocol.messages.delete_acls_request import DeleteAclsRequest
+    from moldau.protocol.messages.describe_acls_request import DescribeAclsRequest
+
+    built, _ = build_handlers(replace(fake_services(), acl_authorizer=None))
+    described = built[ApiKey.DESCRIBE_ACLS](context(ApiKey.DESCRIBE_ACLS, 3),
+                                            DescribeAclsRequest())
+    assert (described.error_code, described.error_message) == (
+        SecurityDisabledError.code, "No Authorizer is configured on the broker")
+    creation = CreateAclsRequest.AclCreation(resource_type=2, resource_name="t",
+                                             principal="User:a", host="*", operation=3,
+                                             permission_type=3)
+    created = built[ApiKey.CREATE_ACLS](context(ApiKey.CREATE_ACLS, 3),
+                                        CreateAclsRequest(creations=[creation, creation]))
+    assert [r.error_code for r in created.results] == [SecurityDisabledError.code] * 2
+    deleted = built[ApiKey.DELETE_ACLS](context(ApiKey.DELETE_ACLS, 3), DeleteAclsRequest(
+        filters=[DeleteAclsRequest.DeleteAclsFilter()]))
+    assert [r.error_code for r in deleted.filter_results] == [SecurityDisabledError.code]

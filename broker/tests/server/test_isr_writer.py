@@ -46,7 +46,7 @@ class DeposedMidWrite(AsyncZk):
         self.partition = partition
 
     async def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        if fn == "update_partition_state":
+        if fn == self.client.update_partition_state:
             elected = zd.PartitionState(SUCCESSOR, 1, [SUCCESSOR, ME], 1)
             version = self.client.update_partition_state(TOPIC, 0, elected, 0)
             shrunk = zd.PartitionState(SUCCESSOR, 1, [SUCCESSOR], 1)

@@ -10,8 +10,8 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
+from moldau.cluster.zk_async import AsyncZk
 from moldau.cluster.zk_client import ZooKeeperUnavailableError
 
 log = logging.getLogger("kafka.common.ZkNodeChangeNotificationListener")
@@ -20,8 +20,8 @@ Handler = Callable[[str, str], "Awaitable[None] | None"]
 
 
 class ConfigChangeListener:
-    def __init__(self, zk: Any) -> None:
-        self.zk = zk  # AsyncZk
+    def __init__(self, zk: AsyncZk) -> None:
+        self.zk = zk
         self.handlers: list[Handler] = []
         self.last_seen: str | None = None
         self._lock = asyncio.Lock()
@@ -35,7 +35,8 @@ class ConfigChangeListener:
     async def _on_children(self, _children: list[str]) -> None:
         async with self._lock:  # one pass at a time, in order
             try:
-                changes = await self.zk.call("read_change_notifications", self.last_seen)
+                changes = await self.zk.call(self.zk.client.read_change_notifications,
+                                             self.last_seen)
             except ZooKeeperUnavailableError as exc:
                 # the watch fires again once the connection is back
                 log.error("Could not read config change notifications: %s", exc)
@@ -52,4 +53,4 @@ class ConfigChangeListener:
                                   change.seq_name, change.entity_type, change.entity_name, exc)
                     except Exception:
                         log.exception("Error processing config change %s for %s/%s",
-                                      change.name, change.entity_type, change.entity_name)
+                                      change.seq_name, change.entity_type, change.entity_name)

@@ -28,7 +28,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from moldau.cluster import zk_data
+from moldau.cluster import elections, zk_data
+from moldau.cluster.controller_state import (
+    ControllerHost,
+    PartitionDecision,
+    Reassignment,
+    TopicPartition,
+    TopicState,
+)
 from moldau.errors import (
     InvalidReplicaAssignmentError,
     KafkaError,
@@ -37,31 +44,9 @@ from moldau.errors import (
 )
 
 if TYPE_CHECKING:
-    from moldau.cluster.controller import Controller, PartitionDecision, TopicState
+    pass
 
 log = logging.getLogger("kafka.controller")
-
-TopicPartition = tuple[str, int]
-
-
-@dataclass
-class Reassignment:
-    origin: list[int]  # ORS: the replicas before the move
-    target: list[int]  # TRS
-    from_znode: bool = False  # started through /admin/reassign_partitions
-
-    @property
-    def replicas(self) -> list[int]:
-        """RS while the move runs: the target replicas, then the origin ones."""
-        return list(dict.fromkeys(self.target + self.origin))
-
-    @property
-    def adding(self) -> list[int]:
-        return [r for r in self.target if r not in self.origin]
-
-    @property
-    def removing(self) -> list[int]:
-        return [r for r in self.origin if r not in self.target]
 
 
 def reassignments_in_znode(assignment: zk_data.TopicAssignment) -> dict[int, Reassignment]:
@@ -111,7 +96,7 @@ class _Batch:
 class PartitionReassigner:
     """The controller's reassignment steps; runs inside the controller's event loop."""
 
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: ControllerHost) -> None:
         self.controller = controller
 
     # --- starting ---------------------------------------------------------------------
@@ -170,8 +155,9 @@ class PartitionReassigner:
         batch = _Batch()
         for name in dict.fromkeys(name for name, _, _, _ in starting):
             await self._write_topic(name, self.controller.topics[name])
+        zk = self.controller.zk
         for name, topic, index, unneeded in starting:
-            found = await self.controller.zk.call("get_partition_state", name, index)
+            found = await zk.call(zk.client.get_partition_state, name, index)
             if found is None:
                 continue
             state, version = found
@@ -190,11 +176,12 @@ class PartitionReassigner:
     async def maybe_complete(self, partitions: set[TopicPartition]) -> None:
         """ISR changes arrived: finish the moves whose targets are all in sync."""
         batch = _Batch()
+        zk = self.controller.zk
         for name, index in sorted(partitions):
             topic = self.controller.topics.get(name)
             if topic is None or index not in topic.reassigning:
                 continue
-            found = await self.controller.zk.call("get_partition_state", name, index)
+            found = await zk.call(zk.client.get_partition_state, name, index)
             if found is not None and set(topic.reassigning[index].target) <= set(found[0].isr):
                 log.info("[Controller id=%d] Target replicas %s have all caught up with the "
                          "leader for reassigning partition %s-%d", self.controller.broker_id,
@@ -206,18 +193,18 @@ class PartitionReassigner:
                                   batch: _Batch) -> None:
         """Step 3's state for one partition; _send tells the brokers."""
         move = topic.reassigning.pop(index)
-        found = await self.controller.zk.call("get_partition_state", name, index)
+        zk = self.controller.zk
+        found = await zk.call(zk.client.get_partition_state, name, index)
         if found is None:
             return
         state, version = found
         topic.assignment[index] = list(move.target)
-        isr = [r for r in state.isr if r in move.target]
-        leader = state.leader
-        if leader not in move.target or not self.controller.eligible(leader):
-            candidates = [r for r in move.target if r in isr and self.controller.eligible(r)]
-            leader = candidates[0] if candidates else zk_data.NO_LEADER
+        # not yet excluding replicas on failed log dirs, which Kafka's isReplicaOnline does
+        eligible = {r for r in move.target if self.controller.eligible(r)}
+        election = elections.after_reassignment(state.leader, state.isr, move.target, eligible)
         batch.decisions.append(await self.controller.write_state(
-            name, topic, index, state, version, leader, isr, "reassignment completed"))
+            name, topic, index, state, version, election.leader, list(election.isr),
+            "reassignment completed"))
         batch.stop(name, index, move.removing)
         batch.completed.append((name, index, list(move.target)))
         batch.from_znode = batch.from_znode or move.from_znode
@@ -246,7 +233,8 @@ class PartitionReassigner:
             partitions=dict(topic.assignment), topic_id=topic.topic_id,
             adding_replicas={i: m.adding for i, m in moves.items() if m.adding},
             removing_replicas={i: m.removing for i, m in moves.items() if m.removing})
-        await self.controller.zk.call("set_topic_assignment", name, assignment)
+        zk = self.controller.zk
+        await zk.call(zk.client.set_topic_assignment, name, assignment)
 
     # --- the legacy znode ------------------------------------------------------------------
 
@@ -260,7 +248,8 @@ class PartitionReassigner:
         except Exception as exc:
             log.error("[Controller id=%d] Ignoring an unreadable %s: %s",
                       self.controller.broker_id, zk_data.REASSIGN_PARTITIONS_PATH, exc)
-            await self.controller.zk.call("delete_recursive", zk_data.REASSIGN_PARTITIONS_PATH)
+            zk = self.controller.zk
+            await zk.call(zk.client.delete_recursive, zk_data.REASSIGN_PARTITIONS_PATH)
             return
         fresh: dict[TopicPartition, list[int] | None] = {}
         for (name, index), target in wanted.items():
@@ -282,19 +271,19 @@ class PartitionReassigner:
         """The znode lists the znode-started moves still running (a move started by the
         API replaces one the znode asked for); it is deleted when none is left."""
         zk = self.controller.zk
-        if not await zk.call("exists", zk_data.REASSIGN_PARTITIONS_PATH):
+        if not await zk.call(zk.client.exists, zk_data.REASSIGN_PARTITIONS_PATH):
             return
         remaining = {(name, index): move.target
                      for name, topic in self.controller.topics.items()
                      for index, move in topic.reassigning.items() if move.from_znode}
-        found = await zk.call("get", zk_data.REASSIGN_PARTITIONS_PATH)
+        found = await zk.call(zk.client.get, zk_data.REASSIGN_PARTITIONS_PATH)
         with contextlib.suppress(Exception):  # unreadable: rewrite it
             if found is not None and zk_data.decode_reassignment(found[0]) == remaining:
                 return  # unchanged: a write would only fire the watch again
         if remaining:
-            await zk.call("set_partition_reassignment", remaining)
+            await zk.call(zk.client.set_partition_reassignment, remaining)
         else:
-            await zk.call("delete_recursive", zk_data.REASSIGN_PARTITIONS_PATH)
+            await zk.call(zk.client.delete_recursive, zk_data.REASSIGN_PARTITIONS_PATH)
 
     # --- listing ------------------------------------------------------------------------
 

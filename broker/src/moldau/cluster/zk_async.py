@@ -16,15 +16,19 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from moldau.cluster.zk_client import KafkaZkClient, WatchHandle
 
 log = logging.getLogger(__name__)
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
 
 class AsyncZk:
-    """`await azk.call("get_broker_ids")` or `await azk.call(client.method, args...)`."""
+    """`await azk.call(azk.client.get_broker_ids)`: a bound KafkaZkClient method (or any
+    blocking callable) and its arguments, which mypy checks against the method."""
 
     def __init__(self, client: KafkaZkClient, loop: asyncio.AbstractEventLoop | None = None):
         self.client = client
@@ -38,13 +42,12 @@ class AsyncZk:
             self._loop = asyncio.get_running_loop()
         return self._loop
 
-    async def call(self, fn: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run a KafkaZkClient method (by name) or any blocking callable on the ZK thread."""
-        target = getattr(self.client, fn) if isinstance(fn, str) else fn
+    async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run fn(*args, **kwargs) on the ZooKeeper thread and return its result."""
         started = time.monotonic()
         try:
             return await self.loop.run_in_executor(
-                self._executor, functools.partial(target, *args, **kwargs))
+                self._executor, functools.partial(fn, *args, **kwargs))
         finally:
             if self.on_latency is not None:  # ZooKeeperRequestLatencyMs
                 self.on_latency((time.monotonic() - started) * 1000)

@@ -155,8 +155,9 @@ def java_host_address(address: str) -> str:
 
 # -- patterns, entries, bindings, filters -------------------------------------------------------
 
-def _null(value: str | None) -> str:
-    return "null" if value is None else value
+def _any(value: str | None) -> str:
+    """How Kafka's filters print a field left open."""
+    return "<any>" if value is None else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,8 +260,8 @@ class ResourcePatternFilter:
         return self.resource_type.is_unknown or self.pattern_type.is_unknown
 
     def __str__(self) -> str:
-        return (f"ResourcePatternFilter(resourceType={self.resource_type.name}, "
-                f"name={_null(self.name)}, patternType={self.pattern_type.name})")
+        return (f"ResourcePattern(resourceType={self.resource_type.name}, "
+                f"name={_any(self.name)}, patternType={self.pattern_type.name})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +287,7 @@ class AccessControlEntryFilter:
         return self.operation.is_unknown or self.permission.is_unknown
 
     def __str__(self) -> str:
-        return (f"(principal={_null(self.principal)}, host={_null(self.host)}, "
+        return (f"(principal={_any(self.principal)}, host={_any(self.host)}, "
                 f"operation={self.operation.name}, permissionType={self.permission.name})")
 
 

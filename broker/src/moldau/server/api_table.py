@@ -165,6 +165,9 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
     ApiKey.OFFSET_DELETE: ApiEntry(h.OffsetDeleteHandler, (_group("DELETE"), _topic("READ"))),
     ApiKey.DESCRIBE_CLUSTER: ApiEntry(h.DescribeClusterHandler, (
         _cluster("DESCRIBE", Scope.FILTER, "the cluster's authorized operations"),)),
+    ApiKey.DESCRIBE_ACLS: ApiEntry(h.DescribeAclsHandler, (_cluster("DESCRIBE"),)),
+    ApiKey.CREATE_ACLS: ApiEntry(h.CreateAclsHandler, (_cluster("ALTER"),)),
+    ApiKey.DELETE_ACLS: ApiEntry(h.DeleteAclsHandler, (_cluster("ALTER"),)),
 }
 
 # Allowed before a SASL connection has authenticated (Kafka's SaslServerAuthenticator):

@@ -16,9 +16,11 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from moldau.authorizer.acl_authorizer import AclAuthorizer, AclAuthorizerConfig
 from moldau.cluster import zk_data, zk_tls
 from moldau.cluster.config_changes import ConfigChangeListener
 from moldau.cluster.controller import Controller
+from moldau.cluster.controller_events import Elect
 from moldau.cluster.zk_async import AsyncZk
 from moldau.cluster.zk_client import (
     KafkaZkClient,
@@ -35,6 +37,7 @@ from moldau.replication.protocol_versions import versions_for
 from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from moldau.replication.replica_manager import Partition, ReplicaManager
 from moldau.replication.throttle import FOLLOWER, LEADER, ReplicationThrottle, rate_reader
+from moldau.security.acls import parse_super_users
 from moldau.security.principal import principal_from_certificate
 from moldau.security.ssl_settings import TlsConfigError
 from moldau.security.tls import TlsContextHolder, build_client_context
@@ -49,7 +52,7 @@ from .broker_metrics import (
     metrics_enabled,
     register_broker_metrics,
 )
-from .config import BrokerConfig
+from .config import ACL_AUTHORIZER, BrokerConfig
 from .controlled_shutdown import controlled_shutdown
 from .controller_channel import NetworkControllerChannel
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
@@ -115,6 +118,7 @@ class Broker:
         self.config_changes: ConfigChangeListener | None = None
         self.tls_holders: dict[str, TlsContextHolder] = {}
         self.dynamic_config: DynamicBrokerConfig | None = None
+        self.acl_authorizer: AclAuthorizer | None = None
         self._stopped = asyncio.Event()
         self.started = False
 
@@ -139,7 +143,8 @@ class Broker:
             log.warning(warning)
         log.info(config.dump())
         await self._connect_zookeeper()
-        self.cluster_id = await self.connected_zk.call("get_or_create_cluster_id")
+        self.cluster_id = await self.connected_zk.call(
+            self.connected_zk.client.get_or_create_cluster_id)
         log.info("Cluster ID = %s", self.cluster_id)
         self.broker_id = await self._settle_broker_id()
         self.state.broker_id = self.broker_id
@@ -148,12 +153,12 @@ class Broker:
         self._watch_loop_idle(self._loop)
         self._runtime = watch_runtime(self.metrics)
         self.dynamic_config = DynamicBrokerConfig(config, self.broker_id)
-        self.dynamic_config.bind(self.zk)
-        await self.dynamic_config.load(self.zk)
+        self.dynamic_config.bind(self.connected_zk)
+        await self.dynamic_config.load(self.connected_zk)
         self.topic_configs.set_broker_defaults(self.dynamic_config.log_config())
         self.metadata = MetadataCache(self.broker_id)
         self.metadata.cluster_id = self.cluster_id
-        await self.topic_configs.load(self.zk)
+        await self.topic_configs.load(self.connected_zk)
         self.log_manager = await asyncio.get_running_loop().run_in_executor(
             None, self._open_logs)
         isr_writer = IsrWriter(self.broker_id, self.connected_zk)
@@ -170,6 +175,10 @@ class Broker:
         self.partition_states = PartitionStates(
             self.broker_id, self.connected_zk, self.metadata, self.replica_manager, self.fetchers,
             self.group_coordinator, self.topic_configs, self.offline_partitions)
+        # the ACLs are in memory before any listener opens (Kafka's authorizer start)
+        self.acl_authorizer = await self._start_authorizer()
+        if self.acl_authorizer is not None:
+            self.dispatcher.authorizer = self.acl_authorizer
         register_handlers(self.dispatcher, self._handler_services())
         self.socket_server = SocketServer(
             self.dispatcher,
@@ -189,7 +198,7 @@ class Broker:
                 int(os.environ[METRICS_PORT_ENV]))
             await self.metrics_server.start()
         await self._register()
-        self.config_changes = ConfigChangeListener(self.zk)
+        self.config_changes = ConfigChangeListener(self.connected_zk)
         self.config_changes.add_handler(self._on_config_change)
         self.config_changes.add_handler(self.dynamic_config.on_change)
         self.dynamic_config.on_log_defaults_change(lambda lc: apply_log_defaults(self, lc))
@@ -200,7 +209,7 @@ class Broker:
         self.controller_channel = NetworkControllerChannel(self, self.versions,
                                                            self.inter_broker_ssl_context)
         self.controller = Controller(
-            self.broker_id, self.zk, self.controller_channel,
+            self.broker_id, self.connected_zk, self.controller_channel,
             delete_topic_enable=config["delete.topic.enable"],
             unclean_election=config["unclean.leader.election.enable"],
             leader_rebalance=(config["leader.imbalance.check.interval.seconds"],
@@ -228,7 +237,21 @@ class Broker:
             purgatory=self.purgatory, leader_throttle=self.leader_throttle,
             metrics=self.metrics, partition_states=self.partition_states,
             controller=lambda: self.controller, tls_holders=self.tls_holders,
-            advertised_versions=self.dispatcher.advertised_versions)
+            advertised_versions=self.dispatcher.advertised_versions,
+            acl_authorizer=self.acl_authorizer)
+
+    async def _start_authorizer(self) -> AclAuthorizer | None:
+        """Kafka's AclAuthorizer when authorizer.class.name names it (the config refuses
+        any other class), on this broker's ZooKeeper session, its ACLs loaded."""
+        config = self.config
+        if config["authorizer.class.name"] != ACL_AUTHORIZER:
+            return None
+        zk = self.connected_zk
+        authorizer = AclAuthorizer.from_zk_client(zk.client, AclAuthorizerConfig(
+            parse_super_users(config["super.users"]),
+            config["allow.everyone.if.no.acl.found"]))
+        await zk.call(authorizer.start)
+        return authorizer
 
     def _group_coordinator(self) -> GroupCoordinator:
         c = self.config
@@ -353,7 +376,7 @@ class Broker:
             await self.zk.start()
         except ZooKeeperUnavailableError as exc:
             raise StartupError(str(exc)) from exc
-        await self.zk.call("ensure_persistent_paths")
+        await self.zk.call(self.zk.client.ensure_persistent_paths)
 
     async def _settle_broker_id(self) -> int:
         configured = self.config.broker_id
@@ -377,8 +400,8 @@ class Broker:
             return configured
         if stored:
             return stored.pop()
-        generated = await self.connected_zk.call("generate_broker_id",
-                                       self.config["reserved.broker.max.id"])
+        generated = await self.connected_zk.call(self.connected_zk.client.generate_broker_id,
+                                                 self.config["reserved.broker.max.id"])
         log.info("Generated broker id %d from /brokers/seqid", generated)
         return generated
 
@@ -476,7 +499,8 @@ class Broker:
         deadline = loop.time() + self.config["zookeeper.session.timeout.ms"] / 1000 + 5
         while True:
             try:
-                self.state.broker_epoch = await self.connected_zk.call("register_broker", reg)
+                self.state.broker_epoch = await self.connected_zk.call(
+                    self.connected_zk.client.register_broker, reg)
                 break
             except ZkNodeExistsError as exc:
                 if loop.time() > deadline:
@@ -493,14 +517,15 @@ class Broker:
         log.info("Re-registered broker %d after a ZooKeeper session expiry (broker epoch %d)",
                  self.broker_id, epoch)
         if self.controller is not None:
-            self.controller.post("elect")
+            self.controller.post(Elect())
 
     # --- controller requests applied locally ---------------------------------------------
 
     # --- background work -----------------------------------------------------------------
 
     async def _allocate_producer_ids(self) -> tuple[int, int]:
-        return await self.connected_zk.call("allocate_producer_id_block", self.broker_id)
+        return await self.connected_zk.call(self.connected_zk.client.allocate_producer_id_block,
+                                            self.broker_id)
 
     def _on_dynamic_broker_config(self, changed: set[str]) -> None:
         """Dynamic broker keys read outside the log and socket layers' own callbacks."""
@@ -522,7 +547,8 @@ class Broker:
 
     async def _on_config_change(self, entity_type: str, name: str) -> None:
         if entity_type == "topics":
-            overrides = await self.connected_zk.call("get_entity_config", "topics", name)
+            overrides = await self.connected_zk.call(self.connected_zk.client.get_entity_config,
+                                                     "topics", name)
             logging.getLogger("kafka.server.ConfigHandler").info(
                 "Processing override for entityPath: topics/%s with config: %s", name,
                 overrides)
@@ -563,8 +589,8 @@ class Broker:
             self.replica_manager.stop_replica(topic, index, delete=False)
         log.error("Partitions %s are offline due to the failure on log dir %s",
                   ", ".join(f"{t}-{p}" for t, p in sorted(lost)), path)
-        task = asyncio.ensure_future(self.connected_zk.call("create_log_dir_event_notification",
-                                                  self.broker_id))
+        task = asyncio.ensure_future(self.connected_zk.call(
+            self.connected_zk.client.create_log_dir_event_notification, self.broker_id))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -611,6 +637,8 @@ class Broker:
         if self.log_manager is not None:
             self.log_manager.shutdown()
         if self.zk is not None:
+            if self.acl_authorizer is not None:
+                await self.zk.call(self.acl_authorizer.close)
             await self.zk.close()
         self._stopped.set()
         log.info("[KafkaServer id=%d] shut down completed", self.broker_id)

@@ -63,7 +63,7 @@ async def controlled_shutdown(broker: Broker) -> None:
 
 
 async def _ask_controller(broker: Broker) -> list[tuple[str, int]]:
-    controller_id = await broker.zk.call("get_controller_id")  # type: ignore[union-attr]
+    controller_id = await broker.zk.call(broker.zk.client.get_controller_id)  # type: ignore[union-attr]
     if controller_id is None:
         raise ControlledShutdownFailed("no controller is elected")
     if controller_id == broker.broker_id:

@@ -19,6 +19,7 @@ from uuid import UUID
 from moldau.client.broker_connection import BrokerConnection
 from moldau.cluster import zk_data
 from moldau.cluster.controller import PartitionDecision
+from moldau.cluster.controller_events import OfflineReplicas
 from moldau.errors import KafkaStorageError
 from moldau.protocol.api import ApiKey
 from moldau.protocol.fit import fit_to_version
@@ -161,7 +162,7 @@ class NetworkControllerChannel:
         the controller moves leadership off them."""
         controller = self.broker.controller
         if partitions and controller is not None and controller.active:
-            controller.post("offline_replicas", (broker_id, partitions))
+            controller.post(OfflineReplicas(broker_id, tuple(partitions)))
 
     async def update_metadata(self, broker_ids: Iterable[int],
                               live_brokers: list[zk_data.BrokerRegistration],

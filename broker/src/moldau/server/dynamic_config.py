@@ -43,7 +43,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moldau.cluster import zk_data
 from moldau.security.ssl_settings import RECONFIGURABLE_KEYS as TLS_STORE_KEYS
@@ -59,6 +59,9 @@ from .config import (
     ConfigKey,
     convert,
 )
+
+if TYPE_CHECKING:
+    from moldau.cluster.zk_async import AsyncZk
 
 log = logging.getLogger("kafka.server.DynamicBrokerConfig")
 
@@ -350,7 +353,7 @@ class DynamicBrokerConfig:
         self.default_props: dict[str, str] = {}  # /config/brokers/<default>
         self.current: BrokerConfig = static
         self._merged: dict[str, str] = dict(self.static_props)
-        self._zk: Any = None
+        self._zk: AsyncZk | None = None
         self._log_config: LogConfig = static.log_config()
         self._log_listeners: list[Listener] = []
         self._ssl_listeners: list[Listener] = []
@@ -383,12 +386,12 @@ class DynamicBrokerConfig:
 
     # --- loading and notifications -----------------------------------------------------
 
-    async def load(self, zk: Any) -> None:
+    async def load(self, zk: AsyncZk) -> None:
         """Read /config/brokers/<default> and /config/brokers/<id> (startup); `zk` is kept
         for the notifications."""
         self._zk = zk
-        default = await zk.call("get_entity_config", "brokers", DEFAULT_ENTITY)
-        per_broker = await zk.call("get_entity_config", "brokers", str(self.broker_id))
+        default = await zk.call(zk.client.get_entity_config, "brokers", DEFAULT_ENTITY)
+        per_broker = await zk.call(zk.client.get_entity_config, "brokers", str(self.broker_id))
         self.default_props = self.from_persistent(default, per_broker=False)
         self.broker_props = self.from_persistent(per_broker, per_broker=True)
         await self._recompute(notify=False)
@@ -396,19 +399,22 @@ class DynamicBrokerConfig:
             log.info("Dynamic broker configs loaded: cluster default %s, broker %d %s",
                      sorted(self.default_props), self.broker_id, sorted(self.broker_props))
 
-    async def on_change(self, entity_type: str, entity_name: str, zk: Any = None) -> None:
+    async def on_change(self, entity_type: str, entity_name: str,
+                        zk: AsyncZk | None = None) -> None:
         """A /config/changes notification (BrokerConfigHandler.processConfigChanges)."""
         if entity_type != "brokers":
             return
         if zk is None:
             zk = self._zk
+        if zk is None:
+            raise RuntimeError("bind() the ZooKeeper client before config changes arrive")
         if entity_name == DEFAULT_ENTITY:
-            raw = await zk.call("get_entity_config", "brokers", DEFAULT_ENTITY)
+            raw = await zk.call(zk.client.get_entity_config, "brokers", DEFAULT_ENTITY)
             log.info("Processing override for entityPath: brokers/%s with config: %s",
                      entity_name, self._loggable(raw))
             self.default_props = self.from_persistent(raw, per_broker=False)
         elif entity_name == str(self.broker_id):
-            raw = await zk.call("get_entity_config", "brokers", entity_name)
+            raw = await zk.call(zk.client.get_entity_config, "brokers", entity_name)
             log.info("Processing override for entityPath: brokers/%s with config: %s",
                      entity_name, self._loggable(raw))
             self.broker_props = self.from_persistent(raw, per_broker=True)
@@ -416,7 +422,7 @@ class DynamicBrokerConfig:
             return
         await self._recompute(notify=True)
 
-    def bind(self, zk: Any) -> None:
+    def bind(self, zk: AsyncZk) -> None:
         """Remember the AsyncZk so on_change(entity_type, name) needs no zk argument."""
         self._zk = zk
 

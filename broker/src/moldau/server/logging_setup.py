@@ -10,6 +10,8 @@ the bundled default writes Kafka's files into LOG_DIR (default ./logs):
     log-cleaner.log    the `kafka.log.LogCleaner` logger
     kafka-request.log  the `kafka.request.logger` logger (WARN by default, as in Kafka;
                        DEBUG logs every completed request)
+    kafka-authorizer.log  the `kafka.authorizer.logger` logger: the ACL decisions (INFO
+                       logs denials, DEBUG allowed accesses too)
 
 Levels change at runtime through `set_logger_level` (IncrementalAlterConfigs on the
 BROKER_LOGGER resource, as `kafka-configs --entity-type broker-loggers` does).
@@ -22,13 +24,15 @@ import logging.config
 import os
 from importlib import resources
 
+from moldau.authorizer.audit import TRACE  # log4j's TRACE (below DEBUG), registered there
+
 DEFAULT_CONFIG = "logging.ini"
 LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
-_TO_PYTHON = {"TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
+_TO_PYTHON = {"TRACE": TRACE, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
               "WARN": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL,
               "OFF": logging.CRITICAL + 10}
-_FROM_PYTHON = {logging.DEBUG: "DEBUG", logging.INFO: "INFO", logging.WARNING: "WARN",
-                logging.ERROR: "ERROR", logging.CRITICAL: "FATAL",
+_FROM_PYTHON = {TRACE: "TRACE", logging.DEBUG: "DEBUG", logging.INFO: "INFO",
+                logging.WARNING: "WARN", logging.ERROR: "ERROR", logging.CRITICAL: "FATAL",
                 logging.CRITICAL + 10: "OFF"}
 ROOT_LOGGER = "root"
 

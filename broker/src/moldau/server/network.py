@@ -47,6 +47,7 @@ from typing import Any, cast
 
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.framing import FrameReader
+from moldau.security.acls import java_host_address
 
 from .responses import FileRecords, Parts
 
@@ -66,6 +67,7 @@ class Session:
 
     principal: str = "User:ANONYMOUS"
     client_address: str = ""
+    acl_host: str = ""  # the client's IP as Java prints it: what ACL hosts are compared with
     listener: str = ""
     security_protocol: str = "PLAINTEXT"
     authenticated: bool = True  # SASL will start connections unauthenticated
@@ -153,6 +155,7 @@ class Connection(asyncio.BufferedProtocol):
         local = transport.get_extra_info("sockname") or ("?", 0)
         self.id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}"
         self.session.client_address = str(peer[0])
+        self.session.acl_host = java_host_address(self.session.client_address)
         refused = self.server.admit(self)
         if refused:
             log.info("Rejected connection from %s: %s", peer[0], refused)

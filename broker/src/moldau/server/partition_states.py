@@ -51,7 +51,7 @@ class IsrWriter:
         new_state = zk_data.PartitionState(leader=state.leader, leader_epoch=state.leader_epoch,
                                            isr=isr, controller_epoch=state.controller_epoch)
         try:
-            version = await self.zk.call("update_partition_state", partition.topic,
+            version = await self.zk.call(self.zk.client.update_partition_state, partition.topic,
                                          partition.index, new_state, state.zk_version)
             recorded = RecordedIsr(list(isr), version)
         except ZkBadVersionError:
@@ -61,7 +61,7 @@ class IsrWriter:
                 raise
             recorded = found
         # also after adopting: the lost write's notification may never have been made
-        await self.zk.call("create_isr_change_notification",
+        await self.zk.call(self.zk.client.create_isr_change_notification,
                            [(partition.topic, partition.index)])
         return recorded
 
@@ -74,7 +74,8 @@ class IsrWriter:
         retry then meets the landed write as a conflict). Anything else is another
         writer's: a successor's ISR after a LeaderAndIsr deposed this leader mid-write
         must not be adopted."""
-        found = await self.zk.call("get_partition_state", partition.topic, partition.index)
+        found = await self.zk.call(self.zk.client.get_partition_state, partition.topic,
+                                   partition.index)
         if found is None:
             return None
         recorded, version = found
@@ -109,7 +110,7 @@ class PartitionStates:
         (Kafka's fetchLogConfig), since no change notification announces them."""
         for topic in sorted(topics):
             if topic not in self.topic_configs.overrides:
-                overrides = await self.zk.call("get_entity_config", "topics", topic)
+                overrides = await self.zk.call(self.zk.client.get_entity_config, "topics", topic)
                 self.topic_configs.set_overrides(topic, overrides)
 
     async def apply_leader_and_isr(self, decisions: list[PartitionDecision]

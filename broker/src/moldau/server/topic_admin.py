@@ -95,7 +95,8 @@ class TopicAdmin:
                      configs: dict[str, str]) -> None:
         topic_id = zk_data.random_uuid()
         try:
-            await self.broker.connected_zk.call("create_topic", name, topic_id, assignment, configs)
+            zk = self.broker.connected_zk
+            await zk.call(zk.client.create_topic, name, topic_id, assignment, configs)
         except Exception as exc:
             if type(exc).__name__ in ("NodeExistsError", "TopicExistsError"):
                 raise TopicAlreadyExistsError(f"Topic '{name}' already exists.") from None

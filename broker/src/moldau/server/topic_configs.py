@@ -5,11 +5,14 @@ so a change applies without a restart (Kafka's TopicConfigHandler)."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from moldau.storage.config import ConfigError, LogConfig
 
 from .config import BrokerConfig
+
+if TYPE_CHECKING:
+    from moldau.cluster.zk_async import AsyncZk
 
 log = logging.getLogger("kafka.server.ConfigHandler")
 
@@ -21,10 +24,10 @@ class TopicConfigs:
         self.overrides: dict[str, dict[str, str]] = {}
         self._cache: dict[str, LogConfig] = {}
 
-    async def load(self, zk: Any) -> None:
+    async def load(self, zk: AsyncZk) -> None:
         """Read every topic's overrides once at startup (the logs load with them)."""
-        for topic in await zk.call("get_all_entity_names", "topics"):
-            self.overrides[topic] = await zk.call("get_entity_config", "topics", topic)
+        for topic in await zk.call(zk.client.get_all_entity_names, "topics"):
+            self.overrides[topic] = await zk.call(zk.client.get_entity_config, "topics", topic)
         self._cache.clear()
 
     def log_config(self, topic: str) -> LogConfig:

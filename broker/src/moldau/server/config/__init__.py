@@ -23,7 +23,6 @@ from .broker_config import BrokerConfig
 from .docs import markdown_table
 from .errors import ConfigError
 from .keys import (
-    ACLS_UNENFORCED,
     DEFAULT_PROTOCOL_MAP,
     INTER_BROKER_PROTOCOL_VERSION,
     JVM_ONLY,
@@ -49,9 +48,12 @@ from .listeners import Endpoint, parse_listeners, parse_protocol_map
 from .loading import load_properties, parse_properties
 from .schema import KRAFT, STATUSES, ConfigKey, acc, impl, rej
 from .validators import (
+    ACL_AUTHORIZER,
+    AuthorizerClass,
     GzipLevel,
     InterBrokerProtocol,
     OneOf,
+    PrincipalList,
     Range,
     Unenforced,
     Validator,
@@ -72,7 +74,7 @@ from .values import convert
 from .zk_connect import ZkConnect, parse_zk_connect
 
 __all__ = [
-    "ACLS_UNENFORCED",
+    "ACL_AUTHORIZER",
     "DEFAULT_PROTOCOL_MAP",
     "DOUBLE_MAX",
     "INTER_BROKER_PROTOCOL_VERSION",
@@ -103,6 +105,7 @@ __all__ = [
     "TOPIC_SYNONYMS",
     "TYPES",
     "YAMMER_METERS",
+    "AuthorizerClass",
     "BrokerConfig",
     "ConfigError",
     "ConfigKey",
@@ -111,6 +114,7 @@ __all__ = [
     "GzipLevel",
     "InterBrokerProtocol",
     "OneOf",
+    "PrincipalList",
     "Range",
     "Unenforced",
     "Validator",

@@ -10,7 +10,16 @@ components that read `BrokerConfig`. docs/broker-config.md is rendered from this
 from __future__ import annotations
 
 from .schema import KRAFT, ConfigKey, acc, impl, rej
-from .validators import GzipLevel, InterBrokerProtocol, OneOf, Range, Unenforced, at_least
+from .validators import (
+    AuthorizerClass,
+    GzipLevel,
+    InterBrokerProtocol,
+    OneOf,
+    PrincipalList,
+    Range,
+    Unenforced,
+    at_least,
+)
 from .value_types import DOUBLE_MAX, INT_MAX, LONG_MAX
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -32,8 +41,6 @@ TOKEN_BUCKET = ("the replication throttle is a token bucket holding one second o
                 "(docs/replication.md), not Kafka's sampled windows")
 YAMMER_METERS = ("Moldau's broker metrics are Yammer-style meters and histograms (as Kafka's "
                  "kafka.server MBeans), which these client-metrics samples do not shape")
-ACLS_UNENFORCED = ("Moldau does not enforce ACLs yet, so an authorizer would allow every "
-                   "client every operation")
 
 # replica.selector.class values Moldau implements (moldau.server.replica_selector)
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
@@ -92,7 +99,7 @@ KEYS_LIST: list[ConfigKey] = [
     acc("create.topic.policy.class.name", "class", None, "L", JVM_ONLY),
     acc("alter.config.policy.class.name", "class", None, "L", JVM_ONLY),
     acc("early.start.listeners", "string", None, "H",
-        "no authorizer loads at startup (authorize() allows all until ACLs exist): every "
+        "the authorizer loads its ACLs from ZooKeeper before any listener opens, so every "
         "listener starts once the broker is registered"),
     acc("unstable.api.versions.enable", "boolean", False, "H",
         "Moldau advertises stable APIs only"),
@@ -376,11 +383,11 @@ KEYS_LIST: list[ConfigKey] = [
     acc("principal.builder.class", "class",
         "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", "M",
         JVM_ONLY),
-    acc("authorizer.class.name", "string", "", "L",
-        P_SECURITY + "; startup fails when it is set", Unenforced("", ACLS_UNENFORCED)),
-    acc("super.users", "string", None, "L", P_SECURITY + " (authorizer property)"),
-    acc("allow.everyone.if.no.acl.found", "boolean", False, "L",
-        P_SECURITY + " (authorizer property)"),
+    impl("authorizer.class.name", "string", "", "L", AuthorizerClass(),
+         note="kafka.security.authorizer.AclAuthorizer: ACLs in ZooKeeper (docs/security.md)"),
+    impl("super.users", "string", None, "L", PrincipalList(), note="AclAuthorizer property"),
+    impl("allow.everyone.if.no.acl.found", "boolean", False, "L",
+         note="AclAuthorizer property"),
     acc("delegation.token.secret.key", "password", None, "M", P_SECURITY),
     acc("delegation.token.max.lifetime.ms", "long", 7 * 24 * _HOUR_MS, "M", P_SECURITY,
         at_least(1)),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from moldau.replication import protocol_versions
+from moldau.security.acls import parse_super_users
 
 from .errors import ConfigError
 from .value_types import ConfigValue
@@ -126,4 +127,48 @@ class Unenforced:
         return "" if self.default in (None, "") else f"only {self.default}"
 
 
-Validator = Range | OneOf | GzipLevel | Unenforced | InterBrokerProtocol
+ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+# authorizers Kafka 3.9 in ZooKeeper mode cannot load, with why
+_UNLOADABLE_AUTHORIZERS = {
+    "kafka.security.auth.SimpleAclAuthorizer":
+        "removed in Kafka 3.0; kafka.security.authorizer.AclAuthorizer reads the same ACLs",
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer":
+        "KRaft's authorizer; a ZooKeeper-mode broker uses kafka.security.authorizer.AclAuthorizer",
+}
+
+
+@dataclass(frozen=True)
+class AuthorizerClass:
+    """`authorizer.class.name`: empty (no authorizer: everything allowed) or Kafka's
+    ZooKeeper-backed AclAuthorizer; any other class stops startup, as a class Kafka
+    cannot load stops Kafka's (java.lang.ClassNotFoundException)."""
+
+    def check(self, key: str, value: ConfigValue) -> None:
+        if value in (None, "", ACL_AUTHORIZER):
+            return
+        why = _UNLOADABLE_AUTHORIZERS.get(str(value), "Moldau provides only "
+                                          f"{ACL_AUTHORIZER}")
+        raise ConfigError(key, value, f"java.lang.ClassNotFoundException: {value} ({why})")
+
+    def __str__(self) -> str:
+        return f'"" or {ACL_AUTHORIZER}'
+
+
+@dataclass(frozen=True)
+class PrincipalList:
+    """`super.users`: principals (`User:alice`) separated by semicolons."""
+
+    def check(self, key: str, value: ConfigValue) -> None:
+        if value is None:
+            return
+        try:
+            parse_super_users(str(value))
+        except ValueError as exc:
+            raise ConfigError(key, value, str(exc)) from None
+
+    def __str__(self) -> str:
+        return "Type:name;Type:name..."
+
+
+Validator = (Range | OneOf | GzipLevel | Unenforced | InterBrokerProtocol | AuthorizerClass
+             | PrincipalList)

@@ -6,6 +6,7 @@ from typing import Any
 
 from moldau.protocol.api import ApiKey
 
+from .acls import CreateAclsHandler, DeleteAclsHandler, DescribeAclsHandler
 from .api_versions import ApiVersionsHandler
 from .cluster_info import DescribeClusterHandler, DescribeLogDirsHandler
 from .configs import AlterConfigsHandler, DescribeConfigsHandler, IncrementalAlterConfigsHandler
@@ -88,5 +89,8 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Any], ProduceAppend
         ApiKey.LIST_PARTITION_REASSIGNMENTS: ListPartitionReassignmentsHandler(s.controller),
         ApiKey.OFFSET_DELETE: OffsetDeleteHandler(*groups),
         ApiKey.DESCRIBE_CLUSTER: DescribeClusterHandler(s.metadata),
+        ApiKey.DESCRIBE_ACLS: DescribeAclsHandler(s.acl_authorizer),
+        ApiKey.CREATE_ACLS: CreateAclsHandler(s.acl_authorizer, s.zk),
+        ApiKey.DELETE_ACLS: DeleteAclsHandler(s.acl_authorizer, s.zk),
     }
     return built, appends

@@ -17,6 +17,7 @@ from moldau.errors import (
 )
 from moldau.protocol.messages.describe_cluster_response import DescribeClusterResponse
 from moldau.protocol.messages.describe_log_dirs_response import DescribeLogDirsResponse
+from moldau.security.acls import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from moldau.protocol.messages.describe_cluster_request import DescribeClusterRequest
@@ -33,24 +34,11 @@ CLUSTER_NAME = "kafka-cluster"
 ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 1, 2
 INT_MIN = -(2**31)
 LONG_MAX = 2**63 - 1
-# AclOperation codes of the operations Kafka supports on the CLUSTER resource
-CLUSTER_OPERATIONS = {"CREATE": 5, "ALTER": 7, "DESCRIBE": 8, "CLUSTER_ACTION": 9,
-                      "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11, "IDEMPOTENT_WRITE": 12}
 
 Broker_ = DescribeClusterResponse.DescribeClusterBroker
 Result_ = DescribeLogDirsResponse.DescribeLogDirsResult
 Topic_ = DescribeLogDirsResponse.DescribeLogDirsTopic
 Partition_ = DescribeLogDirsResponse.DescribeLogDirsPartition
-
-
-def authorized_operations(ctx: RequestContext, resource_type: str, name: str,
-                          operations: dict[str, int]) -> int:
-    """The bit field of the operations the requester may perform (KIP-430)."""
-    bits = 0
-    for operation, code in operations.items():
-        if ctx.authorize(operation, resource_type, name):
-            bits |= 1 << code
-    return bits
 
 
 class DescribeClusterHandler:
@@ -77,9 +65,8 @@ class DescribeClusterHandler:
                               "wanted an endpoint of type CONTROLLER")
         operations = INT_MIN
         if request.include_cluster_authorized_operations:
-            if ctx.authorize("DESCRIBE", "CLUSTER", CLUSTER_NAME):
-                operations = authorized_operations(ctx, "CLUSTER", CLUSTER_NAME,
-                                                   CLUSTER_OPERATIONS)
+            if ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+                operations = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
             else:
                 operations = 0
         metadata = self.metadata
@@ -115,7 +102,7 @@ class DescribeLogDirsHandler:
 
     def __call__(self, ctx: RequestContext,
                  request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
-        if not ctx.authorize("DESCRIBE", "CLUSTER", CLUSTER_NAME):
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
             return DescribeLogDirsResponse(error_code=ClusterAuthorizationFailedError.code,
                                            results=[])
         manager = self.log_manager

@@ -28,6 +28,7 @@ from moldau.protocol.messages.describe_configs_response import DescribeConfigsRe
 from moldau.protocol.messages.incremental_alter_configs_response import (
     IncrementalAlterConfigsResponse,
 )
+from moldau.security.acls import AclOperation, ResourceType
 from moldau.storage.config import ConfigError as StorageConfigError
 from moldau.storage.config import LogConfig
 
@@ -196,12 +197,13 @@ class DescribeConfigsHandler:
             rtype, name = resource.resource_type, resource.resource_name
             try:
                 if rtype == TOPIC:
-                    if not ctx.authorize("DESCRIBE_CONFIGS", "TOPIC", name):
+                    if not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
                         raise TopicAuthorizationFailedError(
                             f"Topic authorization failed for {name}")
                     entries = await self._topic(dynamic, name, include_synonyms)
                 elif rtype in (BROKER, BROKER_LOGGER):
-                    if not ctx.authorize("DESCRIBE_CONFIGS", "CLUSTER", CLUSTER_NAME):
+                    if not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER,
+                                         CLUSTER_NAME):
                         raise ClusterAuthorizationFailedError("Cluster authorization failed.")
                     if rtype == BROKER:
                         entries = self._broker(dynamic, name, include_synonyms)
@@ -233,7 +235,7 @@ class DescribeConfigsHandler:
         validate_topic_name(name)  # INVALID_TOPIC_EXCEPTION, as Kafka's Topic.validate
         if name not in self.metadata.topics:
             raise UnknownTopicOrPartitionError()
-        overrides = await self.zk.call("get_entity_config", "topics", name)
+        overrides = await self.zk.call(self.zk.client.get_entity_config, "topics", name)
         try:
             config = LogConfig.from_properties(dict(overrides), dynamic.log_config())
         except StorageConfigError:
@@ -349,7 +351,7 @@ class _AlterBase:
         if not validate_only:
             log.info("Updating topic %s with new configuration : %s", name,
                      ",".join(f"{k} -> {v}" for k, v in props.items()))
-            await self.zk.call("set_entity_config", "topics", name, props)
+            await self.zk.call(self.zk.client.set_entity_config, "topics", name, props)
 
     async def _alter_broker(self, name: str, per_broker: bool, props: dict[str, str],
                             validate_only: bool, dynamic: DynamicBrokerConfig) -> None:
@@ -376,7 +378,7 @@ class _AlterBase:
             await dynamic.reload_listener_files(props)
         else:
             log.info("Updating brokers with new configuration : %s", dynamic._loggable(props))
-        await self.zk.call("set_entity_config", "brokers", entity, persistent)
+        await self.zk.call(self.zk.client.set_entity_config, "brokers", entity, persistent)
         # apply here at once; the /config/changes notification does it again (no-op) and
         # tells the other brokers
         await dynamic.on_change("brokers", entity, self.zk)
@@ -397,11 +399,11 @@ class AlterConfigsHandler(_AlterBase):
         _check_entries(resource.configs, incremental=False)
         props = {c.name: c.value for c in resource.configs}
         if rtype == TOPIC:
-            if not ctx.authorize("ALTER_CONFIGS", "TOPIC", name):
+            if not ctx.authorize(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, name):
                 raise TopicAuthorizationFailedError(f"Topic authorization failed for {name}")
             await self._alter_topic(name, props, validate_only, dynamic)
         elif rtype == BROKER:
-            if not ctx.authorize("ALTER_CONFIGS", "CLUSTER", CLUSTER_NAME):
+            if not ctx.authorize(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
                 raise ClusterAuthorizationFailedError("Cluster authorization failed.")
             per_broker = self._check_broker_name(name)
             await self._alter_broker(name, per_broker, props, validate_only, dynamic)
@@ -484,24 +486,24 @@ class IncrementalAlterConfigsHandler(_AlterBase):
         _check_entries(ops, incremental=True)
         zk = self.zk
         if rtype == TOPIC:
-            if not ctx.authorize("ALTER_CONFIGS", "TOPIC", name):
+            if not ctx.authorize(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, name):
                 raise TopicAuthorizationFailedError(f"Topic authorization failed for {name}")
             if not name:
                 raise InvalidRequestError("Default topic resources are not allowed.")
-            current = await zk.call("get_entity_config", "topics", name)
+            current = await zk.call(zk.client.get_entity_config, "topics", name)
             props = apply_incremental(ops, current, _topic_list_type, _topic_list_default)
             await self._alter_topic(name, props, validate_only, dynamic)
         elif rtype == BROKER:
-            if not ctx.authorize("ALTER_CONFIGS", "CLUSTER", CLUSTER_NAME):
+            if not ctx.authorize(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
                 raise ClusterAuthorizationFailedError("Cluster authorization failed.")
             per_broker = self._check_broker_name(name)
             entity = str(self.broker_id) if per_broker else DEFAULT_ENTITY
-            stored = await zk.call("get_entity_config", "brokers", entity)
+            stored = await zk.call(zk.client.get_entity_config, "brokers", entity)
             current = dynamic.from_persistent(stored, per_broker)
             props = apply_incremental(ops, current, _broker_list_type, _broker_list_default)
             await self._alter_broker(name, per_broker, props, validate_only, dynamic)
         elif rtype == BROKER_LOGGER:
-            if not ctx.authorize("ALTER_CONFIGS", "CLUSTER", CLUSTER_NAME):
+            if not ctx.authorize(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
                 raise ClusterAuthorizationFailedError("Cluster authorization failed.")
             self._loggers(name, ops, validate_only)
         else:

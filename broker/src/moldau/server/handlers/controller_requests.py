@@ -23,6 +23,7 @@ from moldau.protocol.messages.controlled_shutdown_response import ControlledShut
 from moldau.protocol.messages.leader_and_isr_response import LeaderAndIsrResponse
 from moldau.protocol.messages.stop_replica_response import StopReplicaResponse
 from moldau.protocol.messages.update_metadata_response import UpdateMetadataResponse
+from moldau.security.acls import AclOperation, ResourceType
 from moldau.server.controller_channel import (
     decisions_from_leader_and_isr,
     read_stop_replica,
@@ -59,7 +60,7 @@ class _ControlRequest:
     def check(self, ctx: RequestContext,
               request: LeaderAndIsrRequest | UpdateMetadataRequest | StopReplicaRequest) -> None:
         """Raise the error the whole request gets, if any."""
-        if not ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
+        if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
             raise ClusterAuthorizationFailedError("CLUSTER_ACTION is not allowed")
         state = self.state
         if request.controller_epoch < state.controller_epoch_seen:
@@ -155,7 +156,7 @@ class ControlledShutdownHandler:
     async def __call__(self, ctx: RequestContext,
                        request: ControlledShutdownRequest) -> ControlledShutdownResponse:
         R = ControlledShutdownResponse
-        if not ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
+        if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
             return R(error_code=ClusterAuthorizationFailedError.code, remaining_partitions=[])
         controller = active_controller(self.controller)
         if controller is None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from moldau.errors import ClusterAuthorizationFailedError, NotControllerError
 from moldau.protocol.messages.elect_leaders_response import ElectLeadersResponse
+from moldau.security.acls import AclOperation, ResourceType
 
 from .cluster_info import CLUSTER_NAME
 from .services import active_controller
@@ -37,7 +38,7 @@ class ElectLeadersHandler:
         version = ctx.api_version
         wanted = (None if request.topic_partitions is None else
                   [(t.topic, p) for t in request.topic_partitions for p in t.partitions])
-        if not ctx.authorize("ALTER", "CLUSTER", CLUSTER_NAME):
+        if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
             return self._answer(version, wanted or [], {}, ClusterAuthorizationFailedError.code)
         controller = active_controller(self.controller)
         if controller is None:

@@ -36,6 +36,7 @@ from moldau.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
 from moldau.protocol.messages.fetch_request import FetchRequest
 from moldau.protocol.messages.fetch_response import FetchResponse
 from moldau.replication.replica_manager import Partition
+from moldau.security.acls import AclOperation, ResourceType
 from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from moldau.storage.log import PartitionLog
 
@@ -152,7 +153,8 @@ class FetchHandler:
                  request: FetchRequest) -> FetchResponse | Awaitable[FetchResponse]:
         version = ctx.api_version
         replica_id = request.replica_id if version <= 14 else request.replica_state.replica_id
-        if replica_id >= 0 and not ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
+        if replica_id >= 0 and not ctx.authorize(AclOperation.CLUSTER_ACTION,
+                                                 ResourceType.CLUSTER, CLUSTER_NAME):
             return self._error_response(request, TopicAuthorizationFailedError.code)
         topics = request.topics
         session: SessionUse = None
@@ -278,7 +280,7 @@ class FetchHandler:
                 name = topic.topic
                 topic_id = metadata.topic_id(name) if name is not None else None
             authorized = name is not None and (
-                from_follower or ctx.authorize("READ", "TOPIC", name))
+                from_follower or ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name))
             resolved.append((name, topic_id, topic, authorized))
         return resolved
 

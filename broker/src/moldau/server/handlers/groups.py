@@ -35,8 +35,7 @@ from moldau.protocol.messages.offset_commit_response import OffsetCommitResponse
 from moldau.protocol.messages.offset_delete_response import OffsetDeleteResponse
 from moldau.protocol.messages.offset_fetch_response import OffsetFetchResponse
 from moldau.protocol.messages.sync_group_response import SyncGroupResponse
-
-from .cluster_info import authorized_operations
+from moldau.security.acls import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -62,9 +61,6 @@ log = logging.getLogger("kafka.server.KafkaApis")
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 NO_OPERATIONS = -(2**31)  # DescribeGroups without include_authorized_operations
-# Kafka's operations on a group (AclEntry.supportedOperations), by AclOperation code:
-# READ, DESCRIBE and DELETE give 328, what Kafka 3.9 answers a requester allowed them all
-GROUP_OPERATIONS = {"READ": 3, "DELETE": 6, "DESCRIBE": 8}
 # one partition of an OffsetFetch answer: (index, offset, leader epoch, metadata, error)
 OffsetRow = tuple[int, int, int, str, int]
 
@@ -111,7 +107,7 @@ class FindCoordinatorHandler(_GroupHandler):
                 raise CoordinatorNotAvailableError("transactions are not supported yet")
             if key_type != GROUP_KEY:
                 raise InvalidRequestError(f"unknown coordinator key type {key_type}")
-            if not ctx.authorize("DESCRIBE", "GROUP", key):
+            if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
                 raise GroupAuthorizationFailedError(f"not authorized to describe group {key}")
             node = self._coordinator_node(key)
             endpoint = self.metadata.endpoint(node, ctx.listener)
@@ -149,7 +145,7 @@ class JoinGroupHandler(_GroupHandler):
         version = ctx.api_version
         instance_id = request.group_instance_id if version >= 5 else None
         try:
-            if not ctx.authorize("READ", "GROUP", request.group_id):
+            if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
                 raise GroupAuthorizationFailedError(request.group_id)
             result = await self.coordinator.join_group(
                 request.group_id, request.member_id, instance_id,
@@ -193,7 +189,7 @@ class SyncGroupHandler(_GroupHandler):
     async def _sync(self, ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
         version = ctx.api_version
         try:
-            if not ctx.authorize("READ", "GROUP", request.group_id):
+            if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
                 raise GroupAuthorizationFailedError(request.group_id)
             result = await self.coordinator.sync_group(
                 request.group_id, request.generation_id, request.member_id,
@@ -215,7 +211,7 @@ class HeartbeatHandler(_GroupHandler):
 
     def __call__(self, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
         try:
-            if not ctx.authorize("READ", "GROUP", request.group_id):
+            if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
                 raise GroupAuthorizationFailedError(request.group_id)
             self.coordinator.heartbeat(
                 request.group_id, request.member_id,
@@ -237,7 +233,7 @@ class LeaveGroupHandler(_GroupHandler):
         else:
             leaving = [(request.member_id, None, None)]
         try:
-            if not ctx.authorize("READ", "GROUP", request.group_id):
+            if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
                 raise GroupAuthorizationFailedError(request.group_id)
             errors = self.coordinator.leave_group(request.group_id, leaving)
         except KafkaError as exc:
@@ -264,7 +260,7 @@ class OffsetCommitHandler(_GroupHandler):
         now = int(time.time() * 1000)
         retention = request.retention_time_ms if 2 <= version <= 4 else -1
         expire = now + retention if retention != -1 else None
-        group_allowed = ctx.authorize("READ", "GROUP", request.group_id)
+        group_allowed = ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id)
         errors: dict[tuple[str, int], int] = {}
         wanted: dict[tuple[str, int], OffsetAndMetadata] = {}
         # the generated fields type their elements loosely: name what they are
@@ -274,7 +270,7 @@ class OffsetCommitHandler(_GroupHandler):
             topic_error = 0
             if not group_allowed:
                 topic_error = GroupAuthorizationFailedError.code
-            elif not ctx.authorize("READ", "TOPIC", topic.name):
+            elif not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, topic.name):
                 topic_error = TopicAuthorizationFailedError.code
             for p in topic.partitions:
                 tp = (topic.name, p.partition_index)
@@ -355,7 +351,7 @@ class OffsetFetchHandler(_GroupHandler):
     def _group(self, ctx: RequestContext, group_id: str, wanted: list[tuple[str, int]] | None,
                version: int) -> tuple[str, list[tuple[str, list[OffsetRow]]], int]:
         try:
-            if not ctx.authorize("DESCRIBE", "GROUP", group_id):
+            if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
                 raise GroupAuthorizationFailedError(group_id)
             found = self.coordinator.fetch_offsets(group_id, wanted)
         except KafkaError as exc:
@@ -363,7 +359,7 @@ class OffsetFetchHandler(_GroupHandler):
                 exc.code
         rows = []
         for tp, offset in found.items():
-            if not ctx.authorize("DESCRIBE", "TOPIC", tp[0]):
+            if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, tp[0]):
                 if wanted is None:
                     continue  # the all-partitions form leaves unauthorized topics out
                 rows.append((tp, (-1, -1, "", TopicAuthorizationFailedError.code)))
@@ -393,12 +389,12 @@ class OffsetDeleteHandler(_GroupHandler):
                       request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
         try:
-            if not ctx.authorize("DELETE", "GROUP", request.group_id):
+            if not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, request.group_id):
                 raise GroupAuthorizationFailedError(request.group_id)
             errors = dict.fromkeys(wanted, 0)
             allowed = []
             for tp in wanted:
-                if not ctx.authorize("READ", "TOPIC", tp[0]):
+                if not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, tp[0]):
                     errors[tp] = TopicAuthorizationFailedError.code
                 elif self.metadata.partition(*tp) is None:
                     errors[tp] = UnknownTopicOrPartitionError.code
@@ -432,13 +428,13 @@ class DescribeGroupsHandler(_GroupHandler):
                   with_operations: bool) -> DescribeGroupsResponse.DescribedGroup:
         Described = DescribeGroupsResponse.DescribedGroup
         try:
-            if not ctx.authorize("DESCRIBE", "GROUP", group_id):
+            if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
                 raise GroupAuthorizationFailedError(group_id)
             group = self.coordinator.describe_group(group_id)
         except KafkaError as exc:
             return Described(error_code=exc.code, group_id=group_id, group_state="",
                              protocol_type="", protocol_data="", members=[])
-        operations = (authorized_operations(ctx, "GROUP", group_id, GROUP_OPERATIONS)
+        operations = (ctx.authorized_operations(ResourceType.GROUP, group_id)
                       if with_operations else NO_OPERATIONS)
         if group is None:
             # Kafka 3.9 describes an unknown group as Dead, without an error
@@ -477,7 +473,7 @@ class ListGroupsHandler(_GroupHandler):
                 continue
             if types and "classic" not in types:
                 continue
-            if not ctx.authorize("DESCRIBE", "GROUP", group.group_id):
+            if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
                 continue
             item = ListGroupsResponse.ListedGroup(group_id=group.group_id,
                                                   protocol_type=group.protocol_type or "")
@@ -498,7 +494,8 @@ class DeleteGroupsHandler(_GroupHandler):
 
     async def _delete(self, ctx: RequestContext,
                       request: DeleteGroupsRequest) -> DeleteGroupsResponse:
-        allowed = [g for g in request.groups_names if ctx.authorize("DELETE", "GROUP", g)]
+        allowed = [g for g in request.groups_names
+                   if ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, g)]
         results = await self.coordinator.delete_groups(allowed)
         return DeleteGroupsResponse(results=[
             DeleteGroupsResponse.DeletableGroupResult(

@@ -8,8 +8,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from moldau.errors import InvalidRequestError
+from moldau.errors import ClusterAuthorizationFailedError, InvalidRequestError
 from moldau.protocol.messages.init_producer_id_response import InitProducerIdResponse
+from moldau.security.acls import AclOperation, ResourceType
+
+from .cluster_info import CLUSTER_NAME
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafka.coordinator.transaction.TransactionCoordinator")
 INVALID_REQUEST = InvalidRequestError.code
+CLUSTER_AUTHORIZATION_FAILED = ClusterAuthorizationFailedError.code
 MAX_EPOCH = 32767
 
 
@@ -37,7 +41,13 @@ class InitProducerIdHandler:
                         "transactions are not supported yet", request.transactional_id,
                         ctx.client_id)
             return InitProducerIdResponse(error_code=INVALID_REQUEST)
-        ctx.authorize("IDEMPOTENT_WRITE", "CLUSTER", "kafka-cluster")
+        # an idempotent producer needs IDEMPOTENT_WRITE on the cluster, or WRITE on any topic
+        # (Kafka 3.x; the first check is not logged as a denial when the second passes)
+        if not (ctx.authorize(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME,
+                              log_if_denied=False)
+                or ctx.authorize_by_resource_type(AclOperation.WRITE, ResourceType.TOPIC)):
+            return InitProducerIdResponse(error_code=CLUSTER_AUTHORIZATION_FAILED,
+                                          producer_id=-1, producer_epoch=-1)
         if request.producer_id >= 0 and 0 <= request.producer_epoch < MAX_EPOCH - 1:
             # KIP-360: an idempotent producer bumps its epoch to reset its sequences
             return InitProducerIdResponse(error_code=0, producer_id=request.producer_id,

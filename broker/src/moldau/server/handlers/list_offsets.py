@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from moldau.errors import InvalidRequestError, KafkaError, TopicAuthorizationFailedError
 from moldau.protocol.messages.list_offsets_response import ListOffsetsResponse
+from moldau.security.acls import AclOperation, ResourceType
 from moldau.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 
 from .fetch import check_leader_epoch
@@ -42,7 +43,7 @@ class ListOffsetsHandler:
         topic: ListOffsetsRequest.ListOffsetsTopic
         wanted: ListOffsetsRequest.ListOffsetsPartition
         for topic in request.topics:
-            authorized = ctx.authorize("DESCRIBE", "TOPIC", topic.name)
+            authorized = ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)
             partitions = []
             seen: set[int] = set()
             for wanted in topic.partitions:

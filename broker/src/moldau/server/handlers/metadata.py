@@ -19,10 +19,11 @@ from moldau.errors import (
     UnknownTopicOrPartitionError,
 )
 from moldau.protocol.messages.metadata_response import MetadataResponse
+from moldau.security.acls import AclOperation, ResourceType
 
 from ..metadata_cache import INTERNAL_TOPICS, TopicInfo
 from ..topic_names import validate_topic_name
-from .cluster_info import CLUSTER_NAME, CLUSTER_OPERATIONS, authorized_operations
+from .cluster_info import CLUSTER_NAME
 
 if TYPE_CHECKING:
     from moldau.protocol.messages.metadata_request import MetadataRequest
@@ -38,9 +39,6 @@ Topic_ = MetadataResponse.MetadataResponseTopic
 Partition_ = MetadataResponse.MetadataResponsePartition
 ZERO_UUID_INT = 0
 REPLICA_NOT_AVAILABLE = ReplicaNotAvailableError.code
-# AclOperation codes of the operations Kafka supports on a TOPIC resource (KIP-430)
-TOPIC_OPERATIONS = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7,
-                    "DESCRIBE": 8, "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11}
 
 
 class MetadataHandler:
@@ -69,21 +67,27 @@ class MetadataHandler:
         allow_create = request.allow_auto_topic_creation if version >= 4 else True
         topics = []
         if all_topics:
-            for info in list(metadata.topics.values()):
-                if ctx.authorize("DESCRIBE", "TOPIC", info.name):
-                    topics.append(self._describe(info, version, listener))
+            # topics the requester may not describe are left out, and not logged as denied
+            infos = list(metadata.topics.values())
+            visible = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                     (info.name for info in infos), log_if_denied=False)
+            topics = [self._describe(info, version, listener) for info in infos
+                      if info.name in visible]
         else:
             for wanted in request.topics:
                 topics.append(self._one(ctx, wanted, version, listener, allow_create))
         if version >= 8 and request.include_topic_authorized_operations:
             for topic in topics:
                 if topic.error_code == 0:
-                    topic.topic_authorized_operations = authorized_operations(
-                        ctx, "TOPIC", topic.name, TOPIC_OPERATIONS)
+                    topic.topic_authorized_operations = ctx.authorized_operations(
+                        ResourceType.TOPIC, topic.name)
         response = MetadataResponse(brokers=brokers, topics=topics)
         if 8 <= version <= 10 and request.include_cluster_authorized_operations:
-            response.cluster_authorized_operations = authorized_operations(
-                ctx, "CLUSTER", CLUSTER_NAME, CLUSTER_OPERATIONS)
+            # as Kafka: the bit field only for a requester that may describe the cluster
+            response.cluster_authorized_operations = (
+                ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
+                if ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
+                else 0)
         if version >= 1:
             response.controller_id = metadata.controller_id
         if version >= 2:
@@ -100,7 +104,7 @@ class MetadataHandler:
                 return Topic_(error_code=UnknownTopicIdError.code, name=None,
                               topic_id=wanted.topic_id, partitions=[])
         try:
-            if not ctx.authorize("DESCRIBE", "TOPIC", name):
+            if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                 raise TopicAuthorizationFailedError(name)
             info = metadata.topics.get(name)
             if info is not None:
@@ -114,8 +118,8 @@ class MetadataHandler:
                     f"broker {self.broker_id} has no metadata from the controller yet")
             validate_topic_name(name)
             if allow_create and self.config["auto.create.topics.enable"]:
-                if not ctx.authorize("CREATE", "CLUSTER", "kafka-cluster") and not \
-                        ctx.authorize("CREATE", "TOPIC", name):
+                if not (ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+                        or ctx.authorize(AclOperation.CREATE, ResourceType.TOPIC, name)):
                     raise TopicAuthorizationFailedError(name)
                 self.topics.auto_create(name)
                 raise LeaderNotAvailableError(f"topic {name} is being created")

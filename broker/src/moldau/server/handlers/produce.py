@@ -29,6 +29,7 @@ from moldau.errors import (
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.messages.produce_response import ProduceResponse
 from moldau.replication.replica_manager import Partition
+from moldau.security.acls import AclOperation, ResourceType
 
 from ..metadata_cache import INTERNAL_TOPICS
 
@@ -71,7 +72,7 @@ class ProduceHandler:
         data: ProduceRequest.PartitionProduceData
         for topic_data in request.topic_data:
             name = topic_data.name
-            authorized = ctx.authorize("WRITE", "TOPIC", name)
+            authorized = ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, name)
             partition_responses = []
             for data in topic_data.partition_data:
                 response = PartitionResponse(index=data.index)

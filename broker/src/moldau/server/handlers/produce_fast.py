@@ -35,6 +35,7 @@ from moldau.protocol.api import ApiKey
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.messages.produce_response import ProduceResponse
 from moldau.protocol.primitives import read_uvarint, write_uvarint
+from moldau.security.acls import AclOperation, Action, ResourceType
 
 from ..metadata_cache import INTERNAL_TOPICS
 from ..responses import Parts, encode_response_parts
@@ -156,7 +157,9 @@ class FastProduce:
             request)
         session = conn.session
         if ((acks != 1 and acks != -1) or topic in INTERNAL_TOPICS or not session.authenticated
-                or not dispatcher.authorizer.authorize(session, "WRITE", "TOPIC", topic)):
+                or not dispatcher.authorizer.authorize(
+                    session.principal, session.acl_host, "Produce",
+                    [Action(AclOperation.WRITE, ResourceType.TOPIC, topic)])[0]):
             return None
         started = time.monotonic_ns()
         appends = self.appends

@@ -14,6 +14,7 @@ from moldau.protocol.messages.alter_partition_reassignments_response import (
 from moldau.protocol.messages.list_partition_reassignments_response import (
     ListPartitionReassignmentsResponse,
 )
+from moldau.security.acls import AclOperation, ResourceType
 
 from .cluster_info import CLUSTER_NAME
 from .services import active_controller
@@ -39,9 +40,9 @@ class _ReassignmentHandler:
     def __init__(self, controller: Callable[[], Controller | None]) -> None:
         self.controller = controller
 
-    def serving(self, ctx: RequestContext, operation: str) -> Controller | KafkaError:
+    def serving(self, ctx: RequestContext, operation: AclOperation) -> Controller | KafkaError:
         """The active controller, or why this broker cannot serve the request."""
-        if not ctx.authorize(operation, "CLUSTER", CLUSTER_NAME):
+        if not ctx.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME):
             return ClusterAuthorizationFailedError("Cluster authorization failed.")
         controller = active_controller(self.controller)
         if controller is None:
@@ -54,7 +55,7 @@ class AlterPartitionReassignmentsHandler(_ReassignmentHandler):
 
     async def __call__(self, ctx: RequestContext,
                        request: AlterPartitionReassignmentsRequest) -> Alter_:
-        controller = self.serving(ctx, "ALTER")
+        controller = self.serving(ctx, AclOperation.ALTER)
         if isinstance(controller, KafkaError):
             return Alter_(error_code=controller.code, error_message=str(controller))
         wanted = {(t.name, p.partition_index): (None if p.replicas is None else list(p.replicas))
@@ -77,7 +78,7 @@ class ListPartitionReassignmentsHandler(_ReassignmentHandler):
 
     def __call__(self, ctx: RequestContext,
                  request: ListPartitionReassignmentsRequest) -> List_:
-        controller = self.serving(ctx, "DESCRIBE")
+        controller = self.serving(ctx, AclOperation.DESCRIBE)
         if isinstance(controller, KafkaError):
             return List_(error_code=controller.code, error_message=str(controller))
         wanted = (None if request.topics is None else

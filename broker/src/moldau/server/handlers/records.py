@@ -20,6 +20,7 @@ from moldau.protocol.messages.offset_for_leader_epoch_response import (
     OffsetForLeaderEpochResponse,
 )
 from moldau.replication.replica_manager import Partition
+from moldau.security.acls import AclOperation, ResourceType
 from moldau.storage.epoch_cache import UNDEFINED_OFFSET
 
 from .fetch import check_leader_epoch
@@ -78,7 +79,7 @@ class DeleteRecordsHandler:
         wanted: DeleteRecordsRequest.DeleteRecordsPartition
         for topic in request.topics:
             name = topic.name
-            authorized = ctx.authorize("DELETE", "TOPIC", name)
+            authorized = ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, name)
             partitions = []
             for wanted in topic.partitions:
                 out = DeletePartition_(partition_index=wanted.partition_index,
@@ -133,13 +134,15 @@ class OffsetForLeaderEpochHandler:
                  request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
         version = ctx.api_version
         metadata = self.metadata
-        cluster_action = ctx.authorize("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME)
+        cluster_action = ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
+                                       CLUSTER_NAME)
         topics = []
         topic: OffsetForLeaderEpochRequest.OffsetForLeaderTopic
         wanted: OffsetForLeaderEpochRequest.OffsetForLeaderPartition
         for topic in request.topics:
             name = topic.topic
-            authorized = cluster_action or ctx.authorize("DESCRIBE", "TOPIC", name)
+            authorized = cluster_action or ctx.authorize(AclOperation.DESCRIBE,
+                                                         ResourceType.TOPIC, name)
             partitions = []
             for wanted in topic.partitions:
                 out = EpochEnd_(partition=wanted.partition, error_code=0)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from moldau.authorizer.acl_authorizer import AclAuthorizer
     from moldau.cluster.controller import Controller
     from moldau.cluster.zk_async import AsyncZk
     from moldau.coordinator.group.coordinator import GroupCoordinator
@@ -68,6 +69,8 @@ class HandlerServices:
     tls_holders: Mapping[str, TlsContextHolder]
     # what ApiVersions announces: the dispatcher's registrations, known once all are in
     advertised_versions: Callable[[], dict[int, tuple[int, int]]]
+    # Kafka's AclAuthorizer when authorizer.class.name names it; None: no authorizer
+    acl_authorizer: AclAuthorizer | None = None
 
 
 def active_controller(controller: Callable[[], Controller | None]) -> Controller | None:

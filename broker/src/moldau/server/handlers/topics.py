@@ -38,6 +38,7 @@ from moldau.errors import (
 from moldau.protocol.messages.create_partitions_response import CreatePartitionsResponse
 from moldau.protocol.messages.create_topics_response import CreateTopicsResponse
 from moldau.protocol.messages.delete_topics_response import DeleteTopicsResponse
+from moldau.security.acls import AclOperation, ResourceType
 
 from ..metadata_cache import MetadataCache
 from ..topic_admin import assign_replicas
@@ -137,7 +138,7 @@ class CreateTopicsHandler(_ControllerTopicHandler):
         validate_only = request.validate_only if version >= 1 else False
         dynamic = self.dynamic_config
         counts = Counter(t.name for t in request.topics)
-        cluster_create = ctx.authorize("CREATE", "CLUSTER", CLUSTER_NAME)
+        cluster_create = ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
         created: dict[str, set[int]] = {}
         succeeded: list[TopicResult] = []
         for topic, result in zip(request.topics, results, strict=True):
@@ -146,11 +147,12 @@ class CreateTopicsHandler(_ControllerTopicHandler):
                 result.error_code = InvalidRequestError.code
                 result.error_message = "Found multiple entries for this topic."
                 continue
-            if not (cluster_create or ctx.authorize("CREATE", "TOPIC", name)):
+            if not (cluster_create or ctx.authorize(AclOperation.CREATE, ResourceType.TOPIC, name)):
                 result.error_code = TopicAuthorizationFailedError.code
                 result.error_message = "Authorization failed."
                 continue
-            describe_configs = ctx.authorize("DESCRIBE_CONFIGS", "TOPIC", name)
+            describe_configs = ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC,
+                                             name)
             if not describe_configs:
                 result.topic_config_error_code = TopicAuthorizationFailedError.code
             try:
@@ -202,7 +204,7 @@ class CreateTopicsHandler(_ControllerTopicHandler):
             return
         topic_id = self.metadata.topic_id(result.name)
         if topic_id is None:
-            assignment = await self.zk.call("get_topic_assignment", result.name)
+            assignment = await self.zk.call(self.zk.client.get_topic_assignment, result.name)
             topic_id = assignment.topic_id if assignment is not None else None
         result.topic_id = topic_id or ZERO_UUID
 
@@ -241,7 +243,7 @@ class CreateTopicsHandler(_ControllerTopicHandler):
             validate_topic_name(name)
         assignment = self.topics.plan(name, partitions, factor, explicit)
         self.topics.validate_new_topic(name)
-        if await self.zk.call("exists", zk_data.delete_topic_path(name)):
+        if await self.zk.call(self.zk.client.exists, zk_data.delete_topic_path(name)):
             raise TopicAlreadyExistsError(f"Topic '{name}' is marked for deletion.")
         configs = {c.name: c.value for c in topic.configs}
         log_config = validate_topic_configs(configs, self.dynamic_config.log_config())
@@ -290,11 +292,11 @@ class DeleteTopicsHandler(_ControllerTopicHandler):
                 if name is None:
                     result.error_code = UnknownTopicIdError.code
                     continue
-                if not ctx.authorize("DESCRIBE", "TOPIC", name):
+                if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                     result.name = None
                     result.error_code = TopicAuthorizationFailedError.code
                     continue
-            if name is None or not ctx.authorize("DELETE", "TOPIC", name):
+            if name is None or not ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, name):
                 result.error_code = TopicAuthorizationFailedError.code
             elif name not in metadata.topics:
                 result.error_code = UnknownTopicOrPartitionError.code
@@ -305,7 +307,7 @@ class DeleteTopicsHandler(_ControllerTopicHandler):
         marked: set[str] = set()
         for name, entries in to_delete.items():
             try:
-                await self.zk.call("mark_topic_for_deletion", name)
+                await self.zk.call(self.zk.client.mark_topic_for_deletion, name)
                 marked.add(name)
                 log.info("Marked topic %s for deletion", name)
             except KafkaError as exc:
@@ -350,9 +352,9 @@ class CreatePartitionsHandler(_ControllerTopicHandler):
             try:
                 if counts[name] > 1:
                     raise InvalidRequestError("Duplicate topic in request.")
-                if not ctx.authorize("ALTER", "TOPIC", name):
+                if not ctx.authorize(AclOperation.ALTER, ResourceType.TOPIC, name):
                     raise TopicAuthorizationFailedError("The topic authorization is failed.")
-                if await self.zk.call("exists", zk_data.delete_topic_path(name)):
+                if await self.zk.call(self.zk.client.exists, zk_data.delete_topic_path(name)):
                     raise InvalidTopicError("The topic is queued for deletion.")
                 partitions = await self._add(topic, request.validate_only)
                 waiting[name] = partitions
@@ -379,7 +381,7 @@ class CreatePartitionsHandler(_ControllerTopicHandler):
         returns every partition of the topic once the new assignment is written."""
         name = topic.name
         zk = self.zk
-        current = await zk.call("get_topic_assignment", name)
+        current = await zk.call(zk.client.get_topic_assignment, name)
         if current is None or not current.partitions:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
         if any(current.adding_replicas.values()) or any(current.removing_replicas.values()):
@@ -432,7 +434,7 @@ class CreatePartitionsHandler(_ControllerTopicHandler):
             combined.update(added)
             log.info("Creating %d partitions for '%s' with the following replica assignment: "
                      "%s.", increment, name, added)
-            await zk.call("set_topic_assignment", name, zk_data.TopicAssignment(
+            await zk.call(zk.client.set_topic_assignment, name, zk_data.TopicAssignment(
                 combined, current.topic_id, dict(current.adding_replicas),
                 dict(current.removing_replicas)))
             return set(combined)
