@@ -9,6 +9,7 @@ from collections.abc import Sequence
 TOOLS = {
     "topics": "moldau.tools.topics",
     "configs": "moldau.tools.configs",
+    "acls": "moldau.tools.acls",
     "consumer-groups": "moldau.tools.consumer_groups",
     "console-producer": "moldau.tools.console_producer",
     "console-consumer": "moldau.tools.console_consumer",

@@ -13,6 +13,7 @@ CLASSES = {
     "kafka.admin.TopicCommand": "topics",
     "org.apache.kafka.tools.TopicCommand": "topics",
     "kafka.admin.ConfigCommand": "configs",
+    "kafka.admin.AclCommand": "acls",
     "kafka.admin.ConsumerGroupCommand": "consumer-groups",
     "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand": "consumer-groups",
     "kafka.tools.ConsoleProducer": "console-producer",

@@ -34,3 +34,5 @@ kafka_run_class = _entry("run-class")
 kafka_producer_perf_test = _entry("producer-perf-test")
 kafka_consumer_perf_test = _entry("consumer-perf-test")
 kafka_mirror_maker = _entry("mirror-maker")
+
+kafka_acls = _entry("acls")
