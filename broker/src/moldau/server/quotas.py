@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from moldau.protocol._runtime import Message
 
-    from .requests import RequestContext
+    from .request_context import RequestContext
 
 
 class Quota(enum.Enum):

@@ -23,11 +23,10 @@ cost the client its connection.
 
 from __future__ import annotations
 
-import collections
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,13 +38,12 @@ from moldau.protocol.headers import (
     decode_request,
     unsupported_api_versions_response,
 )
-from moldau.protocol.messages.request_header import RequestHeader
-from moldau.security.acls import AclOperation, Action, ResourceType
 
 from .authorization import AllowAll, Authorizer
 from .error_responses import error_response
-from .network import Connection, Session
+from .network import Connection
 from .quotas import NoQuotas, Quota, QuotaRecorder
+from .request_context import RequestContext
 from .request_metrics import RequestMetrics
 from .responses import Parts, encode_response_parts
 
@@ -55,68 +53,6 @@ log = logging.getLogger("kafka.server.KafkaApis")
 Handler = Callable[["RequestContext", Any], Any]
 # the fast Produce path: (connection, frame, arrival ns) to parts, an awaitable of them, or None
 FastPath = Callable[[Connection, bytearray, int], Parts | Awaitable[Parts] | None]
-
-
-@dataclass(slots=True)
-class RequestContext:
-    conn: Connection
-    header: RequestHeader
-    api_version: int
-    received_ns: int
-    authorizer: Authorizer
-
-    @property
-    def session(self) -> Session:
-        return self.conn.session
-
-    @property
-    def listener(self) -> str:
-        return self.conn.listener.name
-
-    @property
-    def client_id(self) -> str:
-        return self.header.client_id or ""
-
-    @property
-    def api_name(self) -> str:
-        """Kafka's name of the request's API (`Fetch`): the audit log's `request =`."""
-        return APIS[self.header.request_api_key].name
-
-    def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str, *,
-                  reference_count: int = 1, log_if_denied: bool = True) -> bool:
-        """May the requester do `operation` on the resource? A denial is logged at INFO
-        unless `log_if_denied` is False (the request did not name the resource: a filter)."""
-        session = self.conn.session
-        action = Action(operation, resource_type, name, reference_count,
-                        log_if_denied=log_if_denied)
-        return self.authorizer.authorize(session.principal, session.acl_host, self.api_name,
-                                         [action])[0]
-
-    def authorized(self, operation: AclOperation, resource_type: ResourceType,
-                   names: Iterable[str], *, log_if_denied: bool = True) -> set[str]:
-        """The names among `names` the requester may do `operation` on, asked once per
-        distinct name with how often the request names it (Kafka's filterByAuthorized)."""
-        counts = collections.Counter(names)
-        if not counts:
-            return set()
-        actions = [Action(operation, resource_type, name, count, log_if_denied=log_if_denied)
-                   for name, count in counts.items()]
-        session = self.conn.session
-        allowed = self.authorizer.authorize(session.principal, session.acl_host,
-                                            self.api_name, actions)
-        return {action.name for action, ok in zip(actions, allowed, strict=True) if ok}
-
-    def authorize_by_resource_type(self, operation: AclOperation,
-                                   resource_type: ResourceType) -> bool:
-        session = self.conn.session
-        return self.authorizer.authorize_by_resource_type(
-            session.principal, session.acl_host, self.api_name, operation, resource_type)
-
-    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
-        """KIP-430's bit field of what the requester may do on the resource."""
-        session = self.conn.session
-        return self.authorizer.authorized_operations(
-            session.principal, session.acl_host, self.api_name, resource_type, name)
 
 
 @dataclass(slots=True, frozen=True)

@@ -17,7 +17,7 @@ from moldau.protocol.messages.leave_group_request import LeaveGroupRequest
 from moldau.protocol.messages.offset_commit_request import OffsetCommitRequest
 from moldau.protocol.messages.sync_group_request import SyncGroupRequest
 from moldau.tools.admin import Admin, partition_leaders
-from moldau.tools.consumer_groups import committed_offsets, decode_assignment
+from moldau.tools.group_queries import committed_offsets, decode_assignment
 from moldau.tools.kafka_errors import check
 
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID = 79, 27, 25

@@ -7,17 +7,14 @@ import re
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from moldau.protocol.messages.offset_commit_request import OffsetCommitRequest
 from moldau.protocol.messages.offset_delete_request import OffsetDeleteRequest
 from moldau.tools.admin import Admin, list_offsets, partition_leaders
+from moldau.tools.group_queries import Group, committed_offsets, group_ids
 from moldau.tools.kafka_errors import check, error_text
 from moldau.tools.options import Options
 from moldau.tools.runner import ArgumentError
-
-if TYPE_CHECKING:  # consumer_groups imports this module
-    from moldau.tools.consumer_groups import Group
 
 SCENARIOS = ("to-offset", "to-datetime", "by-duration", "to-earliest", "to-latest",
              "shift-by", "from-file", "to-current")
@@ -148,8 +145,6 @@ def commit(admin: Admin, group: str, coordinator: int, offsets: dict[TP, int]) -
 
 def reset_offsets(admin: Admin, options: Options,
                   describe_group: Callable[[Admin, str], Group]) -> int:
-    from moldau.tools.consumer_groups import committed_offsets, group_ids
-
     if not options.has("dry-run") and not options.has("execute"):
         import sys
 
