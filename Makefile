@@ -83,6 +83,7 @@ test: debian-deps
 		"monitoring@30:$(BIN)/pytest tests/monitoring -q -p no:cacheprovider" \
 		"deploy@60:$(BIN)/pytest tests/deploy -q -p no:cacheprovider -n 3" \
 		"spark@240:$(BIN)/pytest pipeline/tests -q -p no:cacheprovider" \
+		"compat@150:$(MAKE) --no-print-directory compat-deps && $(BIN)/pytest compat/tests -q -p no:cacheprovider" \
 		"molecule@1880:scripts/molecule-test"
 
 # The soak-length checks CI does not run; run it before resolving an issue and quote its
@@ -92,6 +93,19 @@ test-long: deps deploy-deps spark-deps
 		"properties@1800:HYPOTHESIS_PROFILE=long $(BIN)/pytest broker/tests/protocol broker/tests/storage broker/tests/coordinator -q -p no:cacheprovider -n 2" \
 		"zookeeper@150:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test" \
 		"operations-full@1550:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
+
+# The reference lab (docs/compat.md): Apache Kafka 3.9.1 beside Moldau, the same scenarios
+# against both, differences compared under compat/allowlist.yaml. compat-deps installs
+# maven and javac when missing and fetches Kafka's jars once into the cache outside the
+# checkout (compat/fetch checks them against compat/jars.lock). ONLY=<scenario ...> runs
+# just those (and what they read); `$(BIN)/pytest compat/tests` is the same as tests.
+.PHONY: compat compat-deps
+compat-deps: deps
+	@scripts/install-debian-packages compat/debian-packages.txt
+	@compat/fetch >/dev/null
+
+compat: compat-deps
+	@PYTHONPATH=$(CURDIR) $(BIN)/python -m compat $(if $(ONLY),--only $(ONLY))
 
 lint: deps
 	$(BIN)/ruff check .

@@ -48,8 +48,11 @@ def _text(data: bytes | None) -> str:
     return data.decode("utf-8", "replace") if data is not None else ""
 
 
-def _plain(offset: int, key: bytes | None, value: bytes | None) -> tuple[str | None, str]:
-    return (None if key is None else _text(key)), _text(value)
+def _plain(offset: int, key: bytes | None,
+           value: bytes | None) -> tuple[str | None, str | None]:
+    # Kafka's default parser gives no payload for a record without a value (a tombstone),
+    # as it gives no key for one without a key: neither is printed.
+    return (None if key is None else _text(key)), (None if value is None else _text(value))
 
 
 def dump_segment(path: str, deep: bool, contents: bool, max_bytes: int,
@@ -159,9 +162,10 @@ class IndexProblems:
                 print(f"  Index timestamp: {indexed}, Previously indexed timestamp: "
                       f"{previous}", file=sys.stderr)
         for pairs in self.not_found.values():
-            print("The following indexed offsets are not found in the log.")
+            print("The following indexed offsets are not found in the log.", file=sys.stderr)
             for indexed, logged in pairs:
-                print(f"Indexed offset: {indexed}, found log offset: {logged}")
+                print(f"Indexed offset: {indexed}, found log offset: {logged}",
+                      file=sys.stderr)
 
 
 def sanity_check(path: str) -> str:

@@ -1,0 +1,30 @@
+"""Every differential scenario, in the order `make compat` runs them (a scenario that
+reads another's data comes after it)."""
+
+from __future__ import annotations
+
+from compat.scenarios import dump_log, groups, java_client, topics
+from compat.scenarios.base import Scenario
+
+ALL: list[Scenario] = [*topics.SCENARIOS, *java_client.SCENARIOS, *groups.SCENARIOS,
+                       *dump_log.SCENARIOS]
+
+
+def by_name() -> dict[str, Scenario]:
+    return {scenario.name: scenario for scenario in ALL}
+
+
+def select(names: list[str] | None = None, fast_only: bool = False) -> list[Scenario]:
+    """The scenarios named (all when none), with the ones they require, in run order."""
+    index = by_name()
+    unknown = [name for name in names or [] if name not in index]
+    if unknown:
+        raise KeyError(f"no scenario {', '.join(unknown)} (there are: {', '.join(index)})")
+    wanted = set(names) if names else {s.name for s in ALL if s.fast or not fast_only}
+    pending = list(wanted)
+    while pending:
+        for required in index[pending.pop()].requires:
+            if required not in wanted:
+                wanted.add(required)
+                pending.append(required)
+    return [s for s in ALL if s.name in wanted]
