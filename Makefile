@@ -86,11 +86,22 @@ test: debian-deps
 		"compat@150:$(MAKE) --no-print-directory compat-deps && $(BIN)/pytest compat/tests -q -p no:cacheprovider" \
 		"molecule@1880:scripts/molecule-test"
 
+# atheris (the `fuzz` extra) for test-long's fuzz suite, under a stamp of its own so
+# that only test-long installs it.
+$(BIN)/.fuzz-installed: broker/pyproject.toml $(BIN)/.installed
+	$(BIN)/pip install --quiet -e 'broker[fuzz]'
+	@touch $@
+
+.PHONY: fuzz-deps
+fuzz-deps: $(BIN)/.fuzz-installed
+
 # The soak-length checks CI does not run; run it before resolving an issue and quote its
-# table in the note (docs/development.md lists what is here and why).
-test-long: deps deploy-deps spark-deps
+# table in the note (docs/development.md lists what is here and why). The fuzz suite
+# gives each of the 5 decoder targets of broker/fuzz/fuzz_requests.py 45 seconds.
+test-long: deps deploy-deps spark-deps fuzz-deps
 	@scripts/run-suites \
 		"properties@1800:HYPOTHESIS_PROFILE=long $(BIN)/pytest broker/tests/protocol broker/tests/storage broker/tests/coordinator -q -p no:cacheprovider -n 2" \
+		"fuzz@345:$(BIN)/python broker/fuzz/fuzz_requests.py --budget-seconds 45" \
 		"zookeeper@150:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test" \
 		"operations-full@1550:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
 

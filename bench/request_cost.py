@@ -14,11 +14,22 @@ thread; then the same with acks=all (librdkafka's and the Java client's default;
 one replica the records are committed on append). The figure is the server process's
 CPU seconds (user + system, from /proc) divided by the requests. ROUNDS rounds, the
 runs rotating; medians.
+
+The callgrind mode (`python bench/request_cost.py --callgrind`, or MOLDAU_BENCH_CALLGRIND=1
+for `bench/run.py --only request_cost`) counts instructions instead of CPU time, which a
+busy machine does not disturb: the broker and the floor run under `valgrind
+--tool=callgrind` with instrumentation off, and `callgrind_control` switches it on only
+around the measured requests, after a warm-up. The figure is the instructions executed
+(Ir, every thread of the server) divided by the requests. Python under callgrind runs
+tens of times slower, so a run is CALLGRIND_REQUESTS requests, and the ZooKeeper session
+and the start-up waits are stretched to match.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -28,10 +39,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import _support as s
-from _peer_servers import cpu_seconds
+from _peer_servers import cpu_seconds, install_packages
+
+if TYPE_CHECKING:
+    from moldau.devcluster.brokers import BrokerProcess
 
 ORDER = 31  # after the broker section
 REQUESTS = 40_000
@@ -40,6 +57,15 @@ ROUNDS = int(os.environ.get("MOLDAU_BENCH_ROUNDS", 5))
 PARTITIONS = 6
 TOPIC = "request-cost"
 RUNS = ("broker", "broker acks=all", "floor")
+
+CALLGRIND_REQUESTS = 2_000
+CALLGRIND_WARMUP = 500  # per run, uncounted: metadata, index entries, valgrind's JIT
+CALLGRIND_ROUNDS = 2
+# Under callgrind the broker is tens of times slower: its ZooKeeper session (ZooKeeper caps it at
+# 20 ticks), its start and the topic's creation get minutes instead of seconds.
+CALLGRIND_ZK_TICK_MS = 6000
+CALLGRIND_SESSION_MS = 120_000
+CALLGRIND_START_SECONDS = 900.0
 
 
 def _frames(acks: int) -> list[bytes]:
@@ -86,11 +112,14 @@ def drive(address: tuple[str, int], frames: list[bytes], requests: int,
     return cpu / requests * 1e6, requests / seconds
 
 
-def _start_floor(workdir: Path) -> tuple[subprocess.Popen[bytes], tuple[str, int]]:
+def _start_floor(workdir: Path, launcher: Sequence[str] = (), timeout: float = 30,
+                 env: dict[str, str] | None = None,
+                 ) -> tuple[subprocess.Popen[bytes], tuple[str, int]]:
     port_file = workdir / "echo.port"
     driver = Path(__file__).parent / "drivers" / "frame_echo.py"
-    process = subprocess.Popen([sys.executable, str(driver), str(port_file)])
-    deadline = time.monotonic() + 30
+    process = subprocess.Popen([*launcher, sys.executable, str(driver), str(port_file)],
+                               env=env)
+    deadline = time.monotonic() + timeout
     while not port_file.exists() or not port_file.read_text():
         if time.monotonic() > deadline or process.poll() is not None:
             raise RuntimeError("frame_echo.py did not start")
@@ -99,6 +128,8 @@ def _start_floor(workdir: Path) -> tuple[subprocess.Popen[bytes], tuple[str, int
 
 
 def run() -> str:
+    if os.environ.get("MOLDAU_BENCH_CALLGRIND") == "1":
+        return run_callgrind()
     sys.path.insert(0, str(s.REPO / "broker" / "src"))
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -194,3 +225,175 @@ def _report(clock: s.Stopwatch, requests: int,
         s.environment(clock, ["confluent-kafka"]),
     ]
     return "\n".join(text)
+
+
+# --- the callgrind mode ------------------------------------------------------------------
+
+
+def callgrind_launcher(out_prefix: Path) -> list[str]:
+    """The command prefix that runs a program under callgrind, counting nothing until
+    CallgrindControl.instructions() switches instrumentation on."""
+    return ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+            f"--callgrind-out-file={out_prefix}.%p"]
+
+
+def callgrind_env() -> dict[str, str]:
+    # A fixed hash seed: the same dict and set layouts, so the same instructions, each run.
+    return dict(os.environ, PYTHONHASHSEED="0")
+
+
+class CallgrindControl:
+    """Counts the instructions a process under callgrind executes while `work` runs."""
+
+    def __init__(self, pid: int, out_prefix: Path) -> None:
+        self.pid = pid
+        self.out_prefix = out_prefix
+
+    def _control(self, option: str) -> None:
+        subprocess.run(["callgrind_control", option, str(self.pid)], check=True,
+                       capture_output=True, timeout=300)
+
+    def _dumps(self) -> set[Path]:
+        return set(self.out_prefix.parent.glob(f"{self.out_prefix.name}.{self.pid}.*"))
+
+    def instructions(self, work: Callable[[], object]) -> int:
+        self._control("--zero")
+        self._control("--instr=on")
+        before = self._dumps()
+        try:
+            work()
+            # before switching off, which discards what was counted; a dump also zeroes
+            self._control("--dump=measured")
+        finally:
+            self._control("--instr=off")
+        (dump,) = self._dumps() - before
+        match = re.search(r"^summary: (\d+)", dump.read_text(), re.MULTILINE)
+        if match is None:
+            raise RuntimeError(f"no instruction count in {dump}")
+        return int(match.group(1))
+
+
+def _start_broker_under_callgrind(broker: BrokerProcess, out_prefix: Path) -> None:
+    """BrokerProcess.start(), with the broker under callgrind and a longer wait."""
+    broker.write_config()
+    os.makedirs(broker.log_dir, exist_ok=True)
+    env = dict(callgrind_env(), LOG_DIR=broker.log_dir)
+    with open(os.path.join(broker.log_dir, "stdout.log"), "ab") as log:
+        broker.process = subprocess.Popen(
+            [*callgrind_launcher(out_prefix), sys.executable, "-m", "moldau.server.main",
+             broker.config_path],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            start_new_session=True,
+            preexec_fn=broker._preexec())  # BrokerProcess's own: it dies with us
+    broker.wait_healthy(CALLGRIND_START_SECONDS)
+
+
+def run_callgrind(requests: int = CALLGRIND_REQUESTS, rounds: int = CALLGRIND_ROUNDS) -> str:
+    sys.path.insert(0, str(s.REPO / "broker" / "src"))
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
+    from moldau.devcluster.brokers import BrokerProcess
+
+    if shutil.which("callgrind_control") is None:
+        install_packages()  # valgrind is among the bench's Debian packages
+    clock = s.Stopwatch()
+    workdir = Path(tempfile.mkdtemp(prefix="moldau-bench-request-cost-callgrind-"))
+    ensemble = ZooKeeperEnsemble(workdir / "zk", size=1, tick_time=CALLGRIND_ZK_TICK_MS,
+                                 die_with_parent=True).start()
+    broker = BrokerProcess(
+        str(workdir / "broker"), 1, ensemble.connect_string + "/bench",
+        properties={**s.AUTOTUNED_SOCKETS,
+                    "zookeeper.session.timeout.ms": str(CALLGRIND_SESSION_MS)})
+    floor: subprocess.Popen[bytes] | None = None
+    results: dict[str, list[float]] = {name: [] for name in RUNS}
+    try:
+        floor, floor_address = _start_floor(
+            workdir, callgrind_launcher(workdir / "callgrind.floor"), CALLGRIND_START_SECONDS,
+            callgrind_env())
+        _start_broker_under_callgrind(broker, workdir / "callgrind.broker")
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(
+            CALLGRIND_START_SECONDS)
+        host, port = broker.bootstrap.split(":")
+        pid = broker.pid()
+        assert pid is not None
+        address = (host, int(port))
+        in_broker = CallgrindControl(pid, workdir / "callgrind.broker")
+        in_floor = CallgrindControl(floor.pid, workdir / "callgrind.floor")
+        targets: dict[str, tuple[tuple[str, int], CallgrindControl, list[bytes]]] = {
+            "broker": (address, in_broker, _frames(1)),
+            "broker acks=all": (address, in_broker, _frames(-1)),
+            "floor": (floor_address, in_floor, _frames(1))}
+        for target, control, frames in targets.values():
+            drive(target, frames, CALLGRIND_WARMUP, control.pid)
+        for r in range(rounds):
+            for name in RUNS[r % len(RUNS):] + RUNS[:r % len(RUNS)]:
+                target, control, frames = targets[name]
+                count = control.instructions(
+                    partial(drive, target, frames, requests, control.pid))
+                results[name].append(count / requests)
+                print(f"{name}: {count / requests:,.0f} instructions per request",
+                      file=sys.stderr, flush=True)
+    finally:
+        if floor is not None:
+            floor.kill()
+        broker.stop(CALLGRIND_START_SECONDS)
+        ensemble.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return _callgrind_report(clock, requests, results)
+
+
+def _valgrind_version() -> str:
+    out = subprocess.run(["valgrind", "--version"], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def _callgrind_report(clock: s.Stopwatch, requests: int,
+                      results: dict[str, list[float]]) -> str:
+    labels = {
+        "broker": "Moldau broker (ProduceRequest v9, acks=1, appended to the log)",
+        "broker acks=all": "Moldau broker (the same with acks=all, one replica)",
+        "floor": "floor: frame_echo.py (asyncio, frames cut and answered, nothing else)",
+    }
+    floor = statistics.median(results["floor"])
+    rows: list[tuple[str, ...]] = []
+    for name in RUNS:
+        values = results[name]
+        middle = statistics.median(values)
+        spread = (max(values) - min(values)) / middle * 100
+        rows.append((labels[name], f"{middle:,.0f}", " / ".join(f"{v:,.0f}" for v in values),
+                     f"{spread:.2f}%", f"{middle / floor:.1f}x"))
+    text = [
+        "## Instructions per small request (issue 4, callgrind)",
+        "",
+        f"{requests:,} pipelined ProduceRequests v9 per run ({WINDOW} in flight, one "
+        f"connection), as in the CPU figures, with the server under callgrind: the "
+        "instructions executed by all its threads while it handled them (Ir), per request. "
+        f"Instrumentation is on only around the measured requests, after "
+        f"{CALLGRIND_WARMUP:,} uncounted ones per run. Rounds: {len(results['broker'])}, "
+        "the runs rotating; medians, each round, and the spread between rounds.",
+        "",
+        s.table(("server", "instructions per request", "rounds", "spread", "vs floor"),
+                rows),
+        "",
+        s.environment(clock, ["confluent-kafka"]) + f"\n- Valgrind: {_valgrind_version()}",
+    ]
+    return "\n".join(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--callgrind", action="store_true",
+                        help="count instructions per request under callgrind")
+    parser.add_argument("--requests", type=int, default=CALLGRIND_REQUESTS,
+                        help=f"callgrind mode: requests per run (default {CALLGRIND_REQUESTS})")
+    parser.add_argument("--rounds", type=int, default=CALLGRIND_ROUNDS,
+                        help=f"callgrind mode: rounds (default {CALLGRIND_ROUNDS})")
+    args = parser.parse_args(argv)
+    print(run_callgrind(args.requests, args.rounds) if args.callgrind else run())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -134,4 +134,7 @@ class FrameReader:
     @property
     def pending(self) -> int:
         """Bytes received that do not yet form a whole frame."""
-        return self._end - self._start + (self._filled if self._frame is not None else 0)
+        # a large frame being received in place: its size prefix was consumed from the
+        # scratch buffer, but those 4 bytes belong to the unfinished frame too
+        in_place = 0 if self._frame is None else _INT32.size + self._filled
+        return self._end - self._start + in_place

@@ -64,6 +64,8 @@ CONTROL_ABORT = 0
 CONTROL_COMMIT = 1
 
 _INT32_MAX = 0x7FFFFFFF
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
@@ -413,6 +415,15 @@ def set_max_timestamp(
 # --- record decoding ---------------------------------------------------------------
 
 
+def _as_int64(value: int) -> int:
+    """value in Java's 64-bit arithmetic, which wraps. A record's timestamp is its batch's
+    base timestamp plus a delta: for timestamps more than 2**63 ms apart (Long.MIN_VALUE
+    beside a real time) Kafka writes a delta that wrapped, and reads it back by wrapping."""
+    if _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    return (value - _INT64_MIN) % (1 << 64) + _INT64_MIN
+
+
 def _decode_records(
     batch: RecordBatch, count: int, append_time: int | None, max_size: int
 ) -> Iterator[Record]:
@@ -479,7 +490,12 @@ def _decode_record(
             f"record length {length} does not match its fields ({length + pos - record_end} bytes)"
         )
     # LogAppendTime batches carry the broker's time in maxTimestamp for every record.
-    timestamp = base_timestamp + ts_delta if append_time is None else append_time
+    if append_time is None:
+        timestamp = base_timestamp + ts_delta
+        if not _INT64_MIN <= timestamp <= _INT64_MAX:
+            timestamp = _as_int64(timestamp)
+    else:
+        timestamp = append_time
     return Record(base_offset + offset_delta, timestamp, key, value, headers), pos
 
 
@@ -638,7 +654,7 @@ def build_batch(
     for (key, value, headers, _), timestamp, delta in zip(
         items, timestamps, offset_deltas, strict=True
     ):
-        _encode_record(body, delta, timestamp - base_timestamp, key, value, headers)
+        _encode_record(body, delta, _as_int64(timestamp - base_timestamp), key, value, headers)
     payload: bytes | bytearray
     if attributes & COMPRESSION_MASK and items:
         payload = codecs.compress(compression, body, level=compression_level, xerial=xerial_snappy)

@@ -8,8 +8,8 @@ the bench machine that cost about 70 us of CPU per request and saturated the eve
 
 It takes one shape only:
 - flexible versions 9 to 11 (librdkafka 2.x sends v10);
-- no transactional id, acks=1 or acks=all (-1: both clients' default), one topic with
-  one partition, no tagged fields;
+- no transactional id and no transactional batch, acks=1 or acks=all (-1: both
+  clients' default), one topic with one partition, no tagged fields;
 - an authenticated connection, a broker with no quota to record and the request log
   below DEBUG.
 
@@ -43,6 +43,7 @@ from .produce import (
     PartitionResponse,
     ProduceAppends,
     TopicResponse,
+    is_transactional_batch,
 )
 
 if TYPE_CHECKING:
@@ -88,8 +89,10 @@ def parse(frame: bytearray) -> SingleProduce | None:
 
 def _parse(frame: bytearray) -> SingleProduce | None:
     api_key, version, correlation_id, client_id_length = _HEADER.unpack_from(frame, 0)
-    if api_key != PRODUCE or version not in VERSIONS:
+    if api_key != PRODUCE or version not in VERSIONS or client_id_length < -1:
         return None
+    if client_id_length > 0:  # a client id the decoder would refuse is not ours to answer
+        str(frame[10 : 10 + client_id_length], "utf-8")
     p = 10 + max(client_id_length, 0)
     # the header's tagged fields, then a null transactional id: both a single 0 byte
     if frame[p] != 0 or frame[p + 1] != 0:
@@ -156,10 +159,14 @@ class FastProduce:
         version, correlation_id, client_id_length, acks, _timeout, topic, index, records = (
             request)
         session = conn.session
+        # a transactional batch, or a denial, is the general path's to answer (and, for a
+        # denial, to log: it asks again)
         if ((acks != 1 and acks != -1) or topic in INTERNAL_TOPICS or not session.authenticated
+                or is_transactional_batch(records)
                 or not dispatcher.authorizer.authorize(
                     session.principal, session.acl_host, "Produce",
-                    [Action(AclOperation.WRITE, ResourceType.TOPIC, topic)])[0]):
+                    [Action(AclOperation.WRITE, ResourceType.TOPIC, topic,
+                            log_if_denied=False)])[0]):
             return None
         started = time.monotonic_ns()
         appends = self.appends
