@@ -7,8 +7,9 @@ advertised key has no complete entry, so an API added later cannot forget one.
 
 The authorization rules are Kafka 3.9's (its KafkaApis, and the "Operations and Resources
 on Protocols" table of Kafka's security documentation): the resource and operation each
-handler checks through the request context, and the error a denial costs. Until ACLs
-land, the authorizer allows everything and the rules document what each handler asks it.
+handler checks through the request context, in the order it asks, and the error a denial
+costs. broker/tests/broker/test_acl_per_api.py proves them on a broker with the
+AclAuthorizer, API by API.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Scope(enum.Enum):
     REQUEST = "the whole request"
     EACH = "each resource or partition named; the rest proceeds"
     FILTER = "resources the principal may not see are left out, without an error"
+    FALLBACK = "no error by itself: the check after it decides"
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class Check:
 
     resource: str  # Kafka's ResourceType: TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, ...
     operation: str  # Kafka's AclOperation: READ, WRITE, CREATE, CLUSTER_ACTION, ...
-    denied: int  # the error code a denial answers
+    denied: int  # the error code a denial answers (0: none, a FILTER or FALLBACK)
     scope: Scope
     when: str = ""  # the condition, where the check does not always apply
 
@@ -89,23 +91,37 @@ def _cluster(operation: str, scope: Scope = Scope.REQUEST, when: str = "") -> Ch
     return Check("CLUSTER", operation, CLUSTER_DENIED, scope, when)
 
 
+def _fallback(resource: str, operation: str, when: str) -> Check:
+    """A check whose denial is no error: the next check is asked instead."""
+    return Check(resource, operation, 0, Scope.FALLBACK, when)
+
+
+def _filter(resource: str, operation: str, when: str) -> Check:
+    """A check whose denial leaves something out of the answer, without an error."""
+    return Check(resource, operation, 0, Scope.FILTER, when)
+
+
 _CLUSTER_ACTION = (_cluster("CLUSTER_ACTION"),)
 _GROUP_MEMBER = (_group("READ"),)
 
 API_TABLE: dict[ApiKey, ApiEntry] = {
     ApiKey.PRODUCE: ApiEntry(h.ProduceHandler, (
         Check("TRANSACTIONAL_ID", "WRITE", TRANSACTIONAL_ID_DENIED, Scope.REQUEST,
-              "a transactional request"),
+              "a partition's first batch is transactional (a null id is denied too)"),
         _topic("WRITE"))),
     ApiKey.FETCH: ApiEntry(h.FetchHandler, (
-        _cluster("CLUSTER_ACTION", when="a follower's fetch (replica id >= 0)"),
+        # Kafka answers a follower without CLUSTER_ACTION 29 in every partition, not 31
+        Check("CLUSTER", "CLUSTER_ACTION", TOPIC_DENIED, Scope.REQUEST,
+              "a follower's fetch (replica id >= 0)"),
         _topic("READ", when="a consumer's fetch"))),
     ApiKey.LIST_OFFSETS: ApiEntry(h.ListOffsetsHandler, (_topic("DESCRIBE"),)),
     ApiKey.METADATA: ApiEntry(h.MetadataHandler, (
         _topic("DESCRIBE", when="named topics"),
-        _topic("DESCRIBE", Scope.FILTER, "the all-topics request"),
-        _cluster("CREATE", Scope.EACH, "auto-creation, else CREATE on the topic"),
-        _cluster("DESCRIBE", Scope.FILTER, "the cluster's authorized operations, v8-10"))),
+        _filter("TOPIC", "DESCRIBE", "the all-topics request"),
+        _fallback("CLUSTER", "CREATE", "auto-creation of a missing topic"),
+        _topic("CREATE", when="auto-creation, without CREATE on the cluster"),
+        _filter("CLUSTER", "DESCRIBE", "the cluster's authorized operations, v8-10 (0 when "
+                "denied)"))),
     ApiKey.LEADER_AND_ISR: ApiEntry(h.LeaderAndIsrHandler, _CLUSTER_ACTION, Quota.EXEMPT),
     ApiKey.STOP_REPLICA: ApiEntry(h.StopReplicaHandler, _CLUSTER_ACTION, Quota.EXEMPT),
     ApiKey.UPDATE_METADATA: ApiEntry(h.UpdateMetadataHandler, _CLUSTER_ACTION, Quota.EXEMPT),
@@ -113,8 +129,9 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
                                          Quota.EXEMPT),
     ApiKey.OFFSET_COMMIT: ApiEntry(h.OffsetCommitHandler, (_group("READ"), _topic("READ"))),
     ApiKey.OFFSET_FETCH: ApiEntry(h.OffsetFetchHandler, (
-        _group("DESCRIBE"), _topic("DESCRIBE", when="named topics"),
-        _topic("DESCRIBE", Scope.FILTER, "all the group's offsets"))),
+        _group("DESCRIBE", Scope.EACH, "each group (v8+ names several)"),
+        _topic("DESCRIBE", when="named topics"),
+        _filter("TOPIC", "DESCRIBE", "all the group's offsets"))),
     ApiKey.FIND_COORDINATOR: ApiEntry(h.FindCoordinatorHandler, (
         _group("DESCRIBE", Scope.EACH, "key type 0"),
         Check("TRANSACTIONAL_ID", "DESCRIBE", TRANSACTIONAL_ID_DENIED, Scope.EACH,
@@ -125,30 +142,34 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
     ApiKey.SYNC_GROUP: ApiEntry(h.SyncGroupHandler, _GROUP_MEMBER),
     ApiKey.DESCRIBE_GROUPS: ApiEntry(h.DescribeGroupsHandler, (_group("DESCRIBE", Scope.EACH),)),
     ApiKey.LIST_GROUPS: ApiEntry(h.ListGroupsHandler, (
-        _cluster("DESCRIBE", Scope.FILTER, "every group, else DESCRIBE on each group"),
-        _group("DESCRIBE", Scope.FILTER))),
+        _fallback("CLUSTER", "DESCRIBE", "every group is listed"),
+        _filter("GROUP", "DESCRIBE", "without DESCRIBE on the cluster"))),
     ApiKey.API_VERSIONS: ApiEntry(h.ApiVersionsHandler, (), before_authentication=True),
     ApiKey.CREATE_TOPICS: ApiEntry(h.CreateTopicsHandler, (
-        _cluster("CREATE", Scope.EACH, "else CREATE on the topic"),
-        _topic("CREATE"),
-        _topic("DESCRIBE_CONFIGS", when="the created topic's configs in the answer")),
+        _fallback("CLUSTER", "CREATE", "every topic may be created"),
+        _topic("CREATE", when="without CREATE on the cluster"),
+        _topic("DESCRIBE_CONFIGS", when="the configs in the answer (else its config error)")),
         Quota.CONTROLLER_MUTATION),
     ApiKey.DELETE_TOPICS: ApiEntry(h.DeleteTopicsHandler, (
-        _topic("DELETE"), _topic("DESCRIBE", when="topics named by id")),
+        _topic("DESCRIBE", when="topics named by id"),
+        _topic("DELETE")),
         Quota.CONTROLLER_MUTATION),
     ApiKey.DELETE_RECORDS: ApiEntry(h.DeleteRecordsHandler, (_topic("DELETE"),)),
     ApiKey.INIT_PRODUCER_ID: ApiEntry(h.InitProducerIdHandler, (
         Check("TRANSACTIONAL_ID", "WRITE", TRANSACTIONAL_ID_DENIED, Scope.REQUEST,
               "a transactional producer"),
-        _cluster("IDEMPOTENT_WRITE", when="an idempotent producer, else WRITE on any topic"))),
+        _fallback("CLUSTER", "IDEMPOTENT_WRITE", "an idempotent producer"),
+        # authorizeByResourceType: WRITE allowed on some topic; a denial costs 31
+        Check("TOPIC", "WRITE", CLUSTER_DENIED, Scope.REQUEST,
+              "an idempotent producer without IDEMPOTENT_WRITE: WRITE on any topic"))),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: ApiEntry(h.OffsetForLeaderEpochHandler, (
-        _cluster("CLUSTER_ACTION", Scope.EACH, "a follower (replica id >= 0)"),
-        _topic("DESCRIBE", when="a consumer"))),
+        _fallback("CLUSTER", "CLUSTER_ACTION", "every topic (a follower)"),
+        _topic("DESCRIBE", when="without CLUSTER_ACTION (a consumer, KIP-320)"))),
     ApiKey.DESCRIBE_CONFIGS: ApiEntry(h.DescribeConfigsHandler, (
         _cluster("DESCRIBE_CONFIGS", Scope.EACH, "BROKER and BROKER_LOGGER resources"),
         _topic("DESCRIBE_CONFIGS", when="TOPIC resources"))),
     ApiKey.ALTER_CONFIGS: ApiEntry(h.AlterConfigsHandler, (
-        _cluster("ALTER_CONFIGS", Scope.EACH, "BROKER and BROKER_LOGGER resources"),
+        _cluster("ALTER_CONFIGS", Scope.EACH, "BROKER resources"),
         _topic("ALTER_CONFIGS", when="TOPIC resources"))),
     ApiKey.DESCRIBE_LOG_DIRS: ApiEntry(h.DescribeLogDirsHandler, (_cluster("DESCRIBE"),)),
     ApiKey.CREATE_PARTITIONS: ApiEntry(h.CreatePartitionsHandler, (_topic("ALTER"),),
@@ -164,7 +185,8 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
                                                   (_cluster("DESCRIBE"),)),
     ApiKey.OFFSET_DELETE: ApiEntry(h.OffsetDeleteHandler, (_group("DELETE"), _topic("READ"))),
     ApiKey.DESCRIBE_CLUSTER: ApiEntry(h.DescribeClusterHandler, (
-        _cluster("DESCRIBE", Scope.FILTER, "the cluster's authorized operations"),)),
+        _filter("CLUSTER", "DESCRIBE", "the cluster's authorized operations (0 when denied)"),
+    )),
     ApiKey.DESCRIBE_ACLS: ApiEntry(h.DescribeAclsHandler, (_cluster("DESCRIBE"),)),
     ApiKey.CREATE_ACLS: ApiEntry(h.CreateAclsHandler, (_cluster("ALTER"),)),
     ApiKey.DELETE_ACLS: ApiEntry(h.DeleteAclsHandler, (_cluster("ALTER"),)),

@@ -2,11 +2,12 @@
 AbstractRequest.getErrorResponse writes per request class, derived here from the
 generated message definitions.
 
-A response with a top-level `error_code` (in the version asked) carries the error there.
-Otherwise each array of results mirrors the request's array it answers: every topic,
-partition, group or resource the request named comes back under its key (name, topic id,
-partition index, group id, resource type and name) with the error in its own
-`error_code`, and the other fields at their defaults (offsets -1 and the like). Which
+A response with a top-level `error_code` (in the version asked) carries the error there,
+and only there unless BOTH_LEVELS names the API and version. Otherwise each array of
+results mirrors the request's array it answers: every topic, partition, group or
+resource the request named comes back under its key (name, topic id, partition index,
+group id, resource type and name) with the error in its own `error_code`, and the other
+fields at their defaults (offsets -1 and the like). Which
 request array a result array answers is found by the key fields they share: Metadata's
 `topics` answer the request's `topics`, not its `brokers`. Keys named differently on the
 two sides (a request's `partition` is a response's `partition_index`) are aliases below.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from moldau.protocol._runtime import FieldSpec, Message, Struct, in_range
-from moldau.protocol.api import APIS
+from moldau.protocol.api import APIS, ApiKey
 
 # the fields that say which topic, partition, group or resource an entry is about
 KEY_FIELDS = frozenset({"name", "topic", "topic_id", "topic_name", "partition",
@@ -33,6 +34,13 @@ ALIASES = {"partition": ("partition_index", "partition_id", "index"),
 # (INVALID_OFFSET, INVALID_HIGH_WATERMARK, ...), where the definitions' default is 0
 UNKNOWN_WHEN_FAILED = frozenset({"base_offset", "log_start_offset", "log_append_time_ms",
                                  "high_watermark", "last_stable_offset", "low_watermark"})
+# the APIs (and versions) whose error response carries the error at the top and in every
+# entry the request named as well: Fetch before v13 (older clients read only the
+# partitions), ElectLeaders and AlterPartitionReassignments (their request classes'
+# getErrorResponse answers each partition)
+BOTH_LEVELS: dict[int, tuple[int, int]] = {ApiKey.FETCH: (7, 12),
+                                           ApiKey.ELECT_LEADERS: (1, 32767),
+                                           ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 32767)}
 # a request array of plain values names entries by this key of the result's struct
 PRIMITIVE_KEYS = {"string": ("name", "group_id", "key", "topic", "transactional_id"),
                   "int32": ("partition_index", "partition_id", "partition")}
@@ -42,7 +50,8 @@ def error_response(api_key: int, version: int, request: Any, code: int) -> Messa
     """A response of this API and version answering every part of `request` with the
     error `code`."""
     response = APIS[api_key].response()
-    _fill(response, request, version, code)
+    _fill(response, request, version, code,
+          entries_too=in_range(version, BOTH_LEVELS.get(api_key)))
     return response
 
 
@@ -50,14 +59,18 @@ def _active(cls: type[Struct], version: int) -> list[FieldSpec]:
     return [f for f in cls.FIELDS if in_range(version, f.versions)]
 
 
-def _fill(out: Struct, source: Any, version: int, code: int) -> None:
+def _fill(out: Struct, source: Any, version: int, code: int,
+          entries_too: bool = False) -> None:
+    """The error into `out`: its own error_code where it has one (then its entries only
+    when `entries_too`), else each entry mirroring `source`'s."""
     fields = _active(type(out), version)
     if any(f.name == "error_code" for f in fields):
         out.error_code = code  # type: ignore[attr-defined]
         for field in fields:
             if field.name in UNKNOWN_WHEN_FAILED:
                 setattr(out, field.name, -1)
-        return
+        if not entries_too:
+            return
     if source is None:
         return
     source_arrays = [f for f in _active(type(source), version) if f.type == "array"]

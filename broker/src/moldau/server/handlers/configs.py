@@ -403,9 +403,10 @@ class AlterConfigsHandler(_AlterBase):
                 raise TopicAuthorizationFailedError(f"Topic authorization failed for {name}")
             await self._alter_topic(name, props, validate_only, dynamic)
         elif rtype == BROKER:
+            # Kafka's ConfigAdminManager checks the broker id before authorization
+            per_broker = self._check_broker_name(name)
             if not ctx.authorize(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
                 raise ClusterAuthorizationFailedError("Cluster authorization failed.")
-            per_broker = self._check_broker_name(name)
             await self._alter_broker(name, per_broker, props, validate_only, dynamic)
         else:
             # legacy AlterConfigs has no BROKER_LOGGER (KIP-412 is incremental only)
@@ -494,9 +495,10 @@ class IncrementalAlterConfigsHandler(_AlterBase):
             props = apply_incremental(ops, current, _topic_list_type, _topic_list_default)
             await self._alter_topic(name, props, validate_only, dynamic)
         elif rtype == BROKER:
+            # Kafka's ConfigAdminManager checks the broker id before authorization
+            per_broker = self._check_broker_name(name)
             if not ctx.authorize(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
                 raise ClusterAuthorizationFailedError("Cluster authorization failed.")
-            per_broker = self._check_broker_name(name)
             entity = str(self.broker_id) if per_broker else DEFAULT_ENTITY
             stored = await zk.call(zk.client.get_entity_config, "brokers", entity)
             current = dynamic.from_persistent(stored, per_broker)

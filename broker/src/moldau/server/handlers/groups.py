@@ -22,6 +22,7 @@ from moldau.errors import (
     InvalidRequestError,
     KafkaError,
     TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from moldau.protocol.messages.delete_groups_response import DeleteGroupsResponse
@@ -36,6 +37,8 @@ from moldau.protocol.messages.offset_delete_response import OffsetDeleteResponse
 from moldau.protocol.messages.offset_fetch_response import OffsetFetchResponse
 from moldau.protocol.messages.sync_group_response import SyncGroupResponse
 from moldau.security.acls import AclOperation, ResourceType
+
+from .cluster_info import CLUSTER_NAME
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -103,12 +106,18 @@ class FindCoordinatorHandler(_GroupHandler):
     def _find(self, ctx: RequestContext, key_type: int,
               key: str) -> tuple[int, str, int, int, str | None]:
         try:
+            # authorization first, for both key types: a transactional id the requester may
+            # not describe answers 53 even before transactions exist here
+            if key_type == GROUP_KEY and not ctx.authorize(AclOperation.DESCRIBE,
+                                                           ResourceType.GROUP, key):
+                raise GroupAuthorizationFailedError(f"not authorized to describe group {key}")
             if key_type == TRANSACTION_KEY:
+                if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+                    raise TransactionalIdAuthorizationFailedError(
+                        f"not authorized to describe transactional id {key}")
                 raise CoordinatorNotAvailableError("transactions are not supported yet")
             if key_type != GROUP_KEY:
                 raise InvalidRequestError(f"unknown coordinator key type {key_type}")
-            if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
-                raise GroupAuthorizationFailedError(f"not authorized to describe group {key}")
             node = self._coordinator_node(key)
             endpoint = self.metadata.endpoint(node, ctx.listener)
             if endpoint is None:
@@ -355,8 +364,10 @@ class OffsetFetchHandler(_GroupHandler):
                 raise GroupAuthorizationFailedError(group_id)
             found = self.coordinator.fetch_offsets(group_id, wanted)
         except KafkaError as exc:
-            return group_id, _by_topic([(tp, (-1, -1, "", exc.code)) for tp in wanted or []]), \
-                exc.code
+            # v2+ carry a group's error by itself, without its partitions (Kafka's
+            # OffsetFetchResponse.groupError); v1 has nowhere else to put it
+            failed = [] if version >= 2 else [(tp, (-1, -1, "", exc.code)) for tp in wanted or []]
+            return group_id, _by_topic(failed), exc.code
         rows = []
         for tp, offset in found.items():
             if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, tp[0]):
@@ -467,13 +478,18 @@ class ListGroupsHandler(_GroupHandler):
             groups: list[Group] = self.coordinator.list_groups()
         except KafkaError as exc:
             return ListGroupsResponse(error_code=exc.code, groups=[])
+        # DESCRIBE on the cluster lists every group; else only the groups the requester may
+        # describe, silently (a filter: neither denial is logged as one)
+        every_group = ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME,
+                                    log_if_denied=False)
         listed = []
         for group in groups:
             if states and group.state.value.lower() not in states:
                 continue
             if types and "classic" not in types:
                 continue
-            if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
+            if not every_group and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP,
+                                                     group.group_id, log_if_denied=False):
                 continue
             item = ListGroupsResponse.ListedGroup(group_id=group.group_id,
                                                   protocol_type=group.protocol_type or "")

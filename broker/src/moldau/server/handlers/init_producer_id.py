@@ -1,14 +1,18 @@
 """InitProducerId (API key 22) for idempotent producers: a producer id from this broker's
 block of ids (allocated in ZooKeeper, /latest_producer_id_block), epoch 0; a producer that
-passes its current id and epoch (v3+) gets its epoch bumped. Transactional ids are refused
-until transactions exist."""
+passes its current id and epoch (v3+) gets its epoch bumped. Transactional ids are
+authorized (WRITE), then refused until transactions exist."""
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from moldau.errors import ClusterAuthorizationFailedError, InvalidRequestError
+from moldau.errors import (
+    ClusterAuthorizationFailedError,
+    InvalidRequestError,
+    TransactionalIdAuthorizationFailedError,
+)
 from moldau.protocol.messages.init_producer_id_response import InitProducerIdResponse
 from moldau.security.acls import AclOperation, ResourceType
 
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafka.coordinator.transaction.TransactionCoordinator")
 INVALID_REQUEST = InvalidRequestError.code
 CLUSTER_AUTHORIZATION_FAILED = ClusterAuthorizationFailedError.code
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = TransactionalIdAuthorizationFailedError.code
 MAX_EPOCH = 32767
 
 
@@ -36,10 +41,14 @@ class InitProducerIdHandler:
 
     def __call__(self, ctx: RequestContext, request: InitProducerIdRequest
                  ) -> InitProducerIdResponse | Awaitable[InitProducerIdResponse]:
-        if request.transactional_id is not None:
+        txn_id = request.transactional_id
+        if txn_id is not None:
+            # authorized as Kafka does, then refused: transactions are not built yet
+            if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+                return InitProducerIdResponse(error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                              producer_id=-1, producer_epoch=-1)
             log.warning("Refusing InitProducerId for transactional id %r from %s: "
-                        "transactions are not supported yet", request.transactional_id,
-                        ctx.client_id)
+                        "transactions are not supported yet", txn_id, ctx.client_id)
             return InitProducerIdResponse(error_code=INVALID_REQUEST)
         # an idempotent producer needs IDEMPOTENT_WRITE on the cluster, or WRITE on any topic
         # (Kafka 3.x; the first check is not logged as a denial when the second passes)

@@ -49,11 +49,12 @@ class ListOffsetsHandler:
             for wanted in topic.partitions:
                 out = Partition_(partition_index=wanted.partition_index)
                 try:
+                    # authorization first: a denied topic's duplicates are not looked at
+                    if not authorized:
+                        raise TopicAuthorizationFailedError(topic.name)
                     if wanted.partition_index in seen and version >= 1:
                         raise InvalidRequestError("partition listed twice")
                     seen.add(wanted.partition_index)
-                    if not authorized:
-                        raise TopicAuthorizationFailedError(topic.name)
                     partition = rm.leader_partition(
                         topic.name, wanted.partition_index,
                         metadata.partition(topic.name, wanted.partition_index) is not None)

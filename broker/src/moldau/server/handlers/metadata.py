@@ -39,6 +39,7 @@ Topic_ = MetadataResponse.MetadataResponseTopic
 Partition_ = MetadataResponse.MetadataResponsePartition
 ZERO_UUID_INT = 0
 REPLICA_NOT_AVAILABLE = ReplicaNotAvailableError.code
+TOPIC_DENIED = TopicAuthorizationFailedError.code
 
 
 class MetadataHandler:
@@ -77,8 +78,10 @@ class MetadataHandler:
             for wanted in request.topics:
                 topics.append(self._one(ctx, wanted, version, listener, allow_create))
         if version >= 8 and request.include_topic_authorized_operations:
+            # as Kafka: every topic the requester may describe gets the bit field, unknown or
+            # leaderless ones too; the denied ones keep the default
             for topic in topics:
-                if topic.error_code == 0:
+                if topic.error_code != TOPIC_DENIED and topic.name is not None:
                     topic.topic_authorized_operations = ctx.authorized_operations(
                         ResourceType.TOPIC, topic.name)
         response = MetadataResponse(brokers=brokers, topics=topics)
@@ -103,9 +106,14 @@ class MetadataHandler:
             if name is None:
                 return Topic_(error_code=UnknownTopicIdError.code, name=None,
                               topic_id=wanted.topic_id, partitions=[])
-        try:
             if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
-                raise TopicAuthorizationFailedError(name)
+                # an id is not secret, a name is: the id comes back, the name does not
+                return Topic_(error_code=TOPIC_DENIED, name=None, topic_id=wanted.topic_id,
+                              partitions=[])
+        elif not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            # authorization before existence: not even whether it exists
+            return Topic_(error_code=TOPIC_DENIED, name=name, partitions=[])
+        try:
             info = metadata.topics.get(name)
             if info is not None:
                 return self._describe(info, version, listener)
@@ -116,11 +124,15 @@ class MetadataHandler:
                 # records); this error is retriable in every client.
                 raise LeaderNotAvailableError(
                     f"broker {self.broker_id} has no metadata from the controller yet")
+            auto_create = allow_create and self.config["auto.create.topics.enable"]
+            # CREATE on the cluster, else on the topic, is asked before the name is checked
+            if auto_create and not (
+                    ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME,
+                                  log_if_denied=False)
+                    or ctx.authorize(AclOperation.CREATE, ResourceType.TOPIC, name)):
+                raise TopicAuthorizationFailedError(name)
             validate_topic_name(name)
-            if allow_create and self.config["auto.create.topics.enable"]:
-                if not (ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
-                        or ctx.authorize(AclOperation.CREATE, ResourceType.TOPIC, name)):
-                    raise TopicAuthorizationFailedError(name)
+            if auto_create:
                 self.topics.auto_create(name)
                 raise LeaderNotAvailableError(f"topic {name} is being created")
             raise UnknownTopicOrPartitionError(f"unknown topic {name}")

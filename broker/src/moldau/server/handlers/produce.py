@@ -25,9 +25,11 @@ from moldau.errors import (
     RecordTooLargeError,
     RequestTimedOutError,
     TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
 )
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.messages.produce_response import ProduceResponse
+from moldau.protocol.records import ATTRIBUTES_OFFSET, MAGIC, MAGIC_OFFSET, TRANSACTIONAL_MASK
 from moldau.replication.replica_manager import Partition
 from moldau.security.acls import AclOperation, ResourceType
 
@@ -62,6 +64,14 @@ class ProduceHandler:
         acks = request.acks
         version = ctx.api_version
         appends = self.appends
+        if has_transactional_records(request):
+            # Kafka refuses the whole request (every partition answers 53) before it looks
+            # at any topic; a transactional batch without a transactional id is refused too
+            txn_id = request.transactional_id
+            if txn_id is None or not ctx.authorize(AclOperation.WRITE,
+                                                   ResourceType.TRANSACTIONAL_ID, txn_id):
+                raise TransactionalIdAuthorizationFailedError(
+                    f"not authorized to write as transactional id {txn_id}")
         responses = []
         waiting: list[tuple[Partition, int]] = []  # acks=all: (partition, offset needed)
         failed = False
@@ -135,6 +145,24 @@ class ProduceHandler:
                     pr.error_code = errors.get((topic.name, pr.index), pr.error_code)
         return response
 
+
+def has_transactional_records(request: ProduceRequest) -> bool:
+    """Whether the first batch of any partition is transactional (Kafka's
+    RequestUtils.hasTransactionalRecords looks at each partition's first batch only)."""
+    data: ProduceRequest.PartitionProduceData
+    for topic_data in request.topic_data:
+        for data in topic_data.partition_data:
+            if is_transactional_batch(data.records):
+                return True
+    return False
+
+
+def is_transactional_batch(records: bytes | bytearray | memoryview | None) -> bool:
+    """Whether the first record batch in `records` has the transactional attribute (the
+    low byte of the big-endian int16 attributes). Too short or old magic: no."""
+    return (records is not None and len(records) > ATTRIBUTES_OFFSET + 1
+            and records[MAGIC_OFFSET] == MAGIC
+            and bool(records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK))
 
 
 class ProduceAppends:

@@ -41,9 +41,11 @@ class _ReassignmentHandler:
         self.controller = controller
 
     def serving(self, ctx: RequestContext, operation: AclOperation) -> Controller | KafkaError:
-        """The active controller, or why this broker cannot serve the request."""
+        """The active controller, or why this broker cannot serve the request. A denial
+        raises, as Kafka's authorizeClusterOperation: the request's generic error response
+        (error_responses.py) then answers it, every partition of it included."""
         if not ctx.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME):
-            return ClusterAuthorizationFailedError("Cluster authorization failed.")
+            raise ClusterAuthorizationFailedError("Cluster authorization failed.")
         controller = active_controller(self.controller)
         if controller is None:
             return NotControllerError("This is not the correct controller for this cluster.")

@@ -138,11 +138,20 @@ class CreateTopicsHandler(_ControllerTopicHandler):
         validate_only = request.validate_only if version >= 1 else False
         dynamic = self.dynamic_config
         counts = Counter(t.name for t in request.topics)
-        cluster_create = ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+        # neither the cluster's CREATE (the topic's may still allow it) nor DESCRIBE_CONFIGS
+        # (only hides the configs) is logged as a denial
+        cluster_create = ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME,
+                                       log_if_denied=False)
         created: dict[str, set[int]] = {}
         succeeded: list[TopicResult] = []
         for topic, result in zip(request.topics, results, strict=True):
             name = topic.name
+            # Kafka marks the hidden configs on every entry, refused ones too; a failed
+            # creation clears the mark (_fail)
+            describe_configs = ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC,
+                                             name, log_if_denied=False)
+            if not describe_configs:
+                result.topic_config_error_code = TopicAuthorizationFailedError.code
             if counts[name] > 1:
                 result.error_code = InvalidRequestError.code
                 result.error_message = "Found multiple entries for this topic."
@@ -151,10 +160,6 @@ class CreateTopicsHandler(_ControllerTopicHandler):
                 result.error_code = TopicAuthorizationFailedError.code
                 result.error_message = "Authorization failed."
                 continue
-            describe_configs = ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC,
-                                             name)
-            if not describe_configs:
-                result.topic_config_error_code = TopicAuthorizationFailedError.code
             try:
                 assignment, configs, log_config = await self._prepare(topic)
                 if version >= 5 and describe_configs:
