@@ -82,7 +82,6 @@ def test_malformed_allowlists_are_refused(document: object, complaint: str) -> N
 def test_the_projects_allowlist_parses_and_names_known_scenarios() -> None:
     entries = allowlist.load()
     names = list(scenarios.by_name())
-    assert entries, "the allowlist is empty: update this test and docs/compat.md"
     for listed in entries:
         assert any(re.fullmatch(listed.scenario.replace("*", ".*"), n) for n in names), \
             listed.id

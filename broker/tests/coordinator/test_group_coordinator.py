@@ -39,7 +39,8 @@ class MemoryOffsetsLog(OffsetsLog):
         self.records: dict[int, list[tuple[bytes, bytes | None]]] = {}
         self.fail_with = 0
 
-    async def append(self, index: int, records: list[tuple[bytes, bytes | None]]) -> int:
+    async def append(self, index: int, records: list[tuple[bytes, bytes | None]], *,
+                     base_sequence: int = -1) -> int:
         if self.fail_with:
             return self.fail_with
         self.records.setdefault(index, []).extend(records)

@@ -17,17 +17,13 @@ from moldau.tools.group_queries import (
     group_ids,
     list_group_ids,
 )
-from moldau.tools.kafka_errors import error_name, error_text
+from moldau.tools.kafka_errors import error_text, exception_class
 from moldau.tools.options import Opt, Options, UsageError, exactly_one, forbid, require
 from moldau.tools.runner import ArgumentError, Tool
 
 MISSING = "-"
 LATEST, EARLIEST = -1, -2
 ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
-# the Java exception class Kafka prints for a failed group deletion
-EXCEPTIONS = {68: "GroupNotEmptyException", 69: "GroupIdNotFoundException",
-              24: "InvalidGroupIdException", 30: "GroupAuthorizationException",
-              15: "CoordinatorNotAvailableException", 16: "NotCoordinatorException"}
 
 OPTIONS = [
     *bootstrap_opts("Admin Client and Consumer"),
@@ -156,10 +152,12 @@ def _or(value: int | None) -> str:
     return MISSING if value is None else str(value)
 
 
-def _state_ok(group: Group, rows: int | None, errors: list[str]) -> bool:
-    """Kafka's shouldPrintMemberState: warnings on stderr, False when nothing to print."""
+def _state_ok(group: Group, rows: int) -> bool:
+    """Kafka's shouldPrintMemberState: False when there is nothing to print. A group that
+    does not exist (Dead) is Kafka's printError, on stdout, and the command still exits 0;
+    the notices of an empty or rebalancing group go to stderr."""
     if group.state == "Dead":
-        errors.append(f"Error: Consumer group '{group.group_id}' does not exist.")
+        print(f"\nError: Consumer group '{group.group_id}' does not exist.")
         return False
     if group.state == "Empty":
         _err(f"\nConsumer group '{group.group_id}' has no active members.")
@@ -172,9 +170,9 @@ def _err(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def print_offsets(admin: Admin, group: Group, errors: list[str]) -> None:
+def print_offsets(admin: Admin, group: Group) -> None:
     rows = offset_rows(admin, group)
-    if not _state_ok(group, len(rows), errors):
+    if not _state_ok(group, len(rows)):
         return
     head = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
             "CONSUMER-ID", "HOST", "CLIENT-ID"]
@@ -194,9 +192,9 @@ def _assignment_text(assignment: list[tuple[str, int]]) -> str:
                             for t, ps in topics.items()))
 
 
-def print_members(group: Group, verbose: bool, errors: list[str]) -> None:
-    if not _state_ok(group, len(group.members), errors):
-        return
+def print_members(group: Group, verbose: bool) -> None:
+    # Kafka prints the header even when there is no member to list (or no group)
+    _state_ok(group, len(group.members))
     with_instance = any(m.instance_id for m in group.members)
     head = ["GROUP", "CONSUMER-ID", *(["GROUP-INSTANCE-ID"] if with_instance else []),
             "HOST", "CLIENT-ID", "#PARTITIONS"]
@@ -216,32 +214,30 @@ def print_members(group: Group, verbose: bool, errors: list[str]) -> None:
     print("\n" + "\n".join(lines))
 
 
-def print_state(admin: Admin, group: Group, errors: list[str]) -> None:
-    if not _state_ok(group, 1, errors):
+def print_state(admin: Admin, group: Group) -> None:
+    if not _state_ok(group, 1):
         return
     host, port = admin.node_address(group.coordinator)
     coordinator = f"{host}:{port}  ({group.coordinator})"
-    width_c = max(25, len(coordinator))
-    width_g = max(15, len(group.group_id))
-    strategy = group.protocol or MISSING
-    fmt = f"{{:<{width_g}}} {{:<{width_c}}} {{:<20}} {{:<20}} {{}}"
+    # Kafka 3.9's widths: the first column takes the coordinator's (at least 25), the
+    # coordinator 25, the strategy 20, the state 15; an empty strategy stays empty
+    fmt = f"{{:<{max(25, len(coordinator))}}} {{:<25}} {{:<20}} {{:<15}} {{}}"
     print("\n" + fmt.format("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE",
                             "#MEMBERS"))
-    print(fmt.format(group.group_id, coordinator, strategy, group.state, len(group.members)))
+    print(fmt.format(group.group_id, coordinator, group.protocol, group.state,
+                     len(group.members)))
 
 
 def describe(admin: Admin, options: Options) -> int:
-    errors: list[str] = []
-    for group_id in group_ids(admin, options):
+    # Kafka collects the groups in a TreeMap: each once, in order of their ids
+    for group_id in sorted(set(group_ids(admin, options))):
         group = describe_group(admin, group_id)
         if options.has("members"):
-            print_members(group, options.has("verbose"), errors)
+            print_members(group, options.has("verbose"))
         elif options.has("state"):
-            print_state(admin, group, errors)
+            print_state(admin, group)
         else:
-            print_offsets(admin, group, errors)
-    if errors:
-        raise ArgumentError("\n".join(errors))
+            print_offsets(admin, group)
     return 0
 
 
@@ -280,9 +276,8 @@ def delete(admin: Admin, options: Options) -> int:
         return 0
     lines = ["Error: Deletion of some consumer groups failed:"]
     for group_id, code in failed.items():
-        name = EXCEPTIONS.get(code, error_name(code))
         lines.append(f"* Group '{group_id}' could not be deleted due to: "
-                     f"org.apache.kafka.common.errors.{name}: {error_text(code)}")
+                     f"{exception_class(code)}: {error_text(code)}")
     if done:
         lines.append("These consumer groups were deleted successfully: '"
                      + "', '".join(done) + "'")

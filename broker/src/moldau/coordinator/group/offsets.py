@@ -24,6 +24,7 @@ from moldau.errors import (
     UnknownMemberIdError,
 )
 
+from .commit_order import commit_order
 from .config import log, now_ms
 from .group import Group, GroupState
 from .membership import Membership
@@ -35,6 +36,10 @@ from .records import (
     offset_commit_value,
 )
 from .table import GroupTable
+
+# Kafka's storeOffsets writes a commit's batch with base sequence 0 (producer id -1), so
+# its records carry sequences 0..n-1; the coordinator's other batches have none (-1).
+COMMIT_BASE_SEQUENCE = 0
 
 
 class OffsetManager:
@@ -97,11 +102,13 @@ class OffsetManager:
         if valid:
             for tp in valid:
                 group.pending_offsets[tp] += 1
+            # Kafka's record order for the whole request, before the filter above
             records: list[tuple[bytes, bytes | None]] = [
-                (offset_commit_key(group.group_id, t, p), offset_commit_value(o))
-                for (t, p), o in valid.items()]
+                (offset_commit_key(group.group_id, t, p), offset_commit_value(valid[(t, p)]))
+                for t, p in commit_order(offsets) if (t, p) in valid]
             try:
-                error = await self._table.append(group.group_id, records)
+                error = await self._table.append(group.group_id, records,
+                                                 base_sequence=COMMIT_BASE_SEQUENCE)
             finally:
                 for tp in valid:
                     group.pending_offsets[tp] -= 1

@@ -25,7 +25,7 @@ from moldau.errors import (
     UnknownServerError,
     UnknownTopicOrPartitionError,
 )
-from moldau.protocol.records import build_batch, iter_batches
+from moldau.protocol.records import NO_SEQUENCE, build_batch, iter_batches
 
 from .records import (
     GroupKey,
@@ -72,15 +72,18 @@ class OffsetsLog:
     def _partition(self, index: int) -> Partition:
         return self._replica_manager().leader_partition(OFFSETS_TOPIC, index, True)
 
-    async def append(self, index: int, records: list[tuple[bytes, bytes | None]]) -> int:
+    async def append(self, index: int, records: list[tuple[bytes, bytes | None]], *,
+                     base_sequence: int = NO_SEQUENCE) -> int:
         """Append one batch and wait for the high watermark to pass it (acks=all, as
         offsets.commit.required.acks asks); 0 or the error code for the coordinator's
-        callers."""
+        callers. Kafka gives an offset commit's batch base sequence 0 (storeOffsets) and
+        every other batch of the coordinator none."""
         try:
             partition = self._partition(index)
             if len(partition.state.isr) < partition.log.config.min_insync_replicas:
                 raise NotEnoughReplicasError(f"the ISR of {partition.name} is too small")
-            batch = build_batch(records, compression=self.compression)
+            batch = build_batch(records, compression=self.compression,
+                                base_sequence=base_sequence)
             info = partition.log.append_as_leader(batch, partition.leader_epoch,
                                                   from_client=False)
             partition.maybe_increment_high_watermark()

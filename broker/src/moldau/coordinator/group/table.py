@@ -17,6 +17,7 @@ from moldau.errors import (
     InvalidGroupIdError,
     NotCoordinatorError,
 )
+from moldau.protocol.records import NO_SEQUENCE
 
 from .config import CoordinatorConfig, log
 from .group import Group
@@ -68,13 +69,14 @@ class GroupTable:
 
     # --- writes ----------------------------------------------------------------------
 
-    async def append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
+    async def append(self, group_id: str, records: list[tuple[bytes, bytes | None]], *,
+                     base_sequence: int = NO_SEQUENCE) -> int:
         """Write to the group's partition and wait for the ISR; 0 or Kafka's error code
         for a failed offset or group write."""
         partition = self.partition_of(group_id)
         if partition not in self.owned:
             return NotCoordinatorError.code
-        return await self.offsets_log.append(partition, records)
+        return await self.offsets_log.append(partition, records, base_sequence=base_sequence)
 
     async def store_group(self, group: Group, assignment: dict[str, bytes]) -> int:
         record = group_metadata_value(group.to_record(assignment))
