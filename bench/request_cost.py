@@ -57,6 +57,7 @@ ROUNDS = int(os.environ.get("MOLDAU_BENCH_ROUNDS", 5))
 PARTITIONS = 6
 TOPIC = "request-cost"
 RUNS = ("broker", "broker acks=all", "floor")
+ACL_RUN = "broker with ACLs"
 
 CALLGRIND_REQUESTS = 2_000
 CALLGRIND_WARMUP = 500  # per run, uncounted: metadata, index entries, valgrind's JIT
@@ -288,7 +289,60 @@ def _start_broker_under_callgrind(broker: BrokerProcess, out_prefix: Path) -> No
     broker.wait_healthy(CALLGRIND_START_SECONDS)
 
 
-def run_callgrind(requests: int = CALLGRIND_REQUESTS, rounds: int = CALLGRIND_ROUNDS) -> str:
+def seed_acls(connect: str, chroot: str, count: int) -> None:
+    """`count` ACLs in Kafka's znodes under `chroot`, of which 10 apply to the producer
+    (User:ANONYMOUS on TOPIC and the cluster) and the rest to other principals, topics
+    and prefixes: what the authorizer searches when it decides the producer's WRITE."""
+    from moldau.authorizer.acl_authorizer import AclAuthorizer
+    from moldau.cluster.zk_client import KafkaZkClient
+    from moldau.security.acls import (
+        AccessControlEntry,
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        PatternType,
+        ResourcePattern,
+        ResourceType,
+    )
+
+    allow = AclPermissionType.ALLOW
+    me = "User:ANONYMOUS"
+    topic = ResourcePattern(ResourceType.TOPIC, TOPIC, PatternType.LITERAL)
+    cluster = ResourcePattern(ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL)
+    prefix = ResourcePattern(ResourceType.TOPIC, TOPIC[:8], PatternType.PREFIXED)
+    mine = [AclBinding(topic, AccessControlEntry(me, "*", AclOperation.WRITE, allow)),
+            AclBinding(topic, AccessControlEntry(me, "*", AclOperation.DESCRIBE, allow)),
+            AclBinding(topic, AccessControlEntry(me, "127.0.0.1", AclOperation.WRITE, allow)),
+            AclBinding(topic, AccessControlEntry(me, "*", AclOperation.ALTER, allow)),
+            AclBinding(prefix, AccessControlEntry(me, "*", AclOperation.WRITE, allow)),
+            AclBinding(prefix, AccessControlEntry(me, "*", AclOperation.READ, allow)),
+            AclBinding(cluster, AccessControlEntry(me, "*", AclOperation.CREATE, allow)),
+            AclBinding(cluster, AccessControlEntry(me, "*", AclOperation.DESCRIBE, allow)),
+            AclBinding(cluster, AccessControlEntry(me, "*", AclOperation.IDEMPOTENT_WRITE,
+                                                   allow)),
+            AclBinding(cluster, AccessControlEntry(me, "*", AclOperation.ALTER_CONFIGS, allow))]
+    others = [AclBinding(ResourcePattern(ResourceType.TOPIC, f"other-{i % 300}",
+                                         PatternType.PREFIXED if i % 3 == 0
+                                         else PatternType.LITERAL),
+                         AccessControlEntry(f"User:user{i}", "*", AclOperation.READ, allow))
+              for i in range(max(count - len(mine), 0))]
+    client = KafkaZkClient(connect, chroot)
+    client.start()
+    try:
+        authorizer = AclAuthorizer.from_zk_client(client)
+        authorizer.start()
+        try:
+            errors = [e for e in authorizer.create_acls(mine + others) if e is not None]
+            if errors:
+                raise RuntimeError(f"could not seed the ACLs: {errors[0]}")
+        finally:
+            authorizer.close()
+    finally:
+        client.close()
+
+
+def run_callgrind(requests: int = CALLGRIND_REQUESTS, rounds: int = CALLGRIND_ROUNDS,
+                  acls: int = 0) -> str:
     sys.path.insert(0, str(s.REPO / "broker" / "src"))
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -305,8 +359,18 @@ def run_callgrind(requests: int = CALLGRIND_REQUESTS, rounds: int = CALLGRIND_RO
         str(workdir / "broker"), 1, ensemble.connect_string + "/bench",
         properties={**s.AUTOTUNED_SOCKETS,
                     "zookeeper.session.timeout.ms": str(CALLGRIND_SESSION_MS)})
+    # with --acls: a second broker with Kafka's AclAuthorizer and that many ACLs
+    guarded = None
+    if acls:
+        seed_acls(ensemble.connect_string, "/bench-acls", acls)
+        guarded = BrokerProcess(
+            str(workdir / "guarded"), 1, ensemble.connect_string + "/bench-acls",
+            properties={**s.AUTOTUNED_SOCKETS,
+                        "zookeeper.session.timeout.ms": str(CALLGRIND_SESSION_MS),
+                        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
+    runs = RUNS + ((ACL_RUN,) if guarded is not None else ())
     floor: subprocess.Popen[bytes] | None = None
-    results: dict[str, list[float]] = {name: [] for name in RUNS}
+    results: dict[str, list[float]] = {name: [] for name in runs}
     try:
         floor, floor_address = _start_floor(
             workdir, callgrind_launcher(workdir / "callgrind.floor"), CALLGRIND_START_SECONDS,
@@ -325,10 +389,21 @@ def run_callgrind(requests: int = CALLGRIND_REQUESTS, rounds: int = CALLGRIND_RO
             "broker": (address, in_broker, _frames(1)),
             "broker acks=all": (address, in_broker, _frames(-1)),
             "floor": (floor_address, in_floor, _frames(1))}
+        if guarded is not None:
+            _start_broker_under_callgrind(guarded, workdir / "callgrind.guarded")
+            guarded_admin = AdminClient({"bootstrap.servers": guarded.bootstrap})
+            guarded_admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(
+                CALLGRIND_START_SECONDS)
+            guarded_host, guarded_port = guarded.bootstrap.split(":")
+            guarded_pid = guarded.pid()
+            assert guarded_pid is not None
+            targets[ACL_RUN] = ((guarded_host, int(guarded_port)),
+                                CallgrindControl(guarded_pid, workdir / "callgrind.guarded"),
+                                _frames(1))
         for target, control, frames in targets.values():
             drive(target, frames, CALLGRIND_WARMUP, control.pid)
         for r in range(rounds):
-            for name in RUNS[r % len(RUNS):] + RUNS[:r % len(RUNS)]:
+            for name in runs[r % len(runs):] + runs[:r % len(runs)]:
                 target, control, frames = targets[name]
                 count = control.instructions(
                     partial(drive, target, frames, requests, control.pid))
@@ -339,9 +414,11 @@ def run_callgrind(requests: int = CALLGRIND_REQUESTS, rounds: int = CALLGRIND_RO
         if floor is not None:
             floor.kill()
         broker.stop(CALLGRIND_START_SECONDS)
+        if guarded is not None:
+            guarded.stop(CALLGRIND_START_SECONDS)
         ensemble.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    return _callgrind_report(clock, requests, results)
+    return _callgrind_report(clock, requests, results, acls)
 
 
 def _valgrind_version() -> str:
@@ -350,15 +427,17 @@ def _valgrind_version() -> str:
 
 
 def _callgrind_report(clock: s.Stopwatch, requests: int,
-                      results: dict[str, list[float]]) -> str:
+                      results: dict[str, list[float]], acls: int = 0) -> str:
     labels = {
         "broker": "Moldau broker (ProduceRequest v9, acks=1, appended to the log)",
         "broker acks=all": "Moldau broker (the same with acks=all, one replica)",
         "floor": "floor: frame_echo.py (asyncio, frames cut and answered, nothing else)",
+        ACL_RUN: f"Moldau broker with the AclAuthorizer and {acls:,} ACLs (10 apply to the "
+                 "producer), acks=1",
     }
     floor = statistics.median(results["floor"])
     rows: list[tuple[str, ...]] = []
-    for name in RUNS:
+    for name in results:
         values = results[name]
         middle = statistics.median(values)
         spread = (max(values) - min(values)) / middle * 100
@@ -377,6 +456,11 @@ def _callgrind_report(clock: s.Stopwatch, requests: int,
         s.table(("server", "instructions per request", "rounds", "spread", "vs floor"),
                 rows),
         "",
+        *([f"With {acls:,} ACLs each request costs "
+           f"{statistics.median(results[ACL_RUN]) / statistics.median(results['broker']):.3f}"
+           " times the instructions of the broker without an authorizer (issue 36 asks "
+           "for at most 1.05: decisions are cached until an ACL changes).", ""]
+          if ACL_RUN in results else []),
         s.environment(clock, ["confluent-kafka"]) + f"\n- Valgrind: {_valgrind_version()}",
     ]
     return "\n".join(text)
@@ -390,8 +474,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"callgrind mode: requests per run (default {CALLGRIND_REQUESTS})")
     parser.add_argument("--rounds", type=int, default=CALLGRIND_ROUNDS,
                         help=f"callgrind mode: rounds (default {CALLGRIND_ROUNDS})")
+    parser.add_argument("--acls", type=int, default=0,
+                        help="callgrind mode: also a broker with the AclAuthorizer and this "
+                        "many ACLs (e.g. 1000)")
     args = parser.parse_args(argv)
-    print(run_callgrind(args.requests, args.rounds) if args.callgrind else run())
+    print(run_callgrind(args.requests, args.rounds, args.acls) if args.callgrind else run())
     return 0
 
 
