@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -35,6 +35,7 @@ from moldau.errors import (
     InvalidReplicationFactorError,
     UnknownServerError,
 )
+from moldau.server.config import BrokerConfig
 from moldau.server.metadata_cache import BrokerEndpoints, MetadataCache
 from moldau.server.topic_admin import TopicAdmin
 
@@ -378,7 +379,9 @@ def test_seed_example_through_kafka_broker_order() -> None:
 def topic_admin(racks: dict[int, str | None]) -> TopicAdmin:
     cache = MetadataCache(0)
     cache.set_brokers([BrokerEndpoints(b, {}, r) for b, r in racks.items()])
-    return TopicAdmin(SimpleNamespace(metadata=cache))  # type: ignore[arg-type]
+    unused_zk: Any = None  # placement reads only the live brokers
+    return TopicAdmin(BrokerConfig.from_properties({"zookeeper.connect": "zk:2181"}), cache,
+                      unused_zk)
 
 
 def test_topic_admin_places_rack_aware() -> None:
@@ -389,7 +392,7 @@ def test_topic_admin_places_rack_aware() -> None:
         plan = admin.plan("t", 8, 2, None)
         assert sorted(plan) == list(range(8))
         for replicas in plan.values():
-            assert {admin.broker.metadata.brokers[b].rack for b in replicas} == {"a", "b"}
+            assert {admin.metadata.brokers[b].rack for b in replicas} == {"a", "b"}
         assert sorted(Counter(r[0] for r in plan.values()).values()) == [2, 2, 2, 2]
 
 

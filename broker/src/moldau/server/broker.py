@@ -48,12 +48,13 @@ from .broker_metrics import CONTROLLER as CONTROLLER_DOMAIN
 from .broker_metrics import SERVER as SERVER_DOMAIN
 from .broker_metrics import (
     BrokerTopicStats,
+    MetricSources,
     NoTopicStats,
     metrics_enabled,
     register_broker_metrics,
 )
 from .config import ACL_AUTHORIZER, BrokerConfig
-from .controlled_shutdown import controlled_shutdown
+from .controlled_shutdown import ShutdownServices, controlled_shutdown
 from .controller_channel import NetworkControllerChannel
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
 from .handlers.services import BrokerState, HandlerServices
@@ -106,17 +107,21 @@ class Broker:
         enabled = metrics_enabled()
         self.topic_stats = (BrokerTopicStats if enabled else NoTopicStats)(self.metrics)
         self.dispatcher.metrics = RequestMetrics(self.metrics) if enabled else None
-        self.purgatory = register_broker_metrics(self)
-        self._runtime: Any = None  # the loop-lag probe and GC timing (metrics.runtime)
+        self.tls_holders: dict[str, TlsContextHolder] = {}
         self.metrics_server: MetricsServer | None = None
         self.socket_server: SocketServer | None = None
         self.controller: Controller | None = None
-        self.topics = TopicAdmin(self)
+        self.purgatory = register_broker_metrics(MetricSources(
+            self.metrics, self.tls_holders, self.offline_partitions,
+            replica_manager=lambda: self.replica_manager,
+            log_manager=lambda: self.log_manager, fetchers=lambda: self.fetchers,
+            controller=lambda: self.controller, socket_server=lambda: self.socket_server))
+        self._runtime: Any = None  # the loop-lag probe and GC timing (metrics.runtime)
+        self.topics: TopicAdmin | None = None
         self.topic_configs = TopicConfigs(config)
         self.producer_ids = ProducerIdManager(self._allocate_producer_ids)
         self._maintenance: asyncio.Task[None] | None = None
         self.config_changes: ConfigChangeListener | None = None
-        self.tls_holders: dict[str, TlsContextHolder] = {}
         self.dynamic_config: DynamicBrokerConfig | None = None
         self.acl_authorizer: AclAuthorizer | None = None
         self._stopped = asyncio.Event()
@@ -158,6 +163,7 @@ class Broker:
         self.topic_configs.set_broker_defaults(self.dynamic_config.log_config())
         self.metadata = MetadataCache(self.broker_id)
         self.metadata.cluster_id = self.cluster_id
+        self.topics = TopicAdmin(config, self.metadata, self.connected_zk)
         await self.topic_configs.load(self.connected_zk)
         self.log_manager = await asyncio.get_running_loop().run_in_executor(
             None, self._open_logs)
@@ -201,13 +207,15 @@ class Broker:
         self.config_changes = ConfigChangeListener(self.connected_zk)
         self.config_changes.add_handler(self._on_config_change)
         self.config_changes.add_handler(self.dynamic_config.on_change)
-        self.dynamic_config.on_log_defaults_change(lambda lc: apply_log_defaults(self, lc))
+        self.dynamic_config.on_log_defaults_change(lambda lc: apply_log_defaults(
+            lc, self.topic_configs, self.log_manager, self.replica_manager))
         self.dynamic_config.on_listener_ssl_change(self._reload_listener_tls)
         self.dynamic_config.on_config_change(self._on_dynamic_broker_config)
         self.socket_server.limits = self._connection_limits()  # with ZooKeeper's values
         await self.config_changes.start()
-        self.controller_channel = NetworkControllerChannel(self, self.versions,
-                                                           self.inter_broker_ssl_context)
+        self.controller_channel = NetworkControllerChannel(
+            self.broker_id, config, self.versions, self.inter_broker_ssl_context,
+            self.partition_states, self.metadata, lambda: self.controller)
         self.controller = Controller(
             self.broker_id, self.connected_zk, self.controller_channel,
             delete_topic_enable=config["delete.topic.enable"],
@@ -228,6 +236,7 @@ class Broker:
     def _handler_services(self) -> HandlerServices:
         assert self.zk is not None and self.log_manager is not None
         assert self.dynamic_config is not None and self.leader_throttle is not None
+        assert self.topics is not None
         return HandlerServices(
             config=self.config, state=self.state, metadata=self.metadata, zk=self.zk,
             log_manager=self.log_manager, replica_manager=self.replica_manager,
@@ -615,7 +624,9 @@ class Broker:
     async def shutdown(self) -> None:
         log.info("[KafkaServer id=%d] shutting down", self.broker_id)
         if self.started and self.config["controlled.shutdown.enable"]:
-            await controlled_shutdown(self)
+            await controlled_shutdown(ShutdownServices(
+                self.config, self.state, self.zk, self.metadata, self.controller,
+                self.versions, self.inter_broker_ssl_context))
         if self._maintenance is not None:
             self._maintenance.cancel()
         if self._runtime is not None:

@@ -9,8 +9,9 @@ count only on the active controller, as in Kafka.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from moldau.metrics.process import process_bean
@@ -18,7 +19,12 @@ from moldau.metrics.registry import Meter, MetricsRegistry, mbean_name
 from moldau.storage.log import PartitionLog
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from moldau.cluster.controller import Controller
+    from moldau.replication.replica_fetcher import ReplicaFetcherManager
+    from moldau.replication.replica_manager import Partition, ReplicaManager
+    from moldau.security.tls import TlsContextHolder
+    from moldau.storage.log_manager import LogManager
+
     from .network import SocketServer
 
 SERVER, CONTROLLER, LOG, CLUSTER = "kafka.server", "kafka.controller", "kafka.log", "kafka.cluster"
@@ -74,17 +80,35 @@ class BrokerTopicStats:
                 self.registry.remove(SERVER, "BrokerTopicMetrics", name, (("topic", topic),))
 
 
-def register_state_gauges(registry: MetricsRegistry, broker: Broker) -> None:
+@dataclass(frozen=True)
+class MetricSources:
+    """The broker's live state its gauges read when they are scraped. The registration
+    comes first, so the parts the broker's start creates come as functions that return
+    them (None until they exist)."""
+
+    registry: MetricsRegistry
+    tls_holders: Mapping[str, TlsContextHolder]  # filled in as the listeners open
+    offline_partitions: Collection[tuple[str, int]]  # grows when a log dir fails
+    replica_manager: Callable[[], ReplicaManager | None]
+    log_manager: Callable[[], LogManager | None]
+    fetchers: Callable[[], ReplicaFetcherManager | None]
+    controller: Callable[[], Controller | None]
+    socket_server: Callable[[], SocketServer | None]
+
+
+def register_state_gauges(sources: MetricSources) -> None:
     """ReplicaManager and KafkaController gauges over the broker's live state."""
+    registry = sources.registry
 
-    def partitions() -> list:
-        return list(broker.replica_manager.partitions.values()) if broker.replica_manager else []
+    def partitions() -> list[Partition]:
+        replica_manager = sources.replica_manager()
+        return list(replica_manager.partitions.values()) if replica_manager else []
 
-    def leading() -> list:
+    def leading() -> list[Partition]:
         return [p for p in partitions() if p.is_leader]
 
-    def isr_vs_min(p: object) -> int:
-        isr, minimum = len(p.state.isr), p.log.config.min_insync_replicas  # type: ignore[attr-defined]
+    def isr_vs_min(p: Partition) -> int:
+        isr, minimum = len(p.state.isr), p.log.config.min_insync_replicas
         return (isr > minimum) - (isr < minimum)
 
     rm = "ReplicaManager"
@@ -96,16 +120,24 @@ def register_state_gauges(registry: MetricsRegistry, broker: Broker) -> None:
         1 for p in leading() if isr_vs_min(p) < 0))
     registry.gauge(SERVER, rm, "AtMinIsrPartitionCount", lambda: sum(
         1 for p in leading() if isr_vs_min(p) == 0))
-    registry.gauge(SERVER, rm, "OfflineReplicaCount", lambda: len(broker.offline_partitions))
+    registry.gauge(SERVER, rm, "OfflineReplicaCount", lambda: len(sources.offline_partitions))
+
+    def active_controller() -> Controller | None:
+        controller = sources.controller()
+        return controller if controller is not None and controller.active else None
 
     def controller_decisions() -> list:
-        controller = broker.controller
-        if controller is None or not controller.active:
+        controller = active_controller()
+        if controller is None:
             return []
         return [d for t in controller.topics.values() for d in t.partitions.values()]
 
     def active() -> bool:
-        return broker.controller is not None and broker.controller.active
+        return active_controller() is not None
+
+    def global_topics() -> int:
+        controller = active_controller()
+        return len(controller.topics) if controller is not None else 0
 
     kc = "KafkaController"
     registry.gauge(CONTROLLER, kc, "ActiveControllerCount", lambda: int(active()))
@@ -113,12 +145,14 @@ def register_state_gauges(registry: MetricsRegistry, broker: Broker) -> None:
         1 for d in controller_decisions() if d.leader < 0))
     registry.gauge(CONTROLLER, kc, "PreferredReplicaImbalanceCount", lambda: sum(
         1 for d in controller_decisions() if d.replicas and d.leader != d.replicas[0]))
-    registry.gauge(CONTROLLER, kc, "GlobalTopicCount", lambda: len(
-        broker.controller.topics) if active() else 0)  # type: ignore[union-attr]
+    registry.gauge(CONTROLLER, kc, "GlobalTopicCount", global_topics)
     registry.gauge(CONTROLLER, kc, "GlobalPartitionCount", lambda: len(controller_decisions()))
 
-    registry.gauge(LOG, "LogManager", "OfflineLogDirectoryCount", lambda: len(
-        broker.log_manager.offline_dirs) if broker.log_manager else 0)
+    def offline_dirs() -> int:
+        log_manager = sources.log_manager()
+        return len(log_manager.offline_dirs) if log_manager else 0
+
+    registry.gauge(LOG, "LogManager", "OfflineLogDirectoryCount", offline_dirs)
     for field, name in (("read_bytes", "linux-disk-read-bytes"),
                         ("write_bytes", "linux-disk-write-bytes")):
         registry.gauge(SERVER, "KafkaServer", name, _proc_io_reader(field))
@@ -183,12 +217,10 @@ class DelayedOperations:
             self.watched -= keys
 
 
-def register_network_gauges(registry: MetricsRegistry, broker: Broker) -> None:
+def register_network_gauges(registry: MetricsRegistry,
+                            server: Callable[[], SocketServer | None]) -> None:
     """RequestChannel queue sizes and socket-server-metrics connection counts. One event
     loop plays every network processor here, so the processor is 0."""
-
-    def server() -> SocketServer | None:
-        return broker.socket_server
 
     def responses_queued() -> int:
         s = server()
@@ -215,12 +247,13 @@ def register_network_gauges(registry: MetricsRegistry, broker: Broker) -> None:
     registry.add_provider(connection_counts)
 
 
-def register_fetcher_lag(registry: MetricsRegistry, broker: Broker) -> None:
+def register_fetcher_lag(registry: MetricsRegistry,
+                         fetchers: Callable[[], ReplicaFetcherManager | None]) -> None:
     """ReplicaFetcherManager MaxLag and FetcherLagMetrics ConsumerLag per followed
     partition: the leader's high watermark in its last answer minus our log end."""
 
     def states() -> list:
-        manager = broker.fetchers
+        manager = fetchers()
         if manager is None:
             return []
         return [(f.name, s) for f in list(manager.fetchers.values())
@@ -256,11 +289,12 @@ class NoTopicStats(BrokerTopicStats):
         pass
 
 
-def certificate_beans(broker: Broker) -> dict[str, dict[str, object]]:
+def certificate_beans(tls_holders: Mapping[str, TlsContextHolder]
+                      ) -> dict[str, dict[str, object]]:
     """When the certificate each TLS listener serves now expires (seconds since the epoch;
     a renewal reloaded at run time shows at once)."""
     beans: dict[str, dict[str, object]] = {}
-    for listener, holder in broker.tls_holders.items():
+    for listener, holder in tls_holders.items():
         certificate = holder.certificate
         if certificate is not None:
             beans[mbean_name("moldau", "Tls", "CertificateNotAfterSeconds",
@@ -274,13 +308,13 @@ def _proc_io_reader(field: str) -> Callable[[], int]:
     return lambda: _proc_io().get(field, 0)
 
 
-def register_broker_metrics(broker: Broker) -> dict[str, DelayedOperations]:
+def register_broker_metrics(sources: MetricSources) -> dict[str, DelayedOperations]:
     """The gauges over the broker's state, the flush timer, and the purgatories."""
-    registry = broker.metrics
-    registry.add_provider(lambda: certificate_beans(broker))
-    register_state_gauges(registry, broker)
-    register_network_gauges(registry, broker)
-    register_fetcher_lag(registry, broker)
+    registry = sources.registry
+    registry.add_provider(lambda: certificate_beans(sources.tls_holders))
+    register_state_gauges(sources)
+    register_network_gauges(registry, sources.socket_server)
+    register_fetcher_lag(registry, sources.fetchers)
     PartitionLog.flush_listener = registry.timer(
         LOG, "LogFlushStats", "LogFlushRateAndTimeMs").update if metrics_enabled() else None
     return {kind: DelayedOperations(registry, kind) for kind in ("Produce", "Fetch")}

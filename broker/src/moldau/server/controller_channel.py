@@ -30,7 +30,11 @@ from moldau.protocol.messages.update_metadata_request import UpdateMetadataReque
 from moldau.replication.protocol_versions import InterBrokerVersions
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from moldau.cluster.controller import Controller
+
+    from .config import BrokerConfig
+    from .metadata_cache import MetadataCache
+    from .partition_states import PartitionStates
 
 log = logging.getLogger("kafka.controller.RequestSendThread")
 
@@ -105,17 +109,23 @@ class BrokerSender:
 
 
 class NetworkControllerChannel:
-    def __init__(self, broker: Broker, versions: InterBrokerVersions,
-                 ssl_context_for: Callable[[], ssl.SSLContext | None]) -> None:
-        self.broker = broker
+    """The requests to this broker (local_id) go to its partition states and metadata in
+    place. The controller is built with this channel, so it comes as a function (None
+    before it exists)."""
+
+    def __init__(self, local_id: int, config: BrokerConfig, versions: InterBrokerVersions,
+                 ssl_context_for: Callable[[], ssl.SSLContext | None],
+                 partition_states: PartitionStates, metadata: MetadataCache,
+                 controller: Callable[[], Controller | None]) -> None:
+        self.local_id = local_id
+        self.config = config
         self.versions = versions
         self.ssl_context_for = ssl_context_for
+        self.partition_states = partition_states
+        self.metadata = metadata
+        self.controller = controller
         self.senders: dict[int, BrokerSender] = {}
         self.epochs: dict[int, int] = {}  # broker id -> broker epoch (czxid of its znode)
-
-    @property
-    def local_id(self) -> int:
-        return self.broker.broker_id
 
     def set_live_brokers(self, live: Iterable[zk_data.BrokerRegistration]) -> None:
         """Keep one sender per other live broker; a re-registered one gets a fresh one."""
@@ -128,9 +138,9 @@ class NetworkControllerChannel:
             self.epochs[broker_id] = registration.epoch
             if broker_id != self.local_id and broker_id not in self.senders:
                 self.senders[broker_id] = BrokerSender(
-                    broker_id, registration, self.broker.config.inter_broker_listener_name,
+                    broker_id, registration, self.config.inter_broker_listener_name,
                     f"controller-{self.local_id}", self.ssl_context_for,
-                    self.broker.config["controller.socket.timeout.ms"] / 1000)
+                    self.config["controller.socket.timeout.ms"] / 1000)
 
     def _send(self, broker_id: int, api_key: int, version: int, body: ControllerRequest,
               on_response: OnResponse | None = None) -> None:
@@ -143,8 +153,8 @@ class NetworkControllerChannel:
 
     async def leader_and_isr(self, broker_id: int, decisions: list[PartitionDecision]) -> None:
         if broker_id == self.local_id:
-            await self.broker.partition_states.load_topic_overrides({d.topic for d in decisions})
-            errors = await self.broker.partition_states.apply_leader_and_isr(decisions)
+            await self.partition_states.load_topic_overrides({d.topic for d in decisions})
+            errors = await self.partition_states.apply_leader_and_isr(decisions)
             self._report_offline(broker_id, [tp for tp, code in errors.items()
                                              if code == KAFKA_STORAGE_ERROR])
             return
@@ -160,7 +170,7 @@ class NetworkControllerChannel:
     def _report_offline(self, broker_id: int, partitions: list[tuple[str, int]]) -> None:
         """Replicas on a failed log dir (KAFKA_STORAGE_ERROR in the LeaderAndIsr answer):
         the controller moves leadership off them."""
-        controller = self.broker.controller
+        controller = self.controller()
         if partitions and controller is not None and controller.active:
             controller.post(OfflineReplicas(broker_id, tuple(partitions)))
 
@@ -171,7 +181,7 @@ class NetworkControllerChannel:
         self.set_live_brokers(live_brokers)
         for broker_id in broker_ids:
             if broker_id == self.local_id:
-                self.broker.partition_states.apply_update_metadata(live_brokers, decisions,
+                self.partition_states.apply_update_metadata(live_brokers, decisions,
                                                                  deleted_topics)
                 continue
             self._send(broker_id, ApiKey.UPDATE_METADATA, self.versions.update_metadata,
@@ -182,21 +192,22 @@ class NetworkControllerChannel:
     async def stop_replica(self, broker_id: int, partitions: list[tuple[str, int]],
                            delete: bool) -> None:
         if broker_id == self.local_id:
-            await self.broker.partition_states.apply_stop_replica(partitions, delete)
+            await self.partition_states.apply_stop_replica(partitions, delete)
             return
+        controller = self.controller()
         self._send(broker_id, ApiKey.STOP_REPLICA, self.versions.stop_replica, stop_replica_request(
             partitions, delete, self.local_id, self.epochs.get(broker_id, -1),
-            self.broker.controller.epoch if self.broker.controller else 0))
+            controller.epoch if controller else 0))
 
     def controller_moved(self, controller_id: int) -> None:
         # Metadata must not name this broker as controller while it answers NOT_CONTROLLER
-        self.broker.metadata.controller_id = controller_id
+        self.metadata.controller_id = controller_id
         if controller_id != self.local_id:
             self.close()
 
     def _leaders(self, decisions: list[PartitionDecision]
                  ) -> list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]:
-        listener = self.broker.config.inter_broker_listener_name
+        listener = self.config.inter_broker_listener_name
         leaders = []
         for leader in sorted({d.leader for d in decisions if d.leader >= 0}):
             sender = self.senders.get(leader)
@@ -208,8 +219,9 @@ class NetworkControllerChannel:
         return leaders
 
     def _controller_epoch(self, decisions: list[PartitionDecision]) -> int:
-        if self.broker.controller is not None:
-            return self.broker.controller.epoch
+        controller = self.controller()
+        if controller is not None:
+            return controller.epoch
         return max((d.controller_epoch for d in decisions), default=0)
 
     def close(self) -> None:

@@ -62,6 +62,10 @@ from .config import (
 
 if TYPE_CHECKING:
     from moldau.cluster.zk_async import AsyncZk
+    from moldau.replication.replica_manager import ReplicaManager
+    from moldau.storage.log_manager import LogManager
+
+    from .topic_configs import TopicConfigs
 
 log = logging.getLogger("kafka.server.DynamicBrokerConfig")
 
@@ -789,14 +793,16 @@ async def _fire(listeners: list[Listener], *args: Any) -> None:
             log.exception("Dynamic config callback %r failed", fn)
 
 
-def apply_log_defaults(broker: Any, log_config: LogConfig) -> None:
+def apply_log_defaults(log_config: LogConfig, topic_configs: TopicConfigs,
+                       log_manager: LogManager | None,
+                       replica_manager: ReplicaManager | None) -> None:
     """What a change of the broker-level topic defaults does to a running broker (Kafka's
     DynamicLogConfig.reconfigure): new logs and every topic without an override of a key
-    follow the new default at once."""
-    broker.topic_configs.set_broker_defaults(log_config)
-    if broker.log_manager is not None:
-        broker.log_manager.default_log_config = log_config
-    rm = broker.replica_manager
-    if rm is not None:
-        for (topic, _index), partition in rm.partitions.items():
-            partition.log.config = broker.topic_configs.log_config(topic)
+    follow the new default at once. The managers are None before the broker opened its
+    logs."""
+    topic_configs.set_broker_defaults(log_config)
+    if log_manager is not None:
+        log_manager.default_log_config = log_config
+    if replica_manager is not None:
+        for (topic, _index), partition in replica_manager.partitions.items():
+            partition.log.config = topic_configs.log_config(topic)

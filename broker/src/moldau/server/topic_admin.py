@@ -30,19 +30,28 @@ from moldau.errors import (
 from .topic_names import has_collision_chars, unify_collision_chars, validate_topic_name
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from moldau.cluster.zk_async import AsyncZk
+
+    from .config import BrokerConfig
+    from .metadata_cache import MetadataCache
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
 
+
 class TopicAdmin:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    """Built once ZooKeeper is connected and the metadata cache exists (the broker's start)."""
+
+    def __init__(self, config: BrokerConfig, metadata: MetadataCache, zk: AsyncZk) -> None:
+        # read at use time: dynamic broker configs update this object in place
+        self.config = config
+        self.metadata = metadata
+        self.zk = zk
         self._auto_creating: set[str] = set()
         self._tasks: set[asyncio.Future[None]] = set()
 
     def validate_new_topic(self, name: str) -> None:
         validate_topic_name(name)
-        existing = self.broker.metadata.topics
+        existing = self.metadata.topics
         if name in existing:
             raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
         if has_collision_chars(name):
@@ -82,7 +91,7 @@ class TopicAdmin:
     def live_brokers(self) -> list[BrokerMetadata]:
         """The live brokers with their racks, in the order ZkMetadataCache.getAliveBrokers
         gives them to CreateTopics (it decides the rack-unaware placement)."""
-        brokers = self.broker.metadata.brokers
+        brokers = self.metadata.brokers
         return [BrokerMetadata(i, brokers[i].rack) for i in zk_metadata_cache_order(brokers)]
 
     def partition_brokers(self) -> list[BrokerMetadata]:
@@ -95,8 +104,7 @@ class TopicAdmin:
                      configs: dict[str, str]) -> None:
         topic_id = zk_data.random_uuid()
         try:
-            zk = self.broker.connected_zk
-            await zk.call(zk.client.create_topic, name, topic_id, assignment, configs)
+            await self.zk.call(self.zk.client.create_topic, name, topic_id, assignment, configs)
         except Exception as exc:
             if type(exc).__name__ in ("NodeExistsError", "TopicExistsError"):
                 raise TopicAlreadyExistsError(f"Topic '{name}' already exists.") from None
@@ -108,7 +116,7 @@ class TopicAdmin:
         """CreateTopics answers once every partition has a leader, or at the timeout."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        metadata = self.broker.metadata
+        metadata = self.metadata
         while True:
             if all(name in metadata.topics and metadata.topics[name].partitions and all(
                     p.leader >= 0 for p in metadata.topics[name].partitions.values())
@@ -123,7 +131,7 @@ class TopicAdmin:
         if name == OFFSETS_TOPIC:
             self.create_offsets_topic()
             return
-        config = self.broker.config
+        config = self.config
         self._create_in_background(name, config["num.partitions"],
                                    config["default.replication.factor"], {})
 
@@ -131,8 +139,8 @@ class TopicAdmin:
         """__consumer_offsets on first use, with the offsets.topic.* settings. As in
         Kafka, it is not created until offsets.topic.replication.factor brokers are
         alive (FindCoordinator answers COORDINATOR_NOT_AVAILABLE meanwhile): False then."""
-        config = self.broker.config
-        alive = len(self.broker.metadata.alive_broker_ids())
+        config = self.config
+        alive = len(self.metadata.alive_broker_ids())
         factor = config["offsets.topic.replication.factor"]
         if alive < factor:
             log.error("Number of alive brokers '%d' does not meet the required replication "
