@@ -40,14 +40,9 @@ from typing import TYPE_CHECKING
 from moldau.errors import KafkaStorageError
 from moldau.protocol.records import RecordBatch, build_batch
 
-from .segment import (
-    CLEANED_SUFFIX,
-    SWAP_SUFFIX,
-    BatchHeader,
-    LogSegment,
-    batch_header,
-    scan_batch_headers,
-)
+from .segment import LogSegment
+from .segment_files import CLEANED_SUFFIX, SWAP_SUFFIX
+from .segment_positions import BatchHeader, batch_header, scan_batch_headers
 
 if TYPE_CHECKING:
     from .log import PartitionLog

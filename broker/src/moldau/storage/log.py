@@ -1,6 +1,11 @@
 """The log of one partition: ordered segments, offsets, appends, reads, roll, retention,
 truncation and crash recovery (Kafka's UnifiedLog and LocalLog, without tiering).
 
+Here: the offsets, the append, roll and read paths, truncation, flush and close. Beside
+it: loading and crash recovery (`log_loader.py`), retention, DeleteRecords and the
+cleaner's swap (`log_retention.py`), the idempotent producers' checks and state
+(`log_producers.py`), and ListOffsets by timestamp (`log_timestamps.py`).
+
 Offsets: `log_start_offset` is the first offset readable, `log_end_offset` the next
 offset to assign, `high_watermark` the first offset not yet replicated to the ISR (the
 partition layer sets it; reads by consumers stop there), `recovery_point` the offset up
@@ -20,38 +25,30 @@ from typing import ClassVar
 from uuid import UUID
 
 from moldau.errors import KafkaStorageError, OffsetOutOfRangeError, RecordBatchTooLargeError
-from moldau.protocol.records import HEADER, HEADER_SIZE, RecordBatch
 
-from . import checkpoints
+from . import log_retention, log_timestamps
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .files import fsync_dir
-from .index import base_offset_of
+from .log_loader import LogLoader, segment_end, write_topic_id
+from .log_producers import find_duplicate_append, rebuild_producer_state, track_appended
+
+# Re-exported (X as X): the ListOffsets handler imports the special timestamps from here.
+from .log_timestamps import EARLIEST_LOCAL_TIMESTAMP as EARLIEST_LOCAL_TIMESTAMP
+from .log_timestamps import EARLIEST_TIMESTAMP as EARLIEST_TIMESTAMP
+from .log_timestamps import LATEST_TIMESTAMP as LATEST_TIMESTAMP
+from .log_timestamps import MAX_TIMESTAMP as MAX_TIMESTAMP
 from .producer_state import ProducerStateManager
-from .segment import (
-    CLEANED_SUFFIX,
-    DELETED_SUFFIX,
-    LOG_SUFFIX,
-    SWAP_SUFFIX,
-    FileSlice,
-    LogSegment,
-    OffsetMetadata,
-)
+from .segment import LogSegment
+from .segment_positions import FileSlice, OffsetMetadata
 from .validation import AppendInfo, validate_for_follower, validate_for_leader
 
-_INT32_MAX = 0x7FFFFFFF
 # How many appends PartitionLog remembers the position of (see _recent)
 RECENT_APPENDS = 16
 
 # Fetch isolation levels (FetchRequest.IsolationLevel).
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
-
-# ListOffsets special timestamps.
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
-EARLIEST_LOCAL_TIMESTAMP = -4
 
 
 def now_ms() -> int:
@@ -109,13 +106,17 @@ class PartitionLog:
         try:
             os.makedirs(directory, exist_ok=True)
             if topic_id is not None:
-                self._write_topic_id(topic_id)
+                write_topic_id(directory, topic_id, sync)
             self.topic_id = topic_id
             self.epochs = LeaderEpochCache(directory, sync=sync)
             self.producer_state = ProducerStateManager(
                 directory, expiration_ms=producer_id_expiration_ms
             )
-            self._load(recovery_point, clean_shutdown, log_start_offset)
+            loader = LogLoader(directory, config, self.epochs, self._open_segment)
+            for segment in loader.load(recovery_point, clean_shutdown, log_start_offset):
+                self._add(segment)
+            active = self.active_segment
+            self._log_end = OffsetMetadata(segment_end(active), active.base_offset, active.size)
         except OSError as exc:
             raise KafkaStorageError(f"cannot load log {directory}: {exc}") from exc
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
@@ -138,170 +139,11 @@ class PartitionLog:
         except OSError as exc:
             raise KafkaStorageError(f"cannot load producer state of {directory}: {exc}") from exc
 
-    # --- loading and recovery ---------------------------------------------------------
-
-    def _write_topic_id(self, topic_id: UUID) -> None:
-        path = os.path.join(self.directory, checkpoints.PARTITION_METADATA)
-        if os.path.exists(path):
-            stored = checkpoints.read_partition_metadata(path).topic_id
-            if stored != topic_id:
-                raise KafkaStorageError(
-                    f"{self.directory} belongs to topic id {stored}, not {topic_id}"
-                )
-            return
-        checkpoints.write_partition_metadata(path, topic_id, sync=self.sync)
-
-    def _load(self, recovery_point: int, clean_shutdown: bool, log_start_offset: int) -> None:
-        self._remove_leftovers()
-        bases = sorted(
-            base_offset_of(name)
-            for name in os.listdir(self.directory)
-            if name.endswith(LOG_SUFFIX) and name[:20].isdigit()
-        )
-        for base in bases:
-            # After a clean shutdown the inactive segments' indexes were trimmed and are
-            # trusted: they are mapped on first use (Kafka's LazyIndex; each mapping holds
-            # a file descriptor) and only a missing one is rebuilt now.
-            lazy = clean_shutdown and base != bases[-1]
-            segment = self._open_segment(base, lazy_indexes=lazy)
-            suspect = segment.missing_index and segment.size > 0
-            if suspect or (not lazy and not self._indexes_sound(segment)):
-                segment.recover(max_batch_size=0)
-            self._add(segment)
-        if not clean_shutdown:
-            self._recover_from(recovery_point)
-        if self.segments and self._segment_end(self.active_segment) < log_start_offset:
-            # Recovery cut the log below its start offset (or files were removed): like
-            # Kafka, drop everything and start empty at the log start offset, rather than
-            # report a log start beyond the log end.
-            for segment in self.segments:
-                segment.delete()
-            self.segments, self._bases = [], []
-            self.epochs.clear()
-        if not self.segments:
-            # A new (or emptied) log begins at its log start offset, not at 0.
-            self._add(self._open_segment(log_start_offset))
-        for segment in self.segments[:-1]:
-            if not segment.inactive:  # checked or rebuilt above: trim and unmap like a roll
-                segment.on_become_inactive()
-        active = self.active_segment
-        # Reopened indexes were trimmed on close; the active segment needs room again.
-        active.offset_index.resize(self.config.segment_index_bytes)
-        active.time_index.resize(self.config.segment_index_bytes)
-        end = self._segment_end(active)
-        self._log_end = OffsetMetadata(end, active.base_offset, active.size)
-
-    @staticmethod
-    def _segment_end(segment: LogSegment) -> int:
-        """The next offset after the segment's last batch (its base offset when empty)."""
-        last = segment.last_batch()
-        return last.last_offset + 1 if last else segment.base_offset
-
-    def _remove_leftovers(self) -> None:
-        """Finish what a crash interrupted: pending deletes go, half-cleaned files go, and a
-        completed swap replaces the segments it covers (renamed into place)."""
-        names = os.listdir(self.directory)
-        for name in names:
-            path = os.path.join(self.directory, name)
-            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)) or name.endswith(".tmp"):
-                os.remove(path)
-        for name in sorted(os.listdir(self.directory)):
-            if name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
-                self._complete_swap(base_offset_of(name))
-
-    def _complete_swap(self, base: int) -> None:
-        """A `.swap` segment is complete (written and flushed before its rename): the
-        segments whose offsets it covers go, and it takes its final name. The cleaner keeps
-        a group's last offset in its output, so the covered range is exactly its own."""
-        swap = LogSegment(self.directory, base, suffix=SWAP_SUFFIX)
-        last = swap.last_batch()
-        swap.close()
-        end = last.last_offset if last else base
-        for name in os.listdir(self.directory):
-            covered = name[:20].isdigit() and base <= int(name[:20]) <= end
-            if covered and not name.endswith((SWAP_SUFFIX, ".snapshot")):
-                os.remove(os.path.join(self.directory, name))
-        for name in os.listdir(self.directory):
-            if name.endswith(SWAP_SUFFIX) and int(name[:20]) == base:
-                path = os.path.join(self.directory, name)
-                os.replace(path, path.removesuffix(SWAP_SUFFIX))
-
-    def _indexes_sound(self, segment: LogSegment) -> bool:
-        if segment.missing_index and segment.size > 0:
-            return False  # a freshly created, empty index would hide the segment's data
-        try:
-            segment.check_not_corrupt()
-        except Exception:
-            return False
-        return True
-
-    def _recover_from(self, recovery_point: int) -> None:
-        """Rescan every segment holding offsets past the recovery point; at the first invalid
-        batch cut the log there and drop every later segment."""
-        start = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
-        for i in range(start, len(self.segments)):
-            segment = self.segments[i]
-            truncated = segment.recover(
-                on_batch=self._on_recovered_batch, max_batch_size=0
-            )
-            if truncated:
-                for later in self.segments[i + 1 :]:
-                    later.delete()
-                del self.segments[i + 1 :]
-                del self._bases[i + 1 :]
-                break
-
-    def _on_recovered_batch(self, batch: RecordBatch) -> None:
-        # Kafka's recovery only adds epochs newer than the latest cached one; assign() of an
-        # older epoch would truncate the cache's newer entries.
-        epoch = batch.partition_leader_epoch
-        if epoch >= 0 and epoch > self.epochs.latest_epoch:
-            self.epochs.assign(epoch, batch.base_offset)
+    # --- segments and producer state, as loading leaves them (log_loader.py) -----------
 
     def _rebuild_producer_state(self) -> None:
-        """Load the latest usable snapshot and replay the batch headers after it (Kafka's
-        rebuildProducerState); a clean shutdown leaves a snapshot at the log end."""
-        start = self.producer_state.load(self.log_start_offset, self.log_end_offset, now_ms())
-        if start >= self.log_end_offset:
-            return
-        first = max(0, bisect.bisect_right(self._bases, start) - 1)
-        for segment in self.segments[first:]:
-            found = segment.translate_offset(start) if segment.base_offset < start else None
-            for header in segment.scan_headers(found.position if found else 0):
-                # The batch header alone holds the producer fields.
-                fields = HEADER.unpack(segment.read_bytes(header.position, HEADER_SIZE))
-                producer_id, epoch, first_seq = fields[9], fields[10], fields[11]
-                if producer_id < 0:
-                    continue
-                last_seq = (first_seq + fields[6]) & _INT32_MAX if first_seq >= 0 else first_seq
-                self._track_producer(producer_id, epoch, first_seq, last_seq,
-                                     header.last_offset, header.max_timestamp)
-
-    def _track_producer(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
-                        last_offset: int, timestamp: int) -> None:
-        if producer_id >= 0:
-            self.producer_state.update(producer_id, epoch, first_seq, last_seq, last_offset,
-                                       timestamp)
-
-    def _check_producers(self, info: AppendInfo) -> AppendInfo | None:
-        """Kafka's idempotence rules for a client's batches: a retried batch is answered
-        with its original offsets (nothing is written); an older epoch or a gap in
-        sequence numbers raises. Returns the duplicate's AppendInfo, if any."""
-        pending: dict[int, tuple[int, int]] = {}
-        for pb in info.producer_batches:
-            duplicate = self.producer_state.find_duplicate(
-                pb.producer_id, pb.producer_epoch, pb.first_sequence, pb.last_sequence
-            )
-            if duplicate is not None:
-                return AppendInfo(
-                    first_offset=duplicate.first_offset,
-                    last_offset=duplicate.last_offset,
-                    max_timestamp=duplicate.timestamp,
-                )
-            self.producer_state.check(pb.producer_id, pb.producer_epoch, pb.first_sequence,
-                                      pb.first_offset, pending)
-            pending[pb.producer_id] = (pb.producer_epoch, pb.last_sequence)
-        return None
+        rebuild_producer_state(self.producer_state, self.segments, self._bases,
+                               self.log_start_offset, self.log_end_offset, now_ms())
 
     def _open_segment(self, base: int, lazy_indexes: bool = False) -> LogSegment:
         jitter_ms = min(self.config.segment_jitter_ms, self.config.segment_ms)  # as Kafka
@@ -384,7 +226,7 @@ class PartitionLog:
             records, self._log_end.offset, leader_epoch, self.config, now, from_client
         )
         if info.producer_batches:
-            duplicate = self._check_producers(info)
+            duplicate = find_duplicate_append(self.producer_state, info)
             if duplicate is not None:
                 return duplicate
         self._append(info, now)
@@ -394,9 +236,8 @@ class PartitionLog:
         latest = epochs[-1] if epochs else None
         if latest is None or latest.epoch != leader_epoch or latest.start_offset > first_offset:
             self.epochs.assign(leader_epoch, first_offset)
-        for pb in info.producer_batches:
-            self._track_producer(pb.producer_id, pb.producer_epoch, pb.first_sequence,
-                                 pb.last_sequence, pb.last_offset, pb.max_timestamp)
+        if info.producer_batches:
+            track_appended(self.producer_state, info.producer_batches)
         return info
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
@@ -411,9 +252,8 @@ class PartitionLog:
             self._append(info, now_ms())
             for batch in info.batches:
                 self.epochs.assign(batch.partition_leader_epoch, batch.base_offset)
-            for pb in info.producer_batches:
-                self._track_producer(pb.producer_id, pb.producer_epoch, pb.first_sequence,
-                                     pb.last_sequence, pb.last_offset, pb.max_timestamp)
+            if info.producer_batches:
+                track_appended(self.producer_state, info.producer_batches)
         return info
 
     def _append(self, info: AppendInfo, now: int) -> None:
@@ -517,118 +357,24 @@ class PartitionLog:
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
         """ListOffsets: (timestamp, offset, leader epoch) or None when nothing matches."""
-        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-            offset = self.log_start_offset
-            return -1, offset, self.epochs.epoch_for_offset(offset)
-        if timestamp == LATEST_TIMESTAMP:
-            offset = self.log_end_offset
-            return -1, offset, self.epochs.latest_epoch
-        if timestamp == MAX_TIMESTAMP:
-            return self._max_timestamp_entry()
-        for segment in self.segments:
-            if segment.max_timestamp >= timestamp:
-                found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
-                if found is not None:
-                    return found
-        return None
+        return log_timestamps.offset_for_timestamp(self, timestamp)
 
-    def _max_timestamp_entry(self) -> tuple[int, int, int] | None:
-        best = max(self.segments, key=lambda s: s.max_timestamp)
-        if best.max_timestamp < 0:
-            return None
-        return best.find_offset_by_timestamp(best.max_timestamp, self.log_start_offset)
-
-    # --- retention and log start ------------------------------------------------------
+    # --- retention and log start (log_retention.py) -----------------------------------
 
     def delete_records(self, offset: int) -> int:
         """DeleteRecords: advance the log start offset (not past the high watermark)."""
-        if offset > self.high_watermark:
-            raise OffsetOutOfRangeError(
-                f"cannot delete records of {self.name} up to {offset}: above the high "
-                f"watermark {self.high_watermark}"
-            )
-        if offset > self.log_start_offset:
-            self.log_start_offset = offset
-            self.epochs.truncate_from_start(offset)
-        # Only the segments now below the log start go; time and size retention stay with
-        # the retention check (they used to run here too, on the wall clock).
-        self._delete_segments(self._below_log_start, now_ms())
-        return self.log_start_offset
+        return log_retention.delete_records(self, offset, now_ms())
 
     def delete_old_segments(self, now: int) -> int:
         """Apply retention: segments past retention.ms, beyond retention.bytes, or wholly
         below the log start offset go. Returns the number of segments deleted."""
-        deleted = self._delete_segments(self._below_log_start, now)
-        if self.config.delete:
-            # Kafka's order: size first, then time.
-            deleted += self._delete_segments(self._retention_bytes_breached(), now)
-            deleted += self._delete_segments(self._retention_ms_breached(now), now)
-        return deleted
-
-    def _below_log_start(self, segment: LogSegment, next_base: int) -> bool:
-        return next_base <= self.log_start_offset
-
-    def _retention_ms_breached(self, now: int):
-        limit = self.config.retention_ms
-        return lambda segment, _next: limit >= 0 and now - segment.largest_timestamp > limit
-
-    def _retention_bytes_breached(self):
-        limit = self.config.retention_bytes
-        excess = self.size_in_bytes() - limit
-
-        def breached(segment: LogSegment, _next: int) -> bool:
-            nonlocal excess
-            if limit < 0 or excess < segment.size:
-                return False
-            excess -= segment.size
-            return True
-
-        return breached
-
-    def _delete_segments(self, predicate, now: int) -> int:
-        """Delete the oldest segments while the predicate holds and they lie wholly below
-        the high watermark; a non-empty active segment is rolled first so it can go too."""
-        doomed: list[LogSegment] = []
-        for i, segment in enumerate(self.segments):
-            is_active = i == len(self.segments) - 1
-            next_base = self.log_end_offset if is_active else self.segments[i + 1].base_offset
-            if next_base > self.high_watermark or not predicate(segment, next_base):
-                break
-            if is_active and segment.size == 0:
-                break
-            doomed.append(segment)
-        if not doomed:
-            return 0
-        self._recent.clear()
-        if doomed[-1] is self.active_segment:
-            self.roll()
-        for segment in doomed:
-            self.segments.remove(segment)
-            self._bases.remove(segment.base_offset)
-            segment.change_suffix(DELETED_SUFFIX)
-            self.pending_deletes.append((now + self.config.file_delete_delay_ms, segment))
-        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
-        self.producer_state.delete_snapshots_below(self.segments[0].base_offset)
-        self.epochs.truncate_from_start(self.log_start_offset)
-        self.delete_due_files(now)
-        return len(doomed)
+        return log_retention.delete_old_segments(self, now)
 
     def replace_segments(self, old: list[LogSegment], new: LogSegment) -> None:
         """Swap compacted output (a `.swap` segment) in for the segments it replaces: the old
         ones are renamed `.deleted` (removed after file.delete.delay.ms), then the new one
         takes its final name. A crash in between is completed at the next load."""
-        due = now_ms() + self.config.file_delete_delay_ms
-        self._recent.clear()
-        for segment in old:
-            i = self.segments.index(segment)
-            del self.segments[i]
-            del self._bases[i]
-            segment.change_suffix(DELETED_SUFFIX)
-            self.pending_deletes.append((due, segment))
-        new.change_suffix("")
-        i = bisect.bisect_left(self._bases, new.base_offset)
-        self.segments.insert(i, new)
-        self._bases.insert(i, new.base_offset)
+        log_retention.replace_segments(self, old, new, now_ms())
 
     def delete_due_files(self, now: int) -> None:
         """Remove `.deleted` segments whose file.delete.delay.ms has passed."""
@@ -666,7 +412,7 @@ class PartitionLog:
         # base offset. Claiming `offset` would leave a hole that a restart (which derives
         # the end from the last batch) disagrees with, and a follower would refetch from
         # the wrong place.
-        end = min(offset, self._segment_end(segment))
+        end = min(offset, segment_end(segment))
         self._log_end = OffsetMetadata(end, segment.base_offset, segment.size)
         # Kafka: logStartOffset = min(target, logStartOffset).
         self.log_start_offset = min(self.log_start_offset, end)

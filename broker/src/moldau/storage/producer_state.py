@@ -21,7 +21,7 @@ from moldau.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 
 from .crc import crc32c
 from .files import atomic_write
-from .index import segment_file_name
+from .segment_files import segment_file_name
 
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 1

@@ -6,6 +6,11 @@ index maps the last offset of a batch to the batch's file position every
 offset of its batch at the same moments. Reads return file positions, never bytes, so
 the network layer can `sendfile` them.
 
+Beside it: the batch positions and header scans (`segment_positions.py`), the file names,
+renames and deletes (`segment_files.py`), recovery and truncation (`segment_recovery.py`)
+and the budget of mapped indexes (`index_mappings.py`). The append, roll and read paths
+stay here, inlined where a request pays for each call.
+
 All methods run on the owner's thread (the broker's event loop, or a cleaner/recovery
 thread that owns the segment at that time).
 """
@@ -14,177 +19,43 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
-import struct
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
 from moldau.errors import CorruptRecordError, KafkaStorageError
-from moldau.protocol.errors import ProtocolError
-from moldau.protocol.records import (
-    ATTRIBUTES_OFFSET,
-    HEADER,
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    MAGIC,
-    MIN_BATCH_LENGTH,
-    RecordBatch,
-)
+from moldau.protocol.records import HEADER_SIZE, RecordBatch
 
-from .crc import crc32c
-from .index import (
+from .index_mappings import MAPPED_INDEXES
+from .mapped_index import CorruptIndexError, IndexFullError
+from .offset_index import OffsetIndex
+from .segment_files import (
+    LOG_SUFFIX,
     OFFSET_INDEX_SUFFIX,
+    SEGMENT_FILE_KINDS,
     TIME_INDEX_SUFFIX,
-    CorruptIndexError,
-    IndexFullError,
-    OffsetIndex,
-    TimeIndex,
-    TimestampOffset,
-    segment_file_name,
+    TXN_INDEX_SUFFIX,
+    delete_files,
+    fsync_path,
+    rename_if_present,
+    segment_path,
 )
+from .segment_positions import (
+    SCAN_CHUNK,
+    BatchHeader,
+    FileSlice,
+    OffsetMetadata,
+    find_batch,
+    scan_batch_headers,
+)
+from .segment_recovery import recover_segment, truncate_segment
+from .time_index import TimeIndex, read_last_entry
 
-LOG_SUFFIX = ".log"
-TXN_INDEX_SUFFIX = ".txnindex"
-DELETED_SUFFIX = ".deleted"
-CLEANED_SUFFIX = ".cleaned"
-SWAP_SUFFIX = ".swap"
-NO_TIMESTAMP = -1
-_SCAN_CHUNK = 64 * 1024  # header scans read this much at a time
-_RECOVERY_CHUNK = 4 * 1024 * 1024  # recovery reads whole batches in chunks of this size
+# Imported from here by the tools, the benchmarks and the tests.
+__all__ = ["MAPPED_INDEXES", "BatchHeader", "LogSegment", "scan_batch_headers"]
+
 _INT32_MAX = 0x7FFFFFFF
-_TIME_ENTRY = struct.Struct(">qi")  # a time index entry: timestamp, relative offset
 _Index = TypeVar("_Index", OffsetIndex, TimeIndex)
-_new_tuple = tuple.__new__  # a NamedTuple from a tuple, without its Python-level __new__
-
-
-class BatchHeader(NamedTuple):
-    """Where one batch sits in the segment file, and its header fields."""
-
-    position: int
-    base_offset: int
-    last_offset: int
-    size: int  # bytes of the whole batch
-    max_timestamp: int
-    partition_leader_epoch: int
-
-
-def batch_header(batch: RecordBatch, position: int) -> BatchHeader:
-    """The BatchHeader of a parsed batch that sits at `position`."""
-    return BatchHeader(
-        position,
-        batch.base_offset,
-        batch.last_offset,
-        batch.size_in_bytes,
-        batch.max_timestamp,
-        batch.partition_leader_epoch,
-    )
-
-
-class FileSlice(NamedTuple):
-    """A byte range of a segment file, for sendfile (or pread on TLS connections)."""
-
-    fd: int
-    position: int
-    size: int
-
-
-@dataclass(slots=True)
-class OffsetMetadata:
-    """An offset and where it sits (Kafka's LogOffsetMetadata): saves a lookup per fetch."""
-
-    offset: int
-    segment_base_offset: int = -1
-    position: int = -1
-
-    @property
-    def on_file(self) -> bool:
-        return self.segment_base_offset >= 0
-
-
-
-def scan_batch_headers(
-    fd: int, path: str, position: int, end: int, first_chunk: int = _SCAN_CHUNK
-) -> Iterator[BatchHeader]:
-    """The headers of the batches in bytes [position, end) of a segment file open as fd
-    (LogSegment.scan_headers; the cleaner reads through a descriptor of its own)."""
-    buf = b""
-    buf_start = position
-    chunk = first_chunk
-    while position + HEADER_SIZE <= end:
-        rel = position - buf_start
-        if rel < 0 or rel + HEADER_SIZE > len(buf):
-            buf = os.pread(fd, min(chunk, end - position), position)
-            buf_start, rel = position, 0
-            chunk = _SCAN_CHUNK
-            if len(buf) < HEADER_SIZE:
-                return
-        fields = HEADER.unpack_from(buf, rel)
-        if fields[1] < MIN_BATCH_LENGTH:
-            # A bad length would never advance the scan: corruption not yet recovered.
-            raise CorruptRecordError(
-                f"batch at byte {position} of {path} has batchLength {fields[1]}"
-            )
-        size = LOG_OVERHEAD + fields[1]
-        yield BatchHeader(position, fields[0], fields[0] + fields[6], size, fields[8], fields[2])
-        position += size
-
-
-def _fsync_path(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return  # an index that was never written
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-class _MappedIndexes:
-    """Inactive segments whose indexes are mapped, oldest mapping first. Past the limit
-    the oldest are unmapped again (the next read maps them anew): a consumer reading
-    through old data would otherwise leave two descriptors mapped per segment it touched
-    (CPython's mmap keeps a duplicate of each file's descriptor).
-
-    The limit follows the descriptors left over: the open-files limit, less one per open
-    segment (its `.log`) and a reserve for connections and other files, two per mapped
-    segment. Kafka's mappings cost no descriptor; here a log with more segments than that
-    remaps indexes when reads jump around (docs/storage.md)."""
-
-    RESERVED = 1024  # descriptors kept for sockets, checkpoints, ZooKeeper, ...
-
-    def __init__(self) -> None:
-        self.open_segments = 0  # LogSegments with an open .log (kept by LogSegment)
-        self.cap: int | None = None  # a fixed limit instead (tests)
-        self._segments: dict[LogSegment, None] = {}
-
-    @property
-    def limit(self) -> int:
-        if self.cap is not None:
-            return self.cap
-        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft == resource.RLIM_INFINITY:
-            return 1 << 30
-        return max(16, (soft - self.open_segments - self.RESERVED) // 2)
-
-    def add(self, segment: LogSegment) -> None:
-        self._segments.pop(segment, None)
-        self._segments[segment] = None
-        limit = self.limit
-        while len(self._segments) > limit:
-            oldest = next(iter(self._segments))
-            oldest.release_indexes()
-
-    def discard(self, segment: LogSegment) -> None:
-        self._segments.pop(segment, None)
-
-    def __len__(self) -> int:
-        return len(self._segments)
-
-
-MAPPED_INDEXES = _MappedIndexes()
 
 
 class LogSegment:
@@ -230,10 +101,12 @@ class LogSegment:
         self._indexes_unsynced = False
         self.created_ms = now_ms if now_ms is not None else int(time.time() * 1000)
         self.bytes_since_last_index_entry = 0
-        last = self._last_time_entry() if lazy_indexes else self.time_index.last_entry
+        last = (read_last_entry(self._path(TIME_INDEX_SUFFIX), base_offset) if lazy_indexes
+                else self.time_index.last_entry)
         self.max_timestamp = last.timestamp
         self.offset_of_max_timestamp = last.offset
-        self._rolling_timestamp: int | None = None  # max timestamp of the first append
+        # The max timestamp of the first append: segment.ms is timed from it (None: not known).
+        self.rolling_timestamp: int | None = None
 
     @property
     def offset_index(self) -> OffsetIndex:
@@ -268,21 +141,8 @@ class LogSegment:
         except OSError as exc:
             raise KafkaStorageError(f"cannot open index {self._path(suffix)}: {exc}") from exc
 
-    def _last_time_entry(self) -> TimestampOffset:
-        """The last time index entry, read from the (trimmed) file without mapping it."""
-        try:
-            with open(self._path(TIME_INDEX_SUFFIX), "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                entry = os.pread(f.fileno(), 12, size - 12) if size >= 12 else b""
-        except OSError:
-            entry = b""
-        if len(entry) < 12:
-            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
-        timestamp, relative = _TIME_ENTRY.unpack(entry)
-        return TimestampOffset(timestamp, self.base_offset + relative)
-
     def _path(self, kind: str) -> str:
-        return os.path.join(self.directory, segment_file_name(self.base_offset, kind) + self.suffix)
+        return segment_path(self.directory, self.base_offset, kind, self.suffix)
 
     # --- appends ----------------------------------------------------------------------
 
@@ -317,10 +177,11 @@ class LogSegment:
             return
         if start == 0:
             # Kafka times segment.ms from the largest timestamp of the segment's first append
-            self._rolling_timestamp = max(b.max_timestamp for b in batches)
-        elif self._rolling_timestamp is None:
-            self._rolling_timestamp = batches[0].max_timestamp
-        # _index_batch for each batch, with the state in locals: an index entry is written
+            self.rolling_timestamp = max(b.max_timestamp for b in batches)
+        elif self.rolling_timestamp is None:
+            self.rolling_timestamp = batches[0].max_timestamp
+        # For each batch, with the state in locals (recovery's _index_batch does the same
+        # one batch at a time): an index entry is written
         # only once more than index.interval.bytes have gone by since the last one (Kafka's
         # rule: with batches larger than the interval, that is one entry per batch).
         interval = self.index_interval_bytes
@@ -332,8 +193,9 @@ class LogSegment:
                 self.offset_of_max_timestamp = last_offset
             if since > interval:
                 self.bytes_since_last_index_entry = since  # as it was, should this raise
-                # _add_index_entries, inlined: a full index raises IndexFullError before it
-                # changes anything, as is_full() would have said (the next append rolls).
+                # Recovery's _add_index_entries, inlined: a full index raises IndexFullError
+                # before it changes anything, as is_full() would have said (the next append
+                # rolls).
                 # A try is free here; contextlib.suppress would build an object per entry.
                 try:  # noqa: SIM105
                     (self._offset_index or self.offset_index).append(
@@ -356,28 +218,6 @@ class LogSegment:
         # A partial write must never become visible: cut the file back.
         with contextlib.suppress(OSError):  # the dir goes offline; recovery cuts a torn tail
             os.ftruncate(self.fd, size)
-
-    def _index_batch(self, batch: BatchHeader, position: int) -> None:
-        if self._rolling_timestamp is None:
-            self._rolling_timestamp = batch.max_timestamp
-        if batch.max_timestamp > self.max_timestamp:
-            self.max_timestamp = batch.max_timestamp
-            self.offset_of_max_timestamp = batch.last_offset
-        if self.bytes_since_last_index_entry > self.index_interval_bytes:
-            self._add_index_entries(batch.last_offset, position)
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += batch.size
-
-    def _add_index_entries(self, last_offset: int, position: int) -> None:
-        # The indexes are sparse: when one append of several batches fills one, skipping
-        # an entry only lengthens a scan, while raising IndexFullError would leave the
-        # written bytes unindexed and the append half done. The next append rolls.
-        offset_index = self.offset_index
-        if not offset_index.is_full():
-            offset_index.append(last_offset, position)
-        time_index = self.time_index
-        if not time_index.is_full():
-            time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
 
     @property
     def largest_timestamp(self) -> int:
@@ -421,7 +261,7 @@ class LogSegment:
         if size > segment_bytes - incoming_bytes:
             return True
         if size > 0:
-            rolling = self._rolling_timestamp
+            rolling = self.rolling_timestamp
             if rolling is not None and rolling >= 0:
                 waited = max_timestamp - rolling  # time_waited_for_roll, inlined
             else:
@@ -442,11 +282,11 @@ class LogSegment:
     def time_waited_for_roll(self, now_ms: int, incoming_timestamp: int) -> int:
         # Like Kafka: measured in record time from the first batch when it has a timestamp,
         # otherwise in wall-clock time since the segment was created.
-        if self._rolling_timestamp is None and self.size > 0:
+        if self.rolling_timestamp is None and self.size > 0:
             first = next(self.scan_headers(0, first_chunk=HEADER_SIZE), None)
-            self._rolling_timestamp = first.max_timestamp if first else None
-        if self._rolling_timestamp is not None and self._rolling_timestamp >= 0:
-            return incoming_timestamp - self._rolling_timestamp
+            self.rolling_timestamp = first.max_timestamp if first else None
+        if self.rolling_timestamp is not None and self.rolling_timestamp >= 0:
+            return incoming_timestamp - self.rolling_timestamp
         return now_ms - self.created_ms
 
     def on_become_inactive(self) -> None:
@@ -489,10 +329,10 @@ class LogSegment:
     # --- reading ----------------------------------------------------------------------
 
     def scan_headers(
-        self, position: int, end: int | None = None, first_chunk: int = _SCAN_CHUNK
+        self, position: int, end: int | None = None, first_chunk: int = SCAN_CHUNK
     ) -> Iterator[BatchHeader]:
         """Batch headers from a batch boundary onwards, read in chunks (no record bytes):
-        first_chunk bytes first (a lookup's target is near), then _SCAN_CHUNK at a time."""
+        first_chunk bytes first (a lookup's target is near), then SCAN_CHUNK at a time."""
         return scan_batch_headers(
             self.fd, self.log_path, position, self.size if end is None else end, first_chunk
         )
@@ -500,43 +340,12 @@ class LogSegment:
     def _entry_span(self) -> int:
         """Bytes from an offset index entry that hold the header of every batch up to the
         next entry: entries are index.interval.bytes apart, give or take the last batch."""
-        return min(self.index_interval_bytes + HEADER_SIZE, _SCAN_CHUNK)
+        return min(self.index_interval_bytes + HEADER_SIZE, SCAN_CHUNK)
 
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
         """The first batch whose last offset is >= offset, or None if there is none."""
-        # scan_headers, inlined for the read path: the batch sought starts at most
-        # index.interval.bytes past its index entry, so the first pread reads that much
-        # and one header; only the batch found becomes a BatchHeader.
         position = max(self.offset_index.lookup(offset).position, start_position)
-        end = self.size
-        fd = self.fd
-        unpack = HEADER.unpack_from
-        buf = b""
-        buf_start = position
-        chunk = self._entry_span()
-        while position + HEADER_SIZE <= end:
-            rel = position - buf_start
-            if rel + HEADER_SIZE > len(buf):
-                buf = os.pread(fd, min(chunk, end - position), position)
-                buf_start, rel = position, 0
-                chunk = _SCAN_CHUNK
-                if len(buf) < HEADER_SIZE:
-                    return None
-            fields = unpack(buf, rel)
-            length = fields[1]
-            if length < MIN_BATCH_LENGTH:
-                # A bad length would never advance the scan: corruption not yet recovered.
-                raise CorruptRecordError(
-                    f"batch at byte {position} of {self.log_path} has batchLength {length}"
-                )
-            last_offset = fields[0] + fields[6]
-            if last_offset >= offset:
-                return _new_tuple(
-                    BatchHeader,
-                    (position, fields[0], last_offset, LOG_OVERHEAD + length, fields[8], fields[2]),
-                )
-            position += LOG_OVERHEAD + length
-        return None
+        return find_batch(self.fd, self.log_path, position, self.size, offset, self._entry_span())
 
     def read(
         self, start_offset: int, max_size: int, max_position: int, min_one_batch: bool
@@ -586,92 +395,17 @@ class LogSegment:
     ) -> int:
         """Validate every batch, rebuild both indexes, and cut the file at the first invalid
         batch (bad length, magic, CRC or offsets). Returns the bytes truncated."""
-        self.offset_index.reset()
-        self.time_index.reset()
-        self.max_timestamp = NO_TIMESTAMP
-        self.offset_of_max_timestamp = self.base_offset
-        self._rolling_timestamp = None
-        self.bytes_since_last_index_entry = 0
-        valid = 0
-        next_offset = self.base_offset
-        for position, batch in self._scan_valid_batches(max_batch_size):
-            if batch.base_offset < next_offset or batch.last_offset < batch.base_offset:
-                break
-            header = batch_header(batch, position)
-            self._index_batch(header, position)
-            if on_batch is not None:
-                on_batch(batch)
-            next_offset = batch.last_offset + 1
-            valid = position + batch.size_in_bytes
-        truncated = self.size - valid
-        if truncated:
-            self._truncate_file(valid)
-        # As Kafka: trim both indexes, and first give the time index the final entry a clean
-        # close would have written. Trimming it without that entry made close() raise
-        # IndexFullError (no slot left for the final entry) after every recovery.
-        self.offset_index.trim_to_valid_size()
-        self.time_index.maybe_append(
-            self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
-        )
-        self.time_index.trim_to_valid_size()
-        self.missing_index = False
-        return truncated
-
-    def _scan_valid_batches(self, max_batch_size: int) -> Iterator[tuple[int, RecordBatch]]:
-        """Whole batches that pass the structural and CRC checks, until the first that fails."""
-        position = 0
-        while position + LOG_OVERHEAD <= self.size:
-            chunk = os.pread(self.fd, min(_RECOVERY_CHUNK, self.size - position), position)
-            rel = 0
-            while rel + LOG_OVERHEAD <= len(chunk):
-                length = int.from_bytes(chunk[rel + 8 : rel + 12], "big", signed=True)
-                size = LOG_OVERHEAD + length
-                if length < MIN_BATCH_LENGTH or (max_batch_size and size > max_batch_size):
-                    return
-                if position + rel + size > self.size:
-                    return  # torn write at the tail
-                if rel + size > len(chunk):
-                    if rel == 0:  # one batch larger than the chunk: read it whole
-                        chunk = os.pread(self.fd, size, position)
-                    else:
-                        break
-                view = memoryview(chunk)[rel : rel + size]
-                if view[16] != MAGIC or crc32c(view[ATTRIBUTES_OFFSET:]) != int.from_bytes(
-                    view[17:21], "big"
-                ):
-                    return
-                try:
-                    batch = RecordBatch(view)
-                except ProtocolError:
-                    return
-                yield position + rel, batch
-                rel += size
-            position += rel
+        return recover_segment(self, on_batch, max_batch_size)
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose last offset is >= offset; returns the bytes removed."""
-        header = self.translate_offset(offset)
-        self.offset_index.truncate_to(offset)
-        self.time_index.truncate_to(offset)
-        # The segment may become the active one again: its indexes were trimmed on roll and
-        # would read as full, rolling on the next append. Kafka regrows them here too.
-        self.offset_index.resize(self.offset_index.max_index_size)
-        self.time_index.resize(self.time_index.max_index_size)
-        removed = 0
-        if header is not None:
-            removed = self.size - header.position
-            self._truncate_file(header.position)
-        self.bytes_since_last_index_entry = 0
-        if self.size == 0:
-            self.created_ms = int(time.time() * 1000)
-            self._rolling_timestamp = None
-        self.max_timestamp, self.offset_of_max_timestamp = self._read_largest_timestamp()
-        return removed
+        return truncate_segment(self, offset)
 
-    def _read_largest_timestamp(self) -> tuple[int, int]:
-        # The last time index entry, unless a batch after it has a larger max timestamp:
-        # the time index is sparse, so it alone understates the max (Kafka's
-        # readLargestTimestamp). offset_for_timestamp and time retention rely on it.
+    def read_largest_timestamp(self) -> tuple[int, int]:
+        """(max timestamp, its offset): the last time index entry, unless a batch after it
+        has a larger max timestamp. The time index is sparse, so it alone understates the
+        max (Kafka's readLargestTimestamp); offset_for_timestamp and time retention rely
+        on it."""
         last = self.time_index.last_entry
         best = (last.timestamp, last.offset)
         position = self.offset_index.lookup(last.offset).position
@@ -680,7 +414,8 @@ class LogSegment:
                 best = (header.max_timestamp, header.last_offset)
         return best
 
-    def _truncate_file(self, size: int) -> None:
+    def truncate_file(self, size: int) -> None:
+        """Cut the `.log` to size bytes (the indexes are the caller's to cut)."""
         try:
             os.ftruncate(self.fd, size)
         except OSError as exc:
@@ -705,7 +440,7 @@ class LogSegment:
                     index.flush()
             if self._indexes_unsynced:  # unmapped at the roll, written before it
                 for suffix in (OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                    _fsync_path(self._path(suffix))
+                    fsync_path(self._path(suffix))
                 self._indexes_unsynced = False
         except OSError as exc:
             raise KafkaStorageError(f"flushing {self.log_path} failed: {exc}") from exc
@@ -739,10 +474,9 @@ class LogSegment:
             ):
                 if index is not None:
                     index.rename_to(self._path(suffix))
-                elif os.path.exists(previous):
-                    os.rename(previous, self._path(suffix))
-            if os.path.exists(old[TXN_INDEX_SUFFIX]):
-                os.rename(old[TXN_INDEX_SUFFIX], self._path(TXN_INDEX_SUFFIX))
+                else:
+                    rename_if_present(previous, self._path(suffix))
+            rename_if_present(old[TXN_INDEX_SUFFIX], self._path(TXN_INDEX_SUFFIX))
         except OSError as exc:
             raise KafkaStorageError(f"renaming {old[LOG_SUFFIX]} failed: {exc}") from exc
         self.log_path = self._path(LOG_SUFFIX)
@@ -750,13 +484,7 @@ class LogSegment:
     def delete(self) -> None:
         """Close and remove every file of the segment."""
         self.close()
-        for kind in (LOG_SUFFIX, OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-            try:
-                os.remove(self._path(kind))
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise KafkaStorageError(f"deleting {self._path(kind)} failed: {exc}") from exc
+        delete_files(self._path(kind) for kind in SEGMENT_FILE_KINDS)
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path}, size={self.size})"
