@@ -94,8 +94,8 @@ def _metric_work_per_request(partitions: float) -> float:
     when handled, the send times when sent) and BrokerTopicMetrics' three marks per
     partition, timed in this process (median of interleaved runs)."""
     from moldau.metrics.registry import MetricsRegistry
-    from moldau.protocol.messages.produce_request import ProduceRequest
-    from moldau.protocol.messages.produce_response import ProduceResponse
+    from moldau.protocol.generated.produce_request import ProduceRequest
+    from moldau.protocol.generated.produce_response import ProduceResponse
     from moldau.server.broker_metrics import BrokerTopicStats
     from moldau.server.request_metrics import RequestMetrics
 

@@ -74,9 +74,9 @@ def record_batch(size: int, seed: int = 1) -> bytes:
 
 def produce_payload(partitions: int, batch: bytes, version: int = 9) -> bytes:
     """A Produce request (v9: header v2; v8: header v1) without the 4-byte size: one topic."""
-    from moldau.protocol.api import ApiKey
+    from moldau.protocol.generated import ProduceRequest, RequestHeader
+    from moldau.protocol.generated.api import ApiKey
     from moldau.protocol.headers import encode_request
-    from moldau.protocol.messages import ProduceRequest, RequestHeader
 
     body = ProduceRequest(
         transactional_id=None,
@@ -103,7 +103,7 @@ def produce_payload(partitions: int, batch: bytes, version: int = 9) -> bytes:
 
 def fetch_response(partitions: int, batch: bytes) -> Any:
     """A Fetch v12 response body: one topic, `partitions` partitions of `batch` each."""
-    from moldau.protocol.messages import FetchResponse
+    from moldau.protocol.generated import FetchResponse
 
     return FetchResponse(
         throttle_time_ms=0,
@@ -132,7 +132,7 @@ def fetch_response(partitions: int, batch: bytes) -> Any:
 
 def metadata_response(topics: int, partitions: int) -> Any:
     """A Metadata v12 response body: 3 brokers, `topics` x `partitions`, replication 3."""
-    from moldau.protocol.messages import MetadataResponse
+    from moldau.protocol.generated import MetadataResponse
 
     rng = random.Random(7)
     brokers = [

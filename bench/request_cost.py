@@ -70,9 +70,9 @@ CALLGRIND_START_SECONDS = 900.0
 
 
 def _frames(acks: int) -> list[bytes]:
-    from moldau.protocol.api import ApiKey
+    from moldau.protocol.generated import ProduceRequest, RequestHeader
+    from moldau.protocol.generated.api import ApiKey
     from moldau.protocol.headers import encode_request
-    from moldau.protocol.messages import ProduceRequest, RequestHeader
     from moldau.protocol.records import build_batch
 
     value = os.urandom(1024)

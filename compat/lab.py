@@ -28,8 +28,8 @@ from moldau import properties as java_properties
 from moldau.client.blocking import BlockingConnection
 from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
 from moldau.devcluster.brokers import BrokerProcess, free_port
-from moldau.protocol.api import ApiKey
-from moldau.protocol.messages.metadata_request import MetadataRequest
+from moldau.protocol.generated.api import ApiKey
+from moldau.protocol.generated.metadata_request import MetadataRequest
 
 BROKER_ID = 1
 PR_SET_PDEATHSIG = 1  # prctl(2)

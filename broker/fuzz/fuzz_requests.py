@@ -73,7 +73,7 @@ def fuzz_child(target: str, libfuzzer_args: Sequence[str]) -> None:
     # moldau that the properties import (the API table) after it is off.
     with atheris.instrument_imports(include=["moldau"]):
         from moldau.protocol import compression, framing, headers, legacy, records
-        from moldau.protocol.api import APIS
+        from moldau.protocol.generated.api import APIS
 
         for spec in APIS.values():
             spec.request  # noqa: B018  # imports the class's module

@@ -35,10 +35,10 @@ from typing import Any
 
 from moldau.protocol import headers, legacy
 from moldau.protocol._runtime import Message
-from moldau.protocol.api import APIS
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.framing import FrameReader
-from moldau.protocol.messages import ProduceRequest, RequestHeader
+from moldau.protocol.generated import ProduceRequest, RequestHeader
+from moldau.protocol.generated.api import APIS
 from moldau.protocol.records import (
     LOG_APPEND_TIME,
     Record,

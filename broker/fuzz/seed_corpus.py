@@ -22,7 +22,7 @@ from moldau.protocol import compression as codecs
 from moldau.protocol import headers, legacy
 from moldau.protocol._runtime import FieldSpec, Message, Struct, in_range
 from moldau.protocol.framing import frame
-from moldau.protocol.messages import ProduceRequest, RequestHeader
+from moldau.protocol.generated import ProduceRequest, RequestHeader
 from moldau.protocol.records import (
     CONTROL_COMMIT,
     LOG_APPEND_TIME,

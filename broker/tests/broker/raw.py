@@ -10,11 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from moldau.client.blocking import BlockingConnection
-from moldau.protocol.messages.api_versions_request import ApiVersionsRequest
-from moldau.protocol.messages.create_topics_request import CreateTopicsRequest
-from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
-from moldau.protocol.messages.metadata_request import MetadataRequest
-from moldau.protocol.messages.produce_request import ProduceRequest
+from moldau.protocol.generated.api_versions_request import ApiVersionsRequest
+from moldau.protocol.generated.create_topics_request import CreateTopicsRequest
+from moldau.protocol.generated.list_offsets_request import ListOffsetsRequest
+from moldau.protocol.generated.metadata_request import MetadataRequest
+from moldau.protocol.generated.produce_request import ProduceRequest
 from moldau.protocol.records import build_batch
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3

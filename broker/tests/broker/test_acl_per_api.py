@@ -26,8 +26,7 @@ from tls_material import make_tls_material
 from moldau.client.blocking import BlockingConnection
 from moldau.devcluster.brokers import BrokerProcess, free_port
 from moldau.protocol._runtime import Message
-from moldau.protocol.api import ApiKey
-from moldau.protocol.messages import (
+from moldau.protocol.generated import (
     AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
     ApiVersionsRequest,
@@ -66,6 +65,7 @@ from moldau.protocol.messages import (
     SyncGroupRequest,
     UpdateMetadataRequest,
 )
+from moldau.protocol.generated.api import ApiKey
 from moldau.protocol.records import build_batch
 from moldau.security.acls import AclOperation, AclPermissionType, PatternType, ResourceType
 from moldau.server.api_table import API_TABLE

@@ -28,8 +28,8 @@ from tls_material import TlsMaterial, make_tls_material
 
 from moldau.client.blocking import BlockingConnection
 from moldau.devcluster.brokers import BrokerProcess, free_port
-from moldau.protocol.api import ApiKey
-from moldau.protocol.messages.describe_acls_request import DescribeAclsRequest
+from moldau.protocol.generated.api import ApiKey
+from moldau.protocol.generated.describe_acls_request import DescribeAclsRequest
 
 TOPIC = "clueful_secrets"
 GROUP = "clueful_readers"

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from moldau.protocol.messages.alter_configs_request import AlterConfigsRequest
-from moldau.protocol.messages.describe_configs_request import DescribeConfigsRequest
-from moldau.protocol.messages.incremental_alter_configs_request import (
+from moldau.protocol.generated.alter_configs_request import AlterConfigsRequest
+from moldau.protocol.generated.describe_configs_request import DescribeConfigsRequest
+from moldau.protocol.generated.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
 

@@ -326,7 +326,7 @@ def test_delete_records(broker) -> None:
 def test_describe_log_dirs(broker) -> None:
     from kafka.admin import KafkaAdminClient
 
-    from moldau.protocol.messages.describe_log_dirs_request import DescribeLogDirsRequest
+    from moldau.protocol.generated.describe_log_dirs_request import DescribeLogDirsRequest
 
     name = topic_name("ld")
     produce(broker, name, 20)  # auto-created with one partition
@@ -392,7 +392,7 @@ def test_describe_cluster(broker) -> None:
     assert aio_info["controller_id"] == 1
     assert aio_info["cluster_id"] == described.cluster_id
 
-    from moldau.protocol.messages.describe_cluster_request import DescribeClusterRequest
+    from moldau.protocol.generated.describe_cluster_request import DescribeClusterRequest
 
     # v1 asked for the controller endpoints: MISMATCHED_ENDPOINT_TYPE
     with connect(broker, TIMEOUT) as conn:
@@ -404,7 +404,7 @@ def test_describe_cluster(broker) -> None:
 
 
 def test_offset_for_leader_epoch(broker) -> None:
-    from moldau.protocol.messages.offset_for_leader_epoch_request import (
+    from moldau.protocol.generated.offset_for_leader_epoch_request import (
         OffsetForLeaderEpochRequest as Request,
     )
 
@@ -435,9 +435,9 @@ def test_topic_admin_apis_answer_not_controller_off_the_controller() -> None:
     always its own controller, so this calls the handlers directly)."""
     from types import SimpleNamespace
 
-    from moldau.protocol.messages.create_partitions_request import CreatePartitionsRequest
-    from moldau.protocol.messages.create_topics_request import CreateTopicsRequest
-    from moldau.protocol.messages.delete_topics_request import DeleteTopicsRequest
+    from moldau.protocol.generated.create_partitions_request import CreatePartitionsRequest
+    from moldau.protocol.generated.create_topics_request import CreateTopicsRequest
+    from moldau.protocol.generated.delete_topics_request import DeleteTopicsRequest
     from moldau.server.handlers.topics import (
         CreatePartitionsHandler,
         CreateTopicsHandler,
@@ -469,7 +469,7 @@ def test_an_assignment_naming_an_absent_broker_creates_offline_partitions(broker
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import NewTopic
 
-    from moldau.protocol.messages.metadata_request import MetadataRequest
+    from moldau.protocol.generated.metadata_request import MetadataRequest
 
     client = admin(broker)
     name = topic_name("ct-offline")

@@ -15,16 +15,16 @@ import pytest
 
 from moldau.devcluster.brokers import BrokerProcess
 from moldau.protocol._runtime import ZERO_UUID
+from moldau.protocol.generated.api_versions_request import ApiVersionsRequest
+from moldau.protocol.generated.api_versions_response import ApiVersionsResponse
+from moldau.protocol.generated.fetch_request import FetchRequest
+from moldau.protocol.generated.init_producer_id_request import InitProducerIdRequest
+from moldau.protocol.generated.list_offsets_request import ListOffsetsRequest
+from moldau.protocol.generated.metadata_request import MetadataRequest
+from moldau.protocol.generated.request_header import RequestHeader
+from moldau.protocol.generated.response_header import ResponseHeader
 from moldau.protocol.headers import encode_request
 from moldau.protocol.legacy import build_message_set
-from moldau.protocol.messages.api_versions_request import ApiVersionsRequest
-from moldau.protocol.messages.api_versions_response import ApiVersionsResponse
-from moldau.protocol.messages.fetch_request import FetchRequest
-from moldau.protocol.messages.init_producer_id_request import InitProducerIdRequest
-from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
-from moldau.protocol.messages.metadata_request import MetadataRequest
-from moldau.protocol.messages.request_header import RequestHeader
-from moldau.protocol.messages.response_header import ResponseHeader
 from moldau.protocol.records import build_batch, iter_batches
 
 from .conftest import start_broker

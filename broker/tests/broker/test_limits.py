@@ -17,11 +17,11 @@ import pytest
 
 from moldau.client.blocking import BlockingConnection
 from moldau.devcluster.brokers import BrokerProcess
+from moldau.protocol.generated.api_versions_request import ApiVersionsRequest
+from moldau.protocol.generated.fetch_request import FetchRequest
+from moldau.protocol.generated.metadata_request import MetadataRequest
+from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import decode_response, encode_request
-from moldau.protocol.messages.api_versions_request import ApiVersionsRequest
-from moldau.protocol.messages.fetch_request import FetchRequest
-from moldau.protocol.messages.metadata_request import MetadataRequest
-from moldau.protocol.messages.request_header import RequestHeader
 
 from .conftest import start_broker
 from .raw import (

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 
+from moldau.protocol.generated.api_versions_request import ApiVersionsRequest
+from moldau.protocol.generated.fetch_request import FetchRequest
 from moldau.protocol.headers import decode_response
-from moldau.protocol.messages.api_versions_request import ApiVersionsRequest
-from moldau.protocol.messages.fetch_request import FetchRequest
 from moldau.protocol.records import build_batch, iter_batches
 
 from .raw import API_VERSIONS, FETCH, connect, create_topic, produce, topic_name

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 import pytest
 
 from moldau.devcluster.brokers import BrokerProcess, free_port
+from moldau.protocol.generated.api_versions_request import ApiVersionsRequest
+from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import encode_request
-from moldau.protocol.messages.api_versions_request import ApiVersionsRequest
-from moldau.protocol.messages.request_header import RequestHeader
 
 from .raw import server_log, wait_until
 

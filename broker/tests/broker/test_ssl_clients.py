@@ -134,7 +134,7 @@ def test_kcat_over_mutual_tls(ssl_broker, tls: TlsMaterial) -> None:
 def test_client_without_certificate_is_refused_and_plaintext_still_works(
         ssl_broker, tls: TlsMaterial) -> None:
     from moldau.client.blocking import BlockingConnection
-    from moldau.protocol.messages.metadata_request import MetadataRequest
+    from moldau.protocol.generated.metadata_request import MetadataRequest
 
     broker, bootstrap = ssl_broker
     host, port = bootstrap.split(":")

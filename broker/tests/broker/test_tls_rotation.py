@@ -32,7 +32,7 @@ from tls_material import SERVER_NAMES, SERVER_SUBJECT, TlsMaterial, make_tls_mat
 
 from moldau.client.blocking import BlockingConnection
 from moldau.devcluster.brokers import BrokerProcess, free_port
-from moldau.protocol.messages.metadata_request import MetadataRequest
+from moldau.protocol.generated.metadata_request import MetadataRequest
 
 SECRET = "rotation-test-encoder-secret"
 LOCATION = "listener.name.ssl.ssl.keystore.location"

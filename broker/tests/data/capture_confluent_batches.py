@@ -19,15 +19,15 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from moldau.protocol.api import APIS
 from moldau.protocol.framing import FrameDecoder
-from moldau.protocol.headers import decode_request, encode_response
-from moldau.protocol.messages import (
+from moldau.protocol.generated import (
     ApiVersionsResponse,
     InitProducerIdResponse,
     MetadataResponse,
     ProduceResponse,
 )
+from moldau.protocol.generated.api import APIS
+from moldau.protocol.headers import decode_request, encode_response
 
 OUT = Path(__file__).resolve().parent / "records"
 TOPIC = "capture"

@@ -15,18 +15,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from moldau.client.blocking import BlockingConnection
+from moldau.protocol.generated.delete_groups_request import DeleteGroupsRequest
+from moldau.protocol.generated.describe_groups_request import DescribeGroupsRequest
+from moldau.protocol.generated.find_coordinator_request import FindCoordinatorRequest
+from moldau.protocol.generated.heartbeat_request import HeartbeatRequest
+from moldau.protocol.generated.join_group_request import JoinGroupRequest
+from moldau.protocol.generated.leave_group_request import LeaveGroupRequest
+from moldau.protocol.generated.list_groups_request import ListGroupsRequest
+from moldau.protocol.generated.offset_commit_request import OffsetCommitRequest
+from moldau.protocol.generated.offset_delete_request import OffsetDeleteRequest
+from moldau.protocol.generated.offset_fetch_request import OffsetFetchRequest
+from moldau.protocol.generated.sync_group_request import SyncGroupRequest
 from moldau.protocol.headers import decode_response
-from moldau.protocol.messages.delete_groups_request import DeleteGroupsRequest
-from moldau.protocol.messages.describe_groups_request import DescribeGroupsRequest
-from moldau.protocol.messages.find_coordinator_request import FindCoordinatorRequest
-from moldau.protocol.messages.heartbeat_request import HeartbeatRequest
-from moldau.protocol.messages.join_group_request import JoinGroupRequest
-from moldau.protocol.messages.leave_group_request import LeaveGroupRequest
-from moldau.protocol.messages.list_groups_request import ListGroupsRequest
-from moldau.protocol.messages.offset_commit_request import OffsetCommitRequest
-from moldau.protocol.messages.offset_delete_request import OffsetDeleteRequest
-from moldau.protocol.messages.offset_fetch_request import OffsetFetchRequest
-from moldau.protocol.messages.sync_group_request import SyncGroupRequest
 
 # API keys
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP = 8, 9, 10, 11

@@ -19,8 +19,8 @@ from confluent_kafka.admin import AdminClient
 
 from moldau.client.blocking import BlockingConnection
 from moldau.devcluster.brokers import BrokerProcess
-from moldau.protocol.messages.find_coordinator_request import FindCoordinatorRequest
-from moldau.protocol.messages.offset_fetch_request import OffsetFetchRequest
+from moldau.protocol.generated.find_coordinator_request import FindCoordinatorRequest
+from moldau.protocol.generated.offset_fetch_request import OffsetFetchRequest
 
 from .conftest import start_group_broker
 from .group_raw import (

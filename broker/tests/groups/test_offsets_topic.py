@@ -19,8 +19,8 @@ from kafka import KafkaConsumer, TopicPartition
 
 from moldau.client.blocking import BlockingConnection
 from moldau.devcluster.brokers import BrokerProcess
-from moldau.protocol.messages.describe_configs_request import DescribeConfigsRequest
-from moldau.protocol.messages.find_coordinator_request import FindCoordinatorRequest
+from moldau.protocol.generated.describe_configs_request import DescribeConfigsRequest
+from moldau.protocol.generated.find_coordinator_request import FindCoordinatorRequest
 
 from .conftest import start_group_broker
 from .group_raw import (

@@ -22,7 +22,7 @@ from broker.test_limits import long_poll, read_responses, request_bytes
 from confluent_kafka import Producer
 
 from moldau.devcluster.brokers import BrokerProcess
-from moldau.protocol.messages.metadata_request import MetadataRequest
+from moldau.protocol.generated.metadata_request import MetadataRequest
 
 from .jmx import beans
 

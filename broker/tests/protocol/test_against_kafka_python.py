@@ -25,9 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis_budget import examples
 
-from moldau.protocol import messages
+from moldau.protocol import generated as messages
 from moldau.protocol._runtime import ZERO_UUID, in_range
-from moldau.protocol.api import APIS
+from moldau.protocol.generated.api import APIS
 
 try:
     from . import strategies

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from moldau.protocol.api import APIS, ApiKey
+from moldau.protocol.generated.api import APIS, ApiKey
 
 
 def test_every_api_has_a_member_with_its_number() -> None:

@@ -9,10 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_budget import examples
 
-from moldau.protocol import headers, messages
+from moldau.protocol import generated as messages
+from moldau.protocol import headers
 from moldau.protocol.errors import ProtocolError, UnsupportedVersionError
 from moldau.protocol.framing import FrameDecoder
-from moldau.protocol.messages import (
+from moldau.protocol.generated import (
     ApiVersionsRequest,
     FetchRequest,
     MetadataRequest,

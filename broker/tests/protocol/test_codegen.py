@@ -41,8 +41,8 @@ def rendered(codegen):
 def test_generated_files_are_up_to_date(rendered):
     stale = [rel for rel, text in rendered.items() if (OUT / rel).read_text() != text]
     assert not stale, f"regenerate with `python -m codegen` in broker/: {stale[:10]}"
-    on_disk = {str(p.relative_to(OUT)) for p in (OUT / "messages").glob("*.py")}
-    assert on_disk == {rel for rel in rendered if rel.startswith("messages/")}
+    on_disk = {str(p.relative_to(OUT)) for p in (OUT / "generated").glob("*.py")}
+    assert on_disk == {rel for rel in rendered if rel.startswith("generated/")}
     assert len(rendered) == 212  # 210 message modules, the index and the API table
 
 
@@ -60,19 +60,19 @@ def test_check_mode_in_a_subprocess(tmp_path):
     # --check notices a hand edit and an orphan, and writes nothing
     copy = tmp_path / "protocol"
     shutil.copytree(OUT, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    edited = copy / "messages" / "produce_request.py"
+    edited = copy / "generated" / "produce_request.py"
     edited.write_text(edited.read_text() + "# edited by hand\n")
-    (copy / "messages" / "orphan.py").write_text("")
+    (copy / "generated" / "orphan.py").write_text("")
     result = subprocess.run([*run, "--check", "--out", str(copy)], cwd=BROKER,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert "2 generated files are out of date" in result.stderr
-    assert "messages/produce_request.py" in result.stderr
+    assert "generated/produce_request.py" in result.stderr
     assert edited.read_text().endswith("# edited by hand\n")
 
     # without --check it repairs the copy
     result = subprocess.run([*run, "--out", str(copy)], cwd=BROKER, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert edited.read_text() == (OUT / "messages" / "produce_request.py").read_text()
-    assert not (copy / "messages" / "orphan.py").exists()
+    assert edited.read_text() == (OUT / "generated" / "produce_request.py").read_text()
+    assert not (copy / "generated" / "orphan.py").exists()

@@ -16,10 +16,9 @@ from hypothesis import strategies as st
 from hypothesis_budget import examples
 
 from moldau.protocol import headers
-from moldau.protocol.api import APIS
 from moldau.protocol.errors import ProtocolError, UnsupportedVersionError
 from moldau.protocol.framing import FrameDecoder, frame
-from moldau.protocol.messages import (
+from moldau.protocol.generated import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     ControlledShutdownRequest,
@@ -30,6 +29,7 @@ from moldau.protocol.messages import (
     RequestHeader,
     ResponseHeader,
 )
+from moldau.protocol.generated.api import APIS
 
 kp_header = pytest.importorskip("kafka.protocol.api_header", reason="kafka-python is missing")
 from kafka.protocol.consumer import HeartbeatRequest as KpHeartbeatRequest  # noqa: E402
@@ -225,7 +225,7 @@ def test_response_header_layouts():
     assert data[4:8] == b"\x00\x00\x00\x01"
     assert data[8:] == ApiVersionsResponse().encode(3)
     # Produce v9 is flexible: response header v1 ends in an empty tag section.
-    from moldau.protocol.messages import ProduceResponse
+    from moldau.protocol.generated import ProduceResponse
 
     data = headers.encode_response(1, 0, 9, ProduceResponse())
     assert data[4:9] == b"\x00\x00\x00\x01\x00"
@@ -326,8 +326,8 @@ def test_frame_decoder_rejects_bad_sizes():
 
 
 def test_frames_are_writable_so_batches_can_be_patched_in_place():
+    from moldau.protocol.generated import ProduceRequest, RequestHeader
     from moldau.protocol.headers import decode_request, encode_request
-    from moldau.protocol.messages import ProduceRequest, RequestHeader
     from moldau.protocol.records import build_batch, iter_batches, patch_batch
 
     body = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[

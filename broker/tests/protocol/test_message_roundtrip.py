@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis_budget import examples
 
-from moldau.protocol import messages
+from moldau.protocol import generated as messages
 from moldau.protocol._runtime import Message, in_range
 from moldau.protocol.errors import ProtocolError, UnsupportedVersionError
-from moldau.protocol.messages import (
+from moldau.protocol.generated import (
     MetadataRequest,
     ProduceRequest,
     RequestHeader,

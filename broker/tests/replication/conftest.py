@@ -100,7 +100,7 @@ class Cluster:
     def leader_serves(self, topic: str, partition: int, broker_id: int) -> bool:
         """Whether the broker answers ListOffsets for the partition without an error."""
         from moldau.client.blocking import BlockingConnection
-        from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
+        from moldau.protocol.generated.list_offsets_request import ListOffsetsRequest
 
         latest = ListOffsetsRequest.ListOffsetsPartition(partition_index=partition,
                                                           timestamp=-1)

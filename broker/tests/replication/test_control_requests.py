@@ -9,10 +9,10 @@ import pytest
 
 from moldau.cluster import zk_data
 from moldau.cluster.controller import PartitionDecision
-from moldau.protocol.api import ApiKey
 from moldau.protocol.fit import fit_to_version
+from moldau.protocol.generated.api import ApiKey
+from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import decode_request, encode_request
-from moldau.protocol.messages.request_header import RequestHeader
 from moldau.replication.protocol_versions import (
     UnknownProtocolVersionError,
     parse,

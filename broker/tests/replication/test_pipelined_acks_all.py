@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from moldau.client.blocking import BlockingConnection
+from moldau.protocol.generated.produce_request import ProduceRequest
+from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import decode_response, encode_request
-from moldau.protocol.messages.produce_request import ProduceRequest
-from moldau.protocol.messages.request_header import RequestHeader
 from moldau.protocol.records import build_batch
 
 from .conftest import Cluster, make_cluster, running

@@ -140,10 +140,10 @@ def test_bad_reassignments_get_kafkas_errors_and_change_nothing(cluster: Cluster
 
 def test_only_the_controller_reassigns(cluster: Cluster) -> None:
     from moldau.client.blocking import BlockingConnection
-    from moldau.protocol.messages.alter_partition_reassignments_request import (
+    from moldau.protocol.generated.alter_partition_reassignments_request import (
         AlterPartitionReassignmentsRequest as Request,
     )
-    from moldau.protocol.messages.list_partition_reassignments_request import (
+    from moldau.protocol.generated.list_partition_reassignments_request import (
         ListPartitionReassignmentsRequest,
     )
 

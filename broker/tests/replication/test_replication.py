@@ -269,7 +269,7 @@ def test_preferred_replica_election_znode(cluster: Cluster) -> None:
 
 def test_only_the_controller_elects_leaders(cluster: Cluster) -> None:
     from moldau.client.blocking import BlockingConnection
-    from moldau.protocol.messages.elect_leaders_request import ElectLeadersRequest
+    from moldau.protocol.generated.elect_leaders_request import ElectLeadersRequest
 
     cluster.ensure_all_running()
     with cluster.zookeeper() as zk:

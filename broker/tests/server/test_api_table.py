@@ -12,7 +12,7 @@ from moldau.errors import (
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
 )
-from moldau.protocol.api import ApiKey
+from moldau.protocol.generated.api import ApiKey
 from moldau.server.api_table import API_TABLE, BEFORE_AUTHENTICATION, Scope
 from moldau.server.handlers import build_handlers
 from moldau.server.quotas import Quota

@@ -14,9 +14,7 @@ import pytest
 
 from moldau.errors import NotEnoughReplicasError
 from moldau.protocol._runtime import Message
-from moldau.protocol.api import APIS
-from moldau.protocol.headers import decode_response, encode_request
-from moldau.protocol.messages import (
+from moldau.protocol.generated import (
     DeleteTopicsRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
@@ -29,6 +27,8 @@ from moldau.protocol.messages import (
     ProduceRequest,
     RequestHeader,
 )
+from moldau.protocol.generated.api import APIS
+from moldau.protocol.headers import decode_response, encode_request
 from moldau.server.error_responses import error_response
 from moldau.server.network import Session
 from moldau.server.requests import RequestDispatcher

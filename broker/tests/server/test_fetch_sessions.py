@@ -8,8 +8,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from moldau.protocol.fetch_session import next_epoch
-from moldau.protocol.messages.fetch_request import FetchRequest as F
-from moldau.protocol.messages.fetch_response import FetchResponse as R
+from moldau.protocol.generated.fetch_request import FetchRequest as F
+from moldau.protocol.generated.fetch_response import FetchResponse as R
 from moldau.replication.protocol_versions import versions_for
 from moldau.replication.replica_fetcher import FetcherConfig, FetchState, ReplicaFetcher
 from moldau.server.fetch_sessions import FetchSessionCache

@@ -29,12 +29,12 @@ from moldau.errors import (
     UnknownTopicOrPartitionError,
 )
 from moldau.metrics.registry import MetricsRegistry
-from moldau.protocol.api import APIS, ApiKey
 from moldau.protocol.errors import ProtocolError
-from moldau.protocol.messages.metadata_request import MetadataRequest
-from moldau.protocol.messages.offset_commit_request import OffsetCommitRequest
-from moldau.protocol.messages.produce_request import ProduceRequest
-from moldau.protocol.messages.request_header import RequestHeader
+from moldau.protocol.generated.api import APIS, ApiKey
+from moldau.protocol.generated.metadata_request import MetadataRequest
+from moldau.protocol.generated.offset_commit_request import OffsetCommitRequest
+from moldau.protocol.generated.produce_request import ProduceRequest
+from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.records import build_batch
 from moldau.replication.replica_manager import LeaderAndIsr, ReplicaManager
 from moldau.security.acls import Action
@@ -362,9 +362,9 @@ def test_offset_commit_carries_the_coordinators_refusal_to_every_partition() -> 
 
 def test_the_acl_apis_without_an_authorizer_answer_security_disabled() -> None:
     """No authorizer.class.name: as Kafka, SECURITY_DISABLED in every error slot."""
-    from moldau.protocol.messages.create_acls_request import CreateAclsRequest
-    from moldau.protocol.messages.delete_acls_request import DeleteAclsRequest
-    from moldau.protocol.messages.describe_acls_request import DescribeAclsRequest
+    from moldau.protocol.generated.create_acls_request import CreateAclsRequest
+    from moldau.protocol.generated.delete_acls_request import DeleteAclsRequest
+    from moldau.protocol.generated.describe_acls_request import DescribeAclsRequest
 
     built, _ = build_handlers(replace(fake_services(), acl_authorizer=None))
     described = built[ApiKey.DESCRIBE_ACLS](context(ApiKey.DESCRIBE_ACLS, 3),

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from moldau.errors import LeaderNotAvailableError, UnknownTopicOrPartitionError
-from moldau.protocol.messages.metadata_request import MetadataRequest
+from moldau.protocol.generated.metadata_request import MetadataRequest
 from moldau.server.handlers.metadata import MetadataHandler
 from moldau.server.metadata_cache import MetadataCache
 from moldau.server.partition_states import PartitionStates

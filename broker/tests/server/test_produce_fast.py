@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from moldau.protocol.generated import ProduceRequest, ProduceResponse, RequestHeader
 from moldau.protocol.headers import encode_request
-from moldau.protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
 from moldau.protocol.records import build_batch
 from moldau.server.handlers.produce_fast import encode_success, parse
 from moldau.server.responses import encode_response_parts

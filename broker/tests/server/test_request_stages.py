@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from moldau.protocol._runtime import Message
-from moldau.protocol.api import ApiKey
 from moldau.protocol.errors import ProtocolError
+from moldau.protocol.generated.api import ApiKey
+from moldau.protocol.generated.api_versions_request import ApiVersionsRequest
+from moldau.protocol.generated.api_versions_response import ApiVersionsResponse
+from moldau.protocol.generated.metadata_request import MetadataRequest
+from moldau.protocol.generated.metadata_response import MetadataResponse
+from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import decode_response, encode_request
-from moldau.protocol.messages.api_versions_request import ApiVersionsRequest
-from moldau.protocol.messages.api_versions_response import ApiVersionsResponse
-from moldau.protocol.messages.metadata_request import MetadataRequest
-from moldau.protocol.messages.metadata_response import MetadataResponse
-from moldau.protocol.messages.request_header import RequestHeader
 from moldau.server.network import Listener, Session, SocketServer
 from moldau.server.quotas import Quota
 from moldau.server.requests import RequestContext, RequestDispatcher
@@ -123,7 +123,7 @@ def test_a_quota_recorder_turns_the_fast_produce_path_off() -> None:
 
 
 def _leader_and_isr() -> Message:
-    from moldau.protocol.messages.leader_and_isr_request import LeaderAndIsrRequest
+    from moldau.protocol.generated.leader_and_isr_request import LeaderAndIsrRequest
     return LeaderAndIsrRequest(controller_id=1, controller_epoch=1, broker_epoch=1,
                                topic_states=[], live_leaders=[])
 

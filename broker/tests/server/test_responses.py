@@ -10,8 +10,8 @@ import tempfile
 import pytest
 
 from moldau.protocol.errors import ProtocolError
+from moldau.protocol.generated import FetchResponse, ProduceRequest, RequestHeader
 from moldau.protocol.headers import decode_request, decode_response, encode_request
-from moldau.protocol.messages import FetchResponse, ProduceRequest, RequestHeader
 from moldau.protocol.records import build_batch
 from moldau.server.responses import FileRecords, encode_response_parts
 

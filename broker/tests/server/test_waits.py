@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from moldau.client.broker_connection import BrokerConnection
+from moldau.protocol.generated.api_versions_request import ApiVersionsRequest
+from moldau.protocol.generated.api_versions_response import ApiVersionsResponse
 from moldau.protocol.headers import encode_response
-from moldau.protocol.messages.api_versions_request import ApiVersionsRequest
-from moldau.protocol.messages.api_versions_response import ApiVersionsResponse
 from moldau.replication.replica_manager import Partition, ReplicaManager
 
 API_VERSIONS = 18

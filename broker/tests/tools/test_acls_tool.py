@@ -21,8 +21,8 @@ import pytest
 from moldau.client.blocking import BlockingConnection
 from moldau.cluster.zk_client import KafkaZkClient
 from moldau.devcluster.brokers import BrokerProcess
-from moldau.protocol.api import ApiKey
-from moldau.protocol.messages.describe_acls_request import DescribeAclsRequest
+from moldau.protocol.generated.api import ApiKey
+from moldau.protocol.generated.describe_acls_request import DescribeAclsRequest
 from moldau.security.acls import (
     AccessControlEntry,
     AclOperation,

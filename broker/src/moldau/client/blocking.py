@@ -12,9 +12,9 @@ import struct
 from typing import Any
 
 from moldau.protocol._runtime import Message
-from moldau.protocol.api import APIS
+from moldau.protocol.generated.api import APIS
+from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import decode_response, encode_request
-from moldau.protocol.messages.request_header import RequestHeader
 
 _INT32 = struct.Struct(">i")
 

@@ -18,8 +18,8 @@ from typing import Any
 from moldau.protocol._runtime import Message
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.framing import FrameReader
+from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import decode_response, encode_request
-from moldau.protocol.messages.request_header import RequestHeader
 
 _INT32 = struct.Struct(">i")
 MAX_RESPONSE = 512 * 1024 * 1024  # beyond any fetch response a broker asks for

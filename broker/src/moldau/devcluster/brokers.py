@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from moldau import properties as java_properties
 from moldau.client.blocking import BlockingConnection
-from moldau.protocol.api import ApiKey
-from moldau.protocol.messages.metadata_request import MetadataRequest
+from moldau.protocol.generated.api import ApiKey
+from moldau.protocol.generated.metadata_request import MetadataRequest
 
 PR_SET_PDEATHSIG = 1  # prctl(2)
 

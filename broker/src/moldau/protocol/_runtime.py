@@ -1,4 +1,4 @@
-"""Runtime support for the generated message classes in moldau.protocol.messages.
+"""Runtime support for the generated message classes in moldau.protocol.generated.
 
 The generator (broker/codegen) writes one straight-line decode and encode function per
 struct and wire layout; those functions call the helpers here for everything that needs
@@ -391,7 +391,7 @@ def non_default_absent(owner: str, field: str) -> UnsupportedVersionError:
 
 
 class ApiSpec:
-    """One row of the generated API table (moldau.protocol.api.APIS).
+    """One row of the generated API table (moldau.protocol.generated.api.APIS).
 
     The message classes are imported on first use, so importing the table (and the
     header codec) does not load all 176 message modules.
@@ -452,6 +452,6 @@ class ApiSpec:
 
 
 def _message_class(name: str) -> type[Message]:
-    from moldau.protocol import messages  # the lazy index; imports one module
+    from moldau.protocol import generated  # the lazy index; imports one module
 
-    return getattr(messages, name)
+    return getattr(generated, name)

@@ -12,11 +12,11 @@ import struct
 from typing import Any
 
 from ._runtime import _DECODE_FAILURES, Message, decode_failure
-from .api import APIS, ApiKey
 from .errors import ProtocolError, UnsupportedVersionError
-from .messages.api_versions_response import ApiVersionsResponse
-from .messages.request_header import RequestHeader
-from .messages.response_header import ResponseHeader
+from .generated.api import APIS, ApiKey
+from .generated.api_versions_response import ApiVersionsResponse
+from .generated.request_header import RequestHeader
+from .generated.response_header import ResponseHeader
 
 UNSUPPORTED_VERSION = 35  # Kafka's error code
 

@@ -30,12 +30,12 @@ from moldau.errors import (
     KafkaError,
     KafkaStorageError,
 )
-from moldau.protocol.api import ApiKey
 from moldau.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
-from moldau.protocol.messages.fetch_request import FetchRequest
-from moldau.protocol.messages.fetch_response import FetchResponse
-from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
-from moldau.protocol.messages.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
+from moldau.protocol.generated.api import ApiKey
+from moldau.protocol.generated.fetch_request import FetchRequest
+from moldau.protocol.generated.fetch_response import FetchResponse
+from moldau.protocol.generated.list_offsets_request import ListOffsetsRequest
+from moldau.protocol.generated.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
 from moldau.protocol.records import complete_length
 from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 

@@ -24,7 +24,7 @@ from moldau.errors import (
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
 )
-from moldau.protocol.api import ApiKey
+from moldau.protocol.generated.api import ApiKey
 
 from . import handlers as h
 from .quotas import Quota

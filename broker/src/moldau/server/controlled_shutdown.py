@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from moldau.client.broker_connection import BrokerConnection
 from moldau.errors import KafkaError
-from moldau.protocol.api import ApiKey
-from moldau.protocol.messages.controlled_shutdown_request import ControlledShutdownRequest
+from moldau.protocol.generated.api import ApiKey
+from moldau.protocol.generated.controlled_shutdown_request import ControlledShutdownRequest
 
 if TYPE_CHECKING:
     from moldau.cluster.controller import Controller

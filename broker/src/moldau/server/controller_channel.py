@@ -21,12 +21,12 @@ from moldau.cluster import zk_data
 from moldau.cluster.controller import PartitionDecision
 from moldau.cluster.controller_events import OfflineReplicas
 from moldau.errors import KafkaStorageError
-from moldau.protocol.api import ApiKey
 from moldau.protocol.fit import fit_to_version
-from moldau.protocol.messages.leader_and_isr_request import LeaderAndIsrRequest
-from moldau.protocol.messages.leader_and_isr_response import LeaderAndIsrResponse
-from moldau.protocol.messages.stop_replica_request import StopReplicaRequest
-from moldau.protocol.messages.update_metadata_request import UpdateMetadataRequest
+from moldau.protocol.generated.api import ApiKey
+from moldau.protocol.generated.leader_and_isr_request import LeaderAndIsrRequest
+from moldau.protocol.generated.leader_and_isr_response import LeaderAndIsrResponse
+from moldau.protocol.generated.stop_replica_request import StopReplicaRequest
+from moldau.protocol.generated.update_metadata_request import UpdateMetadataRequest
 from moldau.replication.protocol_versions import InterBrokerVersions
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from moldau.protocol._runtime import FieldSpec, Message, Struct, in_range
-from moldau.protocol.api import APIS, ApiKey
+from moldau.protocol.generated.api import APIS, ApiKey
 
 # the fields that say which topic, partition, group or resource an entry is about
 KEY_FIELDS = frozenset({"name", "topic", "topic_id", "topic_name", "partition",

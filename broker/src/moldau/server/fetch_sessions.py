@@ -25,8 +25,8 @@ from moldau.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochE
 from moldau.protocol.fetch_session import INT32_MAX
 
 if TYPE_CHECKING:
-    from moldau.protocol.messages.fetch_request import FetchRequest
-    from moldau.protocol.messages.fetch_response import FetchResponse
+    from moldau.protocol.generated.fetch_request import FetchRequest
+    from moldau.protocol.generated.fetch_response import FetchResponse
 
 FETCH_SESSION_ID_NOT_FOUND = FetchSessionIdNotFoundError.code
 INVALID_FETCH_SESSION_EPOCH = InvalidFetchSessionEpochError.code

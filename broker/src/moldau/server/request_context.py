@@ -8,8 +8,8 @@ import collections
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from moldau.protocol.api import APIS
-from moldau.protocol.messages.request_header import RequestHeader
+from moldau.protocol.generated.api import APIS
+from moldau.protocol.generated.request_header import RequestHeader
 from moldau.security.acls import AclOperation, Action, ResourceType
 
 from .authorization import Authorizer

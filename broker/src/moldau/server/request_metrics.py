@@ -27,7 +27,7 @@ from typing import Any
 from moldau import errors
 from moldau.errors import error_name
 from moldau.metrics.registry import Histogram, Meter, MetricsRegistry
-from moldau.protocol.api import APIS, ApiKey
+from moldau.protocol.generated.api import APIS, ApiKey
 
 NETWORK = "kafka.network"
 

@@ -32,8 +32,8 @@ from typing import Any
 
 from moldau.errors import KafkaError
 from moldau.protocol._runtime import Message
-from moldau.protocol.api import APIS, ApiKey
 from moldau.protocol.errors import ProtocolError, UnsupportedVersionError
+from moldau.protocol.generated.api import APIS, ApiKey
 from moldau.protocol.headers import (
     decode_request,
     unsupported_api_versions_response,

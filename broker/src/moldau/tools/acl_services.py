@@ -16,11 +16,11 @@ from moldau.authorizer.acl_authorizer import AclAuthorizer
 from moldau.cluster import zk_tls
 from moldau.cluster.zk_client import KafkaZkClient, ZkError
 from moldau.errors import KafkaError
-from moldau.protocol.messages.create_acls_request import CreateAclsRequest
-from moldau.protocol.messages.create_acls_response import CreateAclsResponse
-from moldau.protocol.messages.delete_acls_request import DeleteAclsRequest
-from moldau.protocol.messages.delete_acls_response import DeleteAclsResponse
-from moldau.protocol.messages.describe_acls_response import DescribeAclsResponse
+from moldau.protocol.generated.create_acls_request import CreateAclsRequest
+from moldau.protocol.generated.create_acls_response import CreateAclsResponse
+from moldau.protocol.generated.delete_acls_request import DeleteAclsRequest
+from moldau.protocol.generated.delete_acls_response import DeleteAclsResponse
+from moldau.protocol.generated.describe_acls_response import DescribeAclsResponse
 from moldau.security.acls import (
     AccessControlEntry,
     AclBinding,

@@ -14,10 +14,10 @@ from uuid import UUID
 from moldau.client.blocking import BlockingConnection
 from moldau.errors import NotControllerError
 from moldau.protocol._runtime import Message, Struct
-from moldau.protocol.api import APIS
 from moldau.protocol.errors import ProtocolError
-from moldau.protocol.messages.metadata_request import MetadataRequest
-from moldau.protocol.messages.metadata_response import MetadataResponse
+from moldau.protocol.generated.api import APIS
+from moldau.protocol.generated.metadata_request import MetadataRequest
+from moldau.protocol.generated.metadata_response import MetadataResponse
 from moldau.security.ssl_settings import TlsConfigError
 from moldau.security.tls import build_client_context
 from moldau.tools.kafka_errors import KafkaToolError, check
@@ -262,7 +262,7 @@ def list_offsets(admin: Admin, partitions: list[tuple[str, int]], timestamp: int
                  isolation_level: int = 0) -> dict[tuple[str, int], int]:
     """ListOffsets from each partition's leader: {(topic, partition): offset}; -1 where the
     timestamp finds nothing (Kafka's "no offset for this time")."""
-    from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
+    from moldau.protocol.generated.list_offsets_request import ListOffsetsRequest
 
     leaders = partition_leaders(admin, [t for t, _ in partitions])
     by_leader: dict[int, dict[str, list[int]]] = {}

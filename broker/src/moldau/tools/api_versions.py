@@ -3,7 +3,7 @@ format, with the version this client would use."""
 
 from __future__ import annotations
 
-from moldau.protocol.api import APIS
+from moldau.protocol.generated.api import APIS
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import check
 from moldau.tools.options import Options, require

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from moldau.protocol.messages.describe_configs_request import DescribeConfigsRequest
-from moldau.protocol.messages.describe_configs_response import DescribeConfigsResponse
-from moldau.protocol.messages.incremental_alter_configs_request import (
+from moldau.protocol.generated.describe_configs_request import DescribeConfigsRequest
+from moldau.protocol.generated.describe_configs_response import DescribeConfigsResponse
+from moldau.protocol.generated.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
 from moldau.tools.admin import Admin

@@ -12,8 +12,8 @@ import time
 from types import FrameType
 from typing import Any
 
-from moldau.protocol.messages.fetch_request import FetchRequest
-from moldau.protocol.messages.fetch_response import FetchResponse
+from moldau.protocol.generated.fetch_request import FetchRequest
+from moldau.protocol.generated.fetch_response import FetchResponse
 from moldau.protocol.records import Record, iter_batches
 from moldau.tools.admin import Admin, list_offsets, partition_leaders
 from moldau.tools.common import client_config

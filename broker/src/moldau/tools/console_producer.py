@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import TextIO
 
-from moldau.protocol.messages.produce_request import ProduceRequest
+from moldau.protocol.generated.produce_request import ProduceRequest
 from moldau.protocol.records import build_batch
 from moldau.tools.admin import Admin
 from moldau.tools.common import client_config

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from moldau.protocol.messages.delete_records_request import DeleteRecordsRequest
+from moldau.protocol.generated.delete_records_request import DeleteRecordsRequest
 from moldau.tools.admin import partition_leaders
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import error_text

@@ -8,14 +8,14 @@ import struct
 import time
 
 from moldau.protocol._runtime import Message
-from moldau.protocol.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
-from moldau.protocol.messages.consumer_protocol_subscription import (
+from moldau.protocol.generated.consumer_protocol_assignment import ConsumerProtocolAssignment
+from moldau.protocol.generated.consumer_protocol_subscription import (
     ConsumerProtocolSubscription,
 )
-from moldau.protocol.messages.join_group_request import JoinGroupRequest
-from moldau.protocol.messages.leave_group_request import LeaveGroupRequest
-from moldau.protocol.messages.offset_commit_request import OffsetCommitRequest
-from moldau.protocol.messages.sync_group_request import SyncGroupRequest
+from moldau.protocol.generated.join_group_request import JoinGroupRequest
+from moldau.protocol.generated.leave_group_request import LeaveGroupRequest
+from moldau.protocol.generated.offset_commit_request import OffsetCommitRequest
+from moldau.protocol.generated.sync_group_request import SyncGroupRequest
 from moldau.tools.admin import Admin, partition_leaders
 from moldau.tools.group_queries import committed_offsets, decode_assignment
 from moldau.tools.kafka_errors import check

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from moldau.protocol.messages.offset_commit_request import OffsetCommitRequest
-from moldau.protocol.messages.offset_delete_request import OffsetDeleteRequest
+from moldau.protocol.generated.offset_commit_request import OffsetCommitRequest
+from moldau.protocol.generated.offset_delete_request import OffsetDeleteRequest
 from moldau.tools.admin import Admin, list_offsets, partition_leaders
 from moldau.tools.group_queries import Group, committed_offsets, group_ids
 from moldau.tools.kafka_errors import check, error_text

@@ -7,8 +7,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from moldau.protocol.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
-from moldau.protocol.messages.offset_fetch_request import OffsetFetchRequest
+from moldau.protocol.generated.consumer_protocol_assignment import ConsumerProtocolAssignment
+from moldau.protocol.generated.offset_fetch_request import OffsetFetchRequest
 from moldau.tools.admin import Admin
 from moldau.tools.kafka_errors import check
 from moldau.tools.options import Options

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from moldau.protocol.messages.elect_leaders_request import ElectLeadersRequest
+from moldau.protocol.generated.elect_leaders_request import ElectLeadersRequest
 from moldau.tools.admin import Admin
 from moldau.tools.common import client_config
 from moldau.tools.kafka_errors import check, error_text

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from moldau.protocol.messages.describe_log_dirs_request import DescribeLogDirsRequest
-from moldau.protocol.messages.describe_log_dirs_response import DescribeLogDirsResponse
+from moldau.protocol.generated.describe_log_dirs_request import DescribeLogDirsRequest
+from moldau.protocol.generated.describe_log_dirs_response import DescribeLogDirsResponse
 from moldau.tools.admin import Admin
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import error_name

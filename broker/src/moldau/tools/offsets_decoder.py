@@ -10,15 +10,15 @@ import json
 import struct
 
 from moldau.protocol._runtime import Message
-from moldau.protocol.json_form import JsonValue, to_json
-from moldau.protocol.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
-from moldau.protocol.messages.consumer_protocol_subscription import (
+from moldau.protocol.generated.consumer_protocol_assignment import ConsumerProtocolAssignment
+from moldau.protocol.generated.consumer_protocol_subscription import (
     ConsumerProtocolSubscription,
 )
-from moldau.protocol.messages.group_metadata_key import GroupMetadataKey
-from moldau.protocol.messages.group_metadata_value import GroupMetadataValue
-from moldau.protocol.messages.offset_commit_key import OffsetCommitKey
-from moldau.protocol.messages.offset_commit_value import OffsetCommitValue
+from moldau.protocol.generated.group_metadata_key import GroupMetadataKey
+from moldau.protocol.generated.group_metadata_value import GroupMetadataValue
+from moldau.protocol.generated.offset_commit_key import OffsetCommitKey
+from moldau.protocol.generated.offset_commit_value import OffsetCommitValue
+from moldau.protocol.json_form import JsonValue, to_json
 
 _VERSION = struct.Struct(">h")
 # key version -> (key message, value message); 0-1 offset commits, 2 group metadata

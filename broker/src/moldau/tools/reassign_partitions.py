@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from moldau.cluster.assignment import assign_replicas
 from moldau.errors import KafkaError
-from moldau.protocol.messages.alter_partition_reassignments_request import (
+from moldau.protocol.generated.alter_partition_reassignments_request import (
     AlterPartitionReassignmentsRequest as Alter,
 )
-from moldau.protocol.messages.incremental_alter_configs_request import (
+from moldau.protocol.generated.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest as Configs,
 )
-from moldau.protocol.messages.list_partition_reassignments_response import (
+from moldau.protocol.generated.list_partition_reassignments_response import (
     ListPartitionReassignmentsResponse,
 )
 from moldau.tools.admin import Admin

@@ -7,18 +7,18 @@ import re
 from collections.abc import Callable, Iterator, Sized
 from dataclasses import dataclass
 
-from moldau.protocol.messages.create_partitions_request import CreatePartitionsRequest
-from moldau.protocol.messages.create_topics_request import CreateTopicsRequest
-from moldau.protocol.messages.delete_topics_request import DeleteTopicsRequest
-from moldau.protocol.messages.describe_configs_request import DescribeConfigsRequest
-from moldau.protocol.messages.describe_configs_response import DescribeConfigsResponse
-from moldau.protocol.messages.list_partition_reassignments_request import (
+from moldau.protocol.generated.create_partitions_request import CreatePartitionsRequest
+from moldau.protocol.generated.create_topics_request import CreateTopicsRequest
+from moldau.protocol.generated.delete_topics_request import DeleteTopicsRequest
+from moldau.protocol.generated.describe_configs_request import DescribeConfigsRequest
+from moldau.protocol.generated.describe_configs_response import DescribeConfigsResponse
+from moldau.protocol.generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
 )
-from moldau.protocol.messages.list_partition_reassignments_response import (
+from moldau.protocol.generated.list_partition_reassignments_response import (
     ListPartitionReassignmentsResponse,
 )
-from moldau.protocol.messages.metadata_response import MetadataResponse
+from moldau.protocol.generated.metadata_response import MetadataResponse
 from moldau.tools.admin import Admin, topic_id_text
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import KafkaToolError, check

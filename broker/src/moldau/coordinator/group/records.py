@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from moldau.protocol._runtime import Message
-from moldau.protocol.messages.group_metadata_key import GroupMetadataKey
-from moldau.protocol.messages.group_metadata_value import GroupMetadataValue
-from moldau.protocol.messages.offset_commit_key import OffsetCommitKey
-from moldau.protocol.messages.offset_commit_value import OffsetCommitValue
+from moldau.protocol.generated.group_metadata_key import GroupMetadataKey
+from moldau.protocol.generated.group_metadata_value import GroupMetadataValue
+from moldau.protocol.generated.offset_commit_key import OffsetCommitKey
+from moldau.protocol.generated.offset_commit_value import OffsetCommitValue
 
 _VERSION = struct.Struct(">h")
 OFFSET_KEY_VERSION = 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from moldau.protocol.api import ApiKey
+from moldau.protocol.generated.api import ApiKey
 
 from .acls import CreateAclsHandler, DeleteAclsHandler, DescribeAclsHandler
 from .api_versions import ApiVersionsHandler

@@ -18,9 +18,9 @@ from moldau.errors import (
     KafkaError,
     SecurityDisabledError,
 )
-from moldau.protocol.messages.create_acls_response import CreateAclsResponse
-from moldau.protocol.messages.delete_acls_response import DeleteAclsResponse
-from moldau.protocol.messages.describe_acls_response import DescribeAclsResponse
+from moldau.protocol.generated.create_acls_response import CreateAclsResponse
+from moldau.protocol.generated.delete_acls_response import DeleteAclsResponse
+from moldau.protocol.generated.describe_acls_response import DescribeAclsResponse
 from moldau.security.acls import (
     AccessControlEntry,
     AccessControlEntryFilter,
@@ -39,9 +39,9 @@ from .cluster_info import CLUSTER_NAME
 if TYPE_CHECKING:
     from moldau.authorizer.acl_authorizer import AclAuthorizer, AclDeleteResult
     from moldau.cluster.zk_async import AsyncZk
-    from moldau.protocol.messages.create_acls_request import CreateAclsRequest
-    from moldau.protocol.messages.delete_acls_request import DeleteAclsRequest
-    from moldau.protocol.messages.describe_acls_request import DescribeAclsRequest
+    from moldau.protocol.generated.create_acls_request import CreateAclsRequest
+    from moldau.protocol.generated.delete_acls_request import DeleteAclsRequest
+    from moldau.protocol.generated.describe_acls_request import DescribeAclsRequest
 
     from ..requests import RequestContext
 

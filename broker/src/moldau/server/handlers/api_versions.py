@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from moldau.errors import InvalidRequestError
-from moldau.protocol.messages.api_versions_response import ApiVersionsResponse
+from moldau.protocol.generated.api_versions_response import ApiVersionsResponse
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from moldau.protocol.messages.api_versions_request import ApiVersionsRequest
+    from moldau.protocol.generated.api_versions_request import ApiVersionsRequest
 
     from ..requests import RequestContext
 

@@ -15,13 +15,13 @@ from moldau.errors import (
     MismatchedEndpointTypeError,
     UnsupportedEndpointTypeError,
 )
-from moldau.protocol.messages.describe_cluster_response import DescribeClusterResponse
-from moldau.protocol.messages.describe_log_dirs_response import DescribeLogDirsResponse
+from moldau.protocol.generated.describe_cluster_response import DescribeClusterResponse
+from moldau.protocol.generated.describe_log_dirs_response import DescribeLogDirsResponse
 from moldau.security.acls import AclOperation, ResourceType
 
 if TYPE_CHECKING:
-    from moldau.protocol.messages.describe_cluster_request import DescribeClusterRequest
-    from moldau.protocol.messages.describe_log_dirs_request import DescribeLogDirsRequest
+    from moldau.protocol.generated.describe_cluster_request import DescribeClusterRequest
+    from moldau.protocol.generated.describe_log_dirs_request import DescribeLogDirsRequest
     from moldau.storage.log_manager import LogManager
 
     from ..config import BrokerConfig

@@ -23,9 +23,9 @@ from moldau.errors import (
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
-from moldau.protocol.messages.alter_configs_response import AlterConfigsResponse
-from moldau.protocol.messages.describe_configs_response import DescribeConfigsResponse
-from moldau.protocol.messages.incremental_alter_configs_response import (
+from moldau.protocol.generated.alter_configs_response import AlterConfigsResponse
+from moldau.protocol.generated.describe_configs_response import DescribeConfigsResponse
+from moldau.protocol.generated.incremental_alter_configs_response import (
     IncrementalAlterConfigsResponse,
 )
 from moldau.security.acls import AclOperation, ResourceType

@@ -19,10 +19,10 @@ from moldau.errors import (
     StaleBrokerEpochError,
     StaleControllerEpochError,
 )
-from moldau.protocol.messages.controlled_shutdown_response import ControlledShutdownResponse
-from moldau.protocol.messages.leader_and_isr_response import LeaderAndIsrResponse
-from moldau.protocol.messages.stop_replica_response import StopReplicaResponse
-from moldau.protocol.messages.update_metadata_response import UpdateMetadataResponse
+from moldau.protocol.generated.controlled_shutdown_response import ControlledShutdownResponse
+from moldau.protocol.generated.leader_and_isr_response import LeaderAndIsrResponse
+from moldau.protocol.generated.stop_replica_response import StopReplicaResponse
+from moldau.protocol.generated.update_metadata_response import UpdateMetadataResponse
 from moldau.security.acls import AclOperation, ResourceType
 from moldau.server.controller_channel import (
     decisions_from_leader_and_isr,
@@ -38,10 +38,10 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from moldau.cluster.controller import Controller, PartitionDecision
-    from moldau.protocol.messages.controlled_shutdown_request import ControlledShutdownRequest
-    from moldau.protocol.messages.leader_and_isr_request import LeaderAndIsrRequest
-    from moldau.protocol.messages.stop_replica_request import StopReplicaRequest
-    from moldau.protocol.messages.update_metadata_request import UpdateMetadataRequest
+    from moldau.protocol.generated.controlled_shutdown_request import ControlledShutdownRequest
+    from moldau.protocol.generated.leader_and_isr_request import LeaderAndIsrRequest
+    from moldau.protocol.generated.stop_replica_request import StopReplicaRequest
+    from moldau.protocol.generated.update_metadata_request import UpdateMetadataRequest
 
     from ..metadata_cache import MetadataCache
     from ..requests import RequestContext

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from moldau.errors import ClusterAuthorizationFailedError, NotControllerError
-from moldau.protocol.messages.elect_leaders_response import ElectLeadersResponse
+from moldau.protocol.generated.elect_leaders_response import ElectLeadersResponse
 from moldau.security.acls import AclOperation, ResourceType
 
 from .cluster_info import CLUSTER_NAME
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from moldau.cluster.controller import Controller
     from moldau.errors import KafkaError
-    from moldau.protocol.messages.elect_leaders_request import ElectLeadersRequest
+    from moldau.protocol.generated.elect_leaders_request import ElectLeadersRequest
 
     from ..requests import RequestContext
 

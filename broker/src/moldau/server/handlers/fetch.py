@@ -33,8 +33,8 @@ from moldau.errors import (
     UnknownTopicIdError,
 )
 from moldau.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
-from moldau.protocol.messages.fetch_request import FetchRequest
-from moldau.protocol.messages.fetch_response import FetchResponse
+from moldau.protocol.generated.fetch_request import FetchRequest
+from moldau.protocol.generated.fetch_response import FetchResponse
 from moldau.replication.replica_manager import Partition
 from moldau.security.acls import AclOperation, ResourceType
 from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET

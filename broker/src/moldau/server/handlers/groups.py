@@ -25,17 +25,17 @@ from moldau.errors import (
     TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
-from moldau.protocol.messages.delete_groups_response import DeleteGroupsResponse
-from moldau.protocol.messages.describe_groups_response import DescribeGroupsResponse
-from moldau.protocol.messages.find_coordinator_response import FindCoordinatorResponse
-from moldau.protocol.messages.heartbeat_response import HeartbeatResponse
-from moldau.protocol.messages.join_group_response import JoinGroupResponse
-from moldau.protocol.messages.leave_group_response import LeaveGroupResponse
-from moldau.protocol.messages.list_groups_response import ListGroupsResponse
-from moldau.protocol.messages.offset_commit_response import OffsetCommitResponse
-from moldau.protocol.messages.offset_delete_response import OffsetDeleteResponse
-from moldau.protocol.messages.offset_fetch_response import OffsetFetchResponse
-from moldau.protocol.messages.sync_group_response import SyncGroupResponse
+from moldau.protocol.generated.delete_groups_response import DeleteGroupsResponse
+from moldau.protocol.generated.describe_groups_response import DescribeGroupsResponse
+from moldau.protocol.generated.find_coordinator_response import FindCoordinatorResponse
+from moldau.protocol.generated.heartbeat_response import HeartbeatResponse
+from moldau.protocol.generated.join_group_response import JoinGroupResponse
+from moldau.protocol.generated.leave_group_response import LeaveGroupResponse
+from moldau.protocol.generated.list_groups_response import ListGroupsResponse
+from moldau.protocol.generated.offset_commit_response import OffsetCommitResponse
+from moldau.protocol.generated.offset_delete_response import OffsetDeleteResponse
+from moldau.protocol.generated.offset_fetch_response import OffsetFetchResponse
+from moldau.protocol.generated.sync_group_response import SyncGroupResponse
 from moldau.security.acls import AclOperation, ResourceType
 
 from .cluster_info import CLUSTER_NAME
@@ -44,17 +44,17 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from moldau.coordinator.group.coordinator import GroupCoordinator
-    from moldau.protocol.messages.delete_groups_request import DeleteGroupsRequest
-    from moldau.protocol.messages.describe_groups_request import DescribeGroupsRequest
-    from moldau.protocol.messages.find_coordinator_request import FindCoordinatorRequest
-    from moldau.protocol.messages.heartbeat_request import HeartbeatRequest
-    from moldau.protocol.messages.join_group_request import JoinGroupRequest
-    from moldau.protocol.messages.leave_group_request import LeaveGroupRequest
-    from moldau.protocol.messages.list_groups_request import ListGroupsRequest
-    from moldau.protocol.messages.offset_commit_request import OffsetCommitRequest
-    from moldau.protocol.messages.offset_delete_request import OffsetDeleteRequest
-    from moldau.protocol.messages.offset_fetch_request import OffsetFetchRequest
-    from moldau.protocol.messages.sync_group_request import SyncGroupRequest
+    from moldau.protocol.generated.delete_groups_request import DeleteGroupsRequest
+    from moldau.protocol.generated.describe_groups_request import DescribeGroupsRequest
+    from moldau.protocol.generated.find_coordinator_request import FindCoordinatorRequest
+    from moldau.protocol.generated.heartbeat_request import HeartbeatRequest
+    from moldau.protocol.generated.join_group_request import JoinGroupRequest
+    from moldau.protocol.generated.leave_group_request import LeaveGroupRequest
+    from moldau.protocol.generated.list_groups_request import ListGroupsRequest
+    from moldau.protocol.generated.offset_commit_request import OffsetCommitRequest
+    from moldau.protocol.generated.offset_delete_request import OffsetDeleteRequest
+    from moldau.protocol.generated.offset_fetch_request import OffsetFetchRequest
+    from moldau.protocol.generated.sync_group_request import SyncGroupRequest
 
     from ..metadata_cache import MetadataCache
     from ..requests import RequestContext

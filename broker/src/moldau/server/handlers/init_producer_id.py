@@ -13,7 +13,7 @@ from moldau.errors import (
     InvalidRequestError,
     TransactionalIdAuthorizationFailedError,
 )
-from moldau.protocol.messages.init_producer_id_response import InitProducerIdResponse
+from moldau.protocol.generated.init_producer_id_response import InitProducerIdResponse
 from moldau.security.acls import AclOperation, ResourceType
 
 from .cluster_info import CLUSTER_NAME
@@ -21,7 +21,7 @@ from .cluster_info import CLUSTER_NAME
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-    from moldau.protocol.messages.init_producer_id_request import InitProducerIdRequest
+    from moldau.protocol.generated.init_producer_id_request import InitProducerIdRequest
 
     from ..producer_ids import ProducerIdManager
     from ..requests import RequestContext

@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from moldau.errors import InvalidRequestError, KafkaError, TopicAuthorizationFailedError
-from moldau.protocol.messages.list_offsets_response import ListOffsetsResponse
+from moldau.protocol.generated.list_offsets_response import ListOffsetsResponse
 from moldau.security.acls import AclOperation, ResourceType
 from moldau.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 
 from .fetch import check_leader_epoch
 
 if TYPE_CHECKING:
-    from moldau.protocol.messages.list_offsets_request import ListOffsetsRequest
+    from moldau.protocol.generated.list_offsets_request import ListOffsetsRequest
     from moldau.replication.replica_manager import ReplicaManager
 
     from ..metadata_cache import MetadataCache

@@ -18,7 +18,7 @@ from moldau.errors import (
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
-from moldau.protocol.messages.metadata_response import MetadataResponse
+from moldau.protocol.generated.metadata_response import MetadataResponse
 from moldau.security.acls import AclOperation, ResourceType
 
 from ..metadata_cache import INTERNAL_TOPICS, TopicInfo
@@ -26,7 +26,7 @@ from ..topic_names import validate_topic_name
 from .cluster_info import CLUSTER_NAME
 
 if TYPE_CHECKING:
-    from moldau.protocol.messages.metadata_request import MetadataRequest
+    from moldau.protocol.generated.metadata_request import MetadataRequest
 
     from ..config import BrokerConfig
     from ..metadata_cache import MetadataCache

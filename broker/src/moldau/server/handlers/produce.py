@@ -28,7 +28,7 @@ from moldau.errors import (
     TransactionalIdAuthorizationFailedError,
 )
 from moldau.protocol.errors import ProtocolError
-from moldau.protocol.messages.produce_response import ProduceResponse
+from moldau.protocol.generated.produce_response import ProduceResponse
 from moldau.protocol.records import ATTRIBUTES_OFFSET, MAGIC, MAGIC_OFFSET, TRANSACTIONAL_MASK
 from moldau.replication.replica_manager import Partition
 from moldau.security.acls import AclOperation, ResourceType
@@ -38,7 +38,7 @@ from ..metadata_cache import INTERNAL_TOPICS
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Mapping
 
-    from moldau.protocol.messages.produce_request import ProduceRequest
+    from moldau.protocol.generated.produce_request import ProduceRequest
     from moldau.replication.replica_manager import ReplicaManager
     from moldau.storage.log_manager import LogManager
     from moldau.storage.validation import AppendInfo

@@ -31,9 +31,9 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, NamedTuple
 
 from moldau.errors import KafkaError
-from moldau.protocol.api import ApiKey
 from moldau.protocol.errors import ProtocolError
-from moldau.protocol.messages.produce_response import ProduceResponse
+from moldau.protocol.generated.api import ApiKey
+from moldau.protocol.generated.produce_response import ProduceResponse
 from moldau.protocol.primitives import read_uvarint, write_uvarint
 from moldau.security.acls import AclOperation, Action, ResourceType
 

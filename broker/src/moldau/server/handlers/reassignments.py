@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from moldau.errors import ClusterAuthorizationFailedError, KafkaError, NotControllerError
-from moldau.protocol.messages.alter_partition_reassignments_response import (
+from moldau.protocol.generated.alter_partition_reassignments_response import (
     AlterPartitionReassignmentsResponse,
 )
-from moldau.protocol.messages.list_partition_reassignments_response import (
+from moldau.protocol.generated.list_partition_reassignments_response import (
     ListPartitionReassignmentsResponse,
 )
 from moldau.security.acls import AclOperation, ResourceType
@@ -23,10 +23,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from moldau.cluster.controller import Controller
-    from moldau.protocol.messages.alter_partition_reassignments_request import (
+    from moldau.protocol.generated.alter_partition_reassignments_request import (
         AlterPartitionReassignmentsRequest,
     )
-    from moldau.protocol.messages.list_partition_reassignments_request import (
+    from moldau.protocol.generated.list_partition_reassignments_request import (
         ListPartitionReassignmentsRequest,
     )
 

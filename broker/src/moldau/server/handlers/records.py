@@ -15,8 +15,8 @@ from moldau.errors import (
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
-from moldau.protocol.messages.delete_records_response import DeleteRecordsResponse
-from moldau.protocol.messages.offset_for_leader_epoch_response import (
+from moldau.protocol.generated.delete_records_response import DeleteRecordsResponse
+from moldau.protocol.generated.offset_for_leader_epoch_response import (
     OffsetForLeaderEpochResponse,
 )
 from moldau.replication.replica_manager import Partition
@@ -26,8 +26,8 @@ from moldau.storage.epoch_cache import UNDEFINED_OFFSET
 from .fetch import check_leader_epoch
 
 if TYPE_CHECKING:
-    from moldau.protocol.messages.delete_records_request import DeleteRecordsRequest
-    from moldau.protocol.messages.offset_for_leader_epoch_request import (
+    from moldau.protocol.generated.delete_records_request import DeleteRecordsRequest
+    from moldau.protocol.generated.offset_for_leader_epoch_request import (
         OffsetForLeaderEpochRequest,
     )
     from moldau.replication.replica_manager import ReplicaManager

@@ -35,9 +35,9 @@ from moldau.errors import (
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
-from moldau.protocol.messages.create_partitions_response import CreatePartitionsResponse
-from moldau.protocol.messages.create_topics_response import CreateTopicsResponse
-from moldau.protocol.messages.delete_topics_response import DeleteTopicsResponse
+from moldau.protocol.generated.create_partitions_response import CreatePartitionsResponse
+from moldau.protocol.generated.create_topics_response import CreateTopicsResponse
+from moldau.protocol.generated.delete_topics_response import DeleteTopicsResponse
 from moldau.security.acls import AclOperation, ResourceType
 
 from ..metadata_cache import MetadataCache
