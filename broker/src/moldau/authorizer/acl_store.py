@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ParamSpec
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -29,6 +29,8 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.interfaces import IAsyncResult
+from kazoo.protocol.states import ZnodeStat
 
 from moldau.cluster.zk_client import ZooKeeperUnavailableError
 from moldau.errors import KafkaError
@@ -50,7 +52,7 @@ from moldau.security.acls import (
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
+P = ParamSpec("P")  # a kazoo *_async method's arguments
 
 _CONNECTION_ERRORS = (ConnectionLoss, ConnectionClosedError, SessionExpiredError,
                       OperationTimeoutError, KazooTimeoutError)
@@ -119,7 +121,7 @@ class AclStore:
                 "ZooKeeper is not connected: ACLs cannot be changed until it is back "
                 "(decisions go on from the ACLs this broker last read)")
 
-    def _wait(self, pending: Any) -> Any:
+    def _wait(self, pending: IAsyncResult) -> Any:  # Any: kazoo's answers are untyped
         """The answer of an asynchronous kazoo call, or AclStoreUnavailableError when the
         connection drops or the answer takes longer than the request timeout."""
         try:
@@ -129,15 +131,16 @@ class AclStore:
                 f"ZooKeeper connection lost during an ACL operation: {type(exc).__name__} "
                 f"{exc}") from exc
 
-    def _call(self, start: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _call(self, start: Callable[P, IAsyncResult], *args: P.args,
+              **kwargs: P.kwargs) -> Any:  # Any: kazoo's answers are untyped
         # kazoo queues a call made while disconnected with no deadline: refuse it instead
         self.require_available()
         return self._wait(start(*args, **kwargs))
 
-    def _get_many(self, paths: Sequence[str]) -> list[tuple[bytes, Any] | None]:
+    def _get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
         """(data, stat) of each path, None for a missing one; reads are pipelined."""
         self.require_available()
-        found: list[tuple[bytes, Any] | None] = []
+        found: list[tuple[bytes, ZnodeStat] | None] = []
         for start in range(0, len(paths), _READ_WINDOW):
             window = paths[start:start + _READ_WINDOW]
             for pending in [self.zk.get_async(path) for path in window]:

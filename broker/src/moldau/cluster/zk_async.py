@@ -16,14 +16,18 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar, TypeVarTuple
 
 from moldau.cluster.zk_client import KafkaZkClient, WatchHandle
+
+if TYPE_CHECKING:
+    from kazoo.protocol.states import ZnodeStat
 
 log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")  # a callback's arguments, delivered as they came
 
 
 class AsyncZk:
@@ -62,19 +66,21 @@ class AsyncZk:
         finally:
             self._executor.shutdown(wait=False)
 
-    def _on_loop(self, callback: Callable[..., Any]) -> Callable[..., None]:
+    def _on_loop(self, callback: Callable[[*Ts], object]) -> Callable[[*Ts], None]:
         """A thread-safe wrapper delivering callback(*args) on the loop, in order."""
         loop = self.loop
         lock = asyncio.Lock()
 
-        async def run_async(args: tuple[Any, ...]) -> None:
+        async def run_async(args: tuple[*Ts]) -> None:
             async with lock:  # tasks are created in order and the lock is FIFO
                 try:
-                    await callback(*args)
+                    pending = callback(*args)  # a coroutine function's coroutine
+                    if inspect.isawaitable(pending):
+                        await pending
                 except Exception:
                     log.exception("ZooKeeper callback %r failed", callback)
 
-        def run(args: tuple[Any, ...]) -> None:
+        def run(args: tuple[*Ts]) -> None:
             if inspect.iscoroutinefunction(callback):
                 loop.create_task(run_async(args))
                 return
@@ -83,29 +89,31 @@ class AsyncZk:
             except Exception:
                 log.exception("ZooKeeper callback %r failed", callback)
 
-        def deliver(*args: Any) -> None:
+        def deliver(*args: *Ts) -> None:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(run, args)
 
         return deliver
 
-    async def watch_children(self, path: str, callback: Callable[[list[str]], Any]) -> WatchHandle:
+    async def watch_children(self, path: str,
+                             callback: Callable[[list[str]], object]) -> WatchHandle:
         """callback(children) on the loop, now and after every change."""
         return await self.call(self.client.watch_children, path, self._on_loop(callback))
 
     async def watch_data(self, path: str,
-                         callback: Callable[[bytes | None, Any], Any]) -> WatchHandle:
+                         callback: Callable[[bytes | None, ZnodeStat | None], object]
+                         ) -> WatchHandle:
         """callback(data, stat) on the loop, now and after every change."""
         return await self.call(self.client.watch_data, path, self._on_loop(callback))
 
-    def add_state_listener(self, callback: Callable[[str], Any]) -> None:
+    def add_state_listener(self, callback: Callable[[str], object]) -> None:
         """callback(state) on the loop for every connection state change."""
         self.client.add_state_listener(self._on_loop(callback))
 
-    def add_session_listener(self, callback: Callable[[int], Any]) -> None:
+    def add_session_listener(self, callback: Callable[[int], object]) -> None:
         """callback(session_id) on the loop after a new session replaced an expired one."""
         self.client.add_session_listener(self._on_loop(callback))
 
-    def set_registration_listener(self, callback: Callable[[int], Any]) -> None:
+    def set_registration_listener(self, callback: Callable[[int], object]) -> None:
         """callback(broker_epoch) on the loop after an automatic re-registration."""
         self.client.set_registration_listener(self._on_loop(callback))

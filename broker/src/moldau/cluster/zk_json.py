@@ -12,7 +12,9 @@ import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
+
+V = TypeVar("V")  # the values `ordered` passes through
 
 
 def _u32(value: int) -> int:
@@ -131,24 +133,24 @@ def java_properties_order(keys: Sequence[str]) -> list[str]:
     return [k for bin_keys in table for k in bin_keys]
 
 
-def ordered(obj: Mapping[str, Any], order: Iterable[str]) -> dict[str, Any]:
+def ordered(obj: Mapping[str, V], order: Iterable[str]) -> dict[str, V]:
     """obj's entries in the given key order (json.dumps keeps it); absent keys are skipped."""
     return {k: obj[k] for k in order if k in obj}
 
 
-def json_bytes(obj: Any) -> bytes:
+def json_bytes(obj: object) -> bytes:
     """Jackson's compact output: no spaces, non-ASCII written as UTF-8."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def parse_json(data: bytes | None) -> Any:
+def parse_json(data: bytes | None) -> Any:  # Any: JSON from a znode, any shape
     """Json.parseBytes: None for a null or empty znode."""
     if not data:
         return None
     return json.loads(data.decode("utf-8"))
 
 
-def parse_object(data: bytes | None, what: str) -> dict[str, Any]:
+def parse_object(data: bytes | None, what: str) -> dict[str, Any]:  # Any: znode JSON
     parsed = parse_json(data)
     if not isinstance(parsed, dict):
         raise ValueError(f"{what}: expected a JSON object, got {data!r}")

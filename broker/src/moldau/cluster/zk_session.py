@@ -20,7 +20,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Self, TypeVar
+from typing import ParamSpec, Self, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
@@ -38,6 +38,7 @@ from moldau.cluster.zk_paths import broker_path
 # The logger of the ZooKeeper client, whichever of its modules logs.
 log = logging.getLogger("moldau.cluster.zk_client")
 
+P = ParamSpec("P")
 T = TypeVar("T")
 
 
@@ -118,7 +119,7 @@ class ZkSession:
         conn_retry = KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=1.0)
         cmd_retry = dict(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0,
                          deadline=self.session_timeout_ms / 1000)
-        options: dict[str, Any] = {}
+        options: dict[str, object] = {}  # KazooClient's keyword arguments
         if self.tls_context is not None:
             self._tls_handler = zk_tls.TlsHandler(self.tls_context)
             options["handler"] = self._tls_handler
@@ -263,7 +264,7 @@ class ZkSession:
             except Exception:
                 log.exception("ZooKeeper session listener failed")
 
-    def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run a kazoo call, retried while disconnected (kazoo's command retry policy).
         kazoo queues a call made while disconnected until the connection returns, with no
         deadline; so wait for the connection first, at most one session timeout."""
@@ -418,7 +419,7 @@ class ZkSession:
 
     # -- watches -------------------------------------------------------------------------------
 
-    def watch_children(self, path: str, fn: Callable[[list[str]], Any]) -> WatchHandle:
+    def watch_children(self, path: str, fn: Callable[[list[str]], object]) -> WatchHandle:
         """fn(sorted children) now and after every change, re-armed across sessions. The
         path is created when missing (a children watch needs an existing znode)."""
         handle = WatchHandle(path)
@@ -434,7 +435,7 @@ class ZkSession:
         return handle
 
     def watch_data(self, path: str,
-                   fn: Callable[[bytes | None, ZnodeStat | None], Any]) -> WatchHandle:
+                   fn: Callable[[bytes | None, ZnodeStat | None], object]) -> WatchHandle:
         """fn(data, stat) now and after every change; (None, None) while the znode does not
         exist (the watch then fires when it is created)."""
         handle = WatchHandle(path)

@@ -21,7 +21,6 @@ import re
 import socket
 import ssl
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.security import ACL, make_acl
@@ -49,12 +48,13 @@ WORLD_READ = make_acl("world", "anyone", read=True)
 SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token")
 
 
-def tls_settings(values: Mapping[str, Any]) -> dict[str, Any] | None:
+def tls_settings(values: Mapping[str, object]) -> dict[str, object] | None:
     """The `ssl.*` client settings for ZooKeeper, or None when
-    `zookeeper.ssl.client.enable` is off."""
+    `zookeeper.ssl.client.enable` is off. `values`: a broker's typed config values or a
+    tool's properties."""
     if not _flag(values.get(ENABLE)):
         return None
-    settings: dict[str, Any] = {}
+    settings: dict[str, object] = {}
     for name in _KEYS:
         value = values.get(f"zookeeper.ssl.{name}")
         if value is not None:
@@ -63,12 +63,13 @@ def tls_settings(values: Mapping[str, Any]) -> dict[str, Any] | None:
     for store in ("keystore", "truststore"):
         location = settings.get(f"ssl.{store}.location")
         if location and not settings.get(f"ssl.{store}.type"):
-            suffix = "." + str(location).rsplit(".", 1)[-1].lower() if "." in location else ""
+            path = str(location)
+            suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
             settings[f"ssl.{store}.type"] = _TYPE_BY_SUFFIX.get(suffix, "JKS")
     return settings
 
 
-def tls_context(values: Mapping[str, Any]) -> ssl.SSLContext | None:
+def tls_context(values: Mapping[str, object]) -> ssl.SSLContext | None:
     """The client context for ZooKeeper's secure port, or None without TLS. Errors name the
     `zookeeper.ssl.*` key to fix."""
     settings = tls_settings(values)
@@ -86,7 +87,7 @@ class StoreWatchingContext:
     changed since it was built (checked at each connection: they are rare). A rebuild
     that fails (a file half-written mid-rotation) keeps the last good context."""
 
-    def __init__(self, values: Mapping[str, Any], settings: Mapping[str, Any],
+    def __init__(self, values: Mapping[str, object], settings: Mapping[str, object],
                  context: ssl.SSLContext) -> None:
         self._values = dict(values)
         self._files = [str(settings[f"ssl.{store}.location"])
@@ -96,7 +97,7 @@ class StoreWatchingContext:
         self.context = context
 
     @classmethod
-    def of(cls, values: Mapping[str, Any]) -> StoreWatchingContext | None:
+    def of(cls, values: Mapping[str, object]) -> StoreWatchingContext | None:
         """None when `zookeeper.ssl.client.enable` is off; a TlsConfigError naming the
         key to fix when the stores do not load (a startup error)."""
         settings = tls_settings(values)
@@ -129,14 +130,14 @@ class StoreWatchingContext:
         return self.context
 
 
-def kazoo_options(values: Mapping[str, Any]) -> dict[str, Any]:
+def kazoo_options(values: Mapping[str, object]) -> dict[str, TlsHandler]:
     """KazooClient keyword arguments for a tool reading a broker's properties (or a
     `-zk-tls-config-file`): a TLS handler when `zookeeper.ssl.client.enable` is on."""
     context = tls_context(values)
     return {} if context is None else {"handler": TlsHandler(context)}
 
 
-def check_secure_acls(values: Mapping[str, Any]) -> None:
+def check_secure_acls(values: Mapping[str, object]) -> None:
     """Kafka refuses `zookeeper.set.acl=true` when the session cannot authenticate (no
     SASL here, so a TLS client certificate is the only way): the ACLs would lock out the
     broker itself."""
@@ -166,7 +167,7 @@ class TlsHandler(SequentialThreadingHandler):
         self.last_error: str | None = None
 
     def create_connection(self, address: tuple[str, int], hostname: str | None = None,
-                          timeout: float | None = None, **_kazoo_ssl_options: Any
+                          timeout: float | None = None, **_kazoo_ssl_options: object
                           ) -> ssl.SSLSocket:
         plain = socket.create_connection(address, timeout)
         try:
@@ -181,5 +182,5 @@ class TlsHandler(SequentialThreadingHandler):
         return sock
 
 
-def _flag(value: Any) -> bool:
+def _flag(value: object) -> bool:
     return value if isinstance(value, bool) else str(value).strip().lower() == "true"

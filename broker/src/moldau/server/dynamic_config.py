@@ -57,12 +57,14 @@ from .config import (
     BrokerConfig,
     ConfigError,
     ConfigKey,
+    ConfigValue,
     convert,
 )
 
 if TYPE_CHECKING:
     from moldau.cluster.zk_async import AsyncZk
     from moldau.replication.replica_manager import ReplicaManager
+    from moldau.security.tls import TlsContextHolder
     from moldau.storage.log_manager import LogManager
 
     from .topic_configs import TopicConfigs
@@ -230,7 +232,7 @@ def java_double(value: float) -> str:
     return f"{'-' if sign else ''}{mantissa}E{power}"
 
 
-def render(name: str, value: Any) -> str | None:
+def render(name: str, value: object) -> str | None:
     """A typed value as Kafka's ConfigDef.convertToString renders it (None stays None)."""
     if value is None:
         return None
@@ -334,7 +336,8 @@ class PasswordEncoder:
 # --------------------------------------------------------------------------- the class
 
 
-Listener = Callable[..., Any]
+# a change callback; what it returns is awaited when awaitable, else dropped
+Listener = Callable[..., object]
 
 
 class DynamicBrokerConfig:
@@ -375,16 +378,16 @@ class DynamicBrokerConfig:
 
     # --- callbacks -------------------------------------------------------------------
 
-    def on_log_defaults_change(self, fn: Callable[[LogConfig], Any]) -> None:
+    def on_log_defaults_change(self, fn: Callable[[LogConfig], object]) -> None:
         """fn(new broker-level LogConfig) when a dynamic log.* key changes the topic defaults."""
         self._log_listeners.append(fn)
 
-    def on_listener_ssl_change(self, fn: Callable[[str], Any]) -> None:
+    def on_listener_ssl_change(self, fn: Callable[[str], object]) -> None:
         """fn(listener name, upper case) when that listener's dynamic TLS settings changed,
         or a per-broker AlterConfigs named its key/trust store again (reload the files)."""
         self._ssl_listeners.append(fn)
 
-    def on_config_change(self, fn: Callable[[set[str]], Any]) -> None:
+    def on_config_change(self, fn: Callable[[set[str]], object]) -> None:
         """fn(names whose effective value changed) after every applied change."""
         self._change_listeners.append(fn)
 
@@ -496,7 +499,7 @@ class DynamicBrokerConfig:
     # --- validation ----------------------------------------------------------------------
 
     def validate(self, props: Mapping[str, str], per_broker: bool,
-                 tls_holders: Mapping[str, Any] | None = None) -> None:
+                 tls_holders: Mapping[str, TlsContextHolder] | None = None) -> None:
         """DynamicBrokerConfig.validate: the new override set of one level must be dynamic,
         well typed, allowed at that level and give a valid broker configuration; with
         `tls_holders` (listener name -> TlsContextHolder, the broker's `tls_holders`) the
@@ -531,7 +534,7 @@ class DynamicBrokerConfig:
             self.validate_listener_tls(props, tls_holders)
 
     def validate_listener_tls(self, props: Mapping[str, str],
-                              tls_holders: Mapping[str, Any]) -> None:
+                              tls_holders: Mapping[str, TlsContextHolder]) -> None:
         """Kafka's SslFactory.validateReconfiguration for the proposed per-broker set
         `props`: every SSL listener whose TLS settings change, or whose key/trust store
         location `props` names (those files are reloaded), gets its new stores loaded and
@@ -554,7 +557,7 @@ class DynamicBrokerConfig:
 
     def listener_ssl_settings(self, listener: str,
                               per_broker_props: Mapping[str, str] | None = None
-                              ) -> dict[str, Any]:
+                              ) -> dict[str, ConfigValue]:
         """The complete `ssl.*` settings of a listener, for TlsContextHolder: static
         (server.properties, `listener.name.<l>.ssl.*` applied) < the dynamic
         `listener.name.<l>.ssl.*` overrides (passwords decoded) of `per_broker_props` (a
@@ -563,7 +566,7 @@ class DynamicBrokerConfig:
         keeps the value of a key the settings leave out)."""
         dynamic = self.broker_props if per_broker_props is None else per_broker_props
         prefix = f"listener.name.{listener.lower()}."
-        out: dict[str, Any] = dict.fromkeys(TLS_STORE_KEYS)
+        out: dict[str, ConfigValue] = dict.fromkeys(TLS_STORE_KEYS)
         out.update(self.static.listener_settings(listener))
         for level in (self.default_props, dynamic):
             for name, value in level.items():
@@ -654,7 +657,7 @@ class DynamicBrokerConfig:
         """The broker-level topic defaults with the dynamic values applied."""
         return self._log_config
 
-    def effective(self, name: str) -> Any:
+    def effective(self, name: str) -> Any:  # Any: typed per key, as BrokerConfig.values
         """The effective value of a key (typed for Kafka keys, a string for custom and
         listener-prefixed keys, None when unset)."""
         if name in self.current.values:
@@ -722,7 +725,7 @@ class DynamicBrokerConfig:
 # --------------------------------------------------------------------------- internals
 
 
-def _raw(name: str, value: Any) -> str | None:
+def _raw(name: str, value: object) -> str | None:
     return render(name, value)
 
 
@@ -783,7 +786,7 @@ def _build(props: Mapping[str, str]) -> BrokerConfig:
     return BrokerConfig.from_properties(known)
 
 
-async def _fire(listeners: list[Listener], *args: Any) -> None:
+async def _fire(listeners: list[Listener], *args: object) -> None:
     for fn in list(listeners):
         try:
             result = fn(*args)

@@ -15,8 +15,6 @@ two sides (a request's `partition` is a response's `partition_index`) are aliase
 
 from __future__ import annotations
 
-from typing import Any
-
 from moldau.protocol._runtime import FieldSpec, Message, Struct, in_range
 from moldau.protocol.generated.api import APIS, ApiKey
 
@@ -46,7 +44,7 @@ PRIMITIVE_KEYS = {"string": ("name", "group_id", "key", "topic", "transactional_
                   "int32": ("partition_index", "partition_id", "partition")}
 
 
-def error_response(api_key: int, version: int, request: Any, code: int) -> Message:
+def error_response(api_key: int, version: int, request: Message, code: int) -> Message:
     """A response of this API and version answering every part of `request` with the
     error `code`."""
     response = APIS[api_key].response()
@@ -59,7 +57,7 @@ def _active(cls: type[Struct], version: int) -> list[FieldSpec]:
     return [f for f in cls.FIELDS if in_range(version, f.versions)]
 
 
-def _fill(out: Struct, source: Any, version: int, code: int,
+def _fill(out: Struct, source: Struct | None, version: int, code: int,
           entries_too: bool = False) -> None:
     """The error into `out`: its own error_code where it has one (then its entries only
     when `entries_too`), else each entry mirroring `source`'s."""
@@ -112,8 +110,10 @@ def _best_match(field: FieldSpec, candidates: list[FieldSpec], version: int
     return best
 
 
-def _entry(cls: type[Struct], item: Any, mirrored: FieldSpec, version: int,
+def _entry(cls: type[Struct], item: object, mirrored: FieldSpec, version: int,
            code: int) -> Struct:
+    """The result entry answering `item`, an element of the request array `mirrored`:
+    a struct, or a plain value (a name, a partition index) when the array holds those."""
     entry = cls()
     out_fields = _active(cls, version)
     if mirrored.element != "struct":  # a plain value names the entry
@@ -128,5 +128,5 @@ def _entry(cls: type[Struct], item: Any, mirrored: FieldSpec, version: int,
                 if hasattr(item, name):
                     setattr(entry, field.name, getattr(item, name))
                     break
-    _fill(entry, item if mirrored.element == "struct" else None, version, code)
+    _fill(entry, item if isinstance(item, Struct) else None, version, code)
     return entry

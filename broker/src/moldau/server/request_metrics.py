@@ -21,13 +21,18 @@ partition of a Produce or Fetch answer, as Kafka's errorCounts do).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from moldau import errors
 from moldau.errors import error_name
 from moldau.metrics.registry import Histogram, Meter, MetricsRegistry
+from moldau.protocol._runtime import Message, Struct
 from moldau.protocol.generated.api import APIS, ApiKey
+
+if TYPE_CHECKING:
+    from moldau.protocol.generated.fetch_request import FetchRequest
 
 NETWORK = "kafka.network"
 
@@ -64,7 +69,7 @@ def _reaches_code(cls: type) -> bool:
     return has_code or bool(children)
 
 
-def error_counts(response: Any, counts: dict[int, int]) -> None:
+def error_counts(response: Struct, counts: dict[int, int]) -> None:
     """Add every error_code of a response (and of its nested structs) to counts; the
     walk visits only the fields the generated FIELDS say can lead to one."""
     counter = _COUNTERS.get(type(response))
@@ -73,11 +78,13 @@ def error_counts(response: Any, counts: dict[int, int]) -> None:
     counter(response, counts)
 
 
-# per generated class: a function that adds the error codes of an instance to counts
-_COUNTERS: dict[type, Any] = {}
+# adds the error codes of a generated struct (and of the structs below it) to counts
+_Counter = Callable[[Struct, dict[int, int]], None]
+# per generated class: its _Counter
+_COUNTERS: dict[type, _Counter] = {}
 
 
-def _counter(cls: type) -> Any:
+def _counter(cls: type) -> _Counter:
     """The error code walk of a class, made once: an array of structs that have an
     error_code and nothing below it (a Produce answer's partitions, a Fetch answer's)
     is counted in a loop of the parent's walk, without a call per element."""
@@ -89,9 +96,9 @@ def _counter(cls: type) -> Any:
         leaf = _plan(child) == (True, ())
         steps.append((name, is_array, leaf, child))
 
-    def count(response: Any, counts: dict[int, int]) -> None:
+    def count(response: Struct, counts: dict[int, int]) -> None:
         if has_code:
-            code = response.error_code
+            code = response.error_code  # type: ignore[attr-defined]  # FIELDS name it
             counts[code] = counts.get(code, 0) + 1
         for name, is_array, leaf, child in steps:
             value = getattr(response, name, None)
@@ -129,10 +136,10 @@ class RequestMetrics:
     def __init__(self, registry: MetricsRegistry) -> None:
         self.registry = registry
         # by (API key, version), and for Fetch by ("FetchConsumer" or "FetchFollower", version)
-        self._by_request: dict[tuple[Any, int], _Metrics] = {}
+        self._by_request: dict[tuple[int | str, int], _Metrics] = {}
 
-    def record(self, api_key: int, version: int, body: Any, arrived_ns: int, started_ns: int,
-               local_ns: int, remote_ns: int, response: Any,
+    def record(self, api_key: int, version: int, body: Message | None, arrived_ns: int,
+               started_ns: int, local_ns: int, remote_ns: int, response: Message | None,
                done_ns: int | None = None,
                error_counts: dict[int, int] | None = None) -> tuple[_Metrics, int, int]:
         """Count a handled request; the (metrics, arrival, done) that `sent` takes once
@@ -140,13 +147,16 @@ class RequestMetrics:
         not given). error_counts: the response's error codes, for an answer that is
         bytes rather than a response object (else they are read from `response`)."""
         if api_key == ApiKey.FETCH:
-            follower = (body.replica_id if version <= 14 else body.replica_state.replica_id) >= 0
-            key: tuple[Any, int] = ("FetchFollower" if follower else "FetchConsumer", version)
+            fetch = cast("FetchRequest", body)  # API key 1's body
+            follower = (fetch.replica_id if version <= 14
+                        else fetch.replica_state.replica_id) >= 0
+            key: tuple[int | str, int] = ("FetchFollower" if follower else "FetchConsumer",
+                                          version)
         else:
             key = (api_key, version)
         metrics = self._by_request.get(key)
         if metrics is None:
-            name = key[0] if api_key == ApiKey.FETCH else APIS[api_key].name
+            name = key[0] if isinstance(key[0], str) else APIS[api_key].name
             metrics = self._by_request[key] = self._make(name, version)
         metrics.requests.mark()
         metrics.queue.update((started_ns - arrived_ns) / 1e6)

@@ -50,6 +50,8 @@ from .responses import Parts, encode_response_parts
 request_log = logging.getLogger("kafka.request.logger")
 log = logging.getLogger("kafka.server.KafkaApis")
 
+# Any: each handler takes its own generated request class, and answers with a response, None
+# or an awaitable of either
 Handler = Callable[["RequestContext", Any], Any]
 # the fast Produce path: (connection, frame, arrival ns) to parts, an awaitable of them, or None
 FastPath = Callable[[Connection, bytearray, int], Parts | Awaitable[Parts] | None]
@@ -100,7 +102,8 @@ class RequestDispatcher:
         throttle time to fill in), and no request details for kafka-request.log."""
         return type(self.quotas) is NoQuotas and not request_log.isEnabledFor(logging.DEBUG)
 
-    def __call__(self, conn: Connection, frame: bytearray) -> Parts | Awaitable[Any] | None:
+    def __call__(self, conn: Connection,
+                 frame: bytearray) -> Parts | Awaitable[Parts | None] | None:
         received = time.monotonic_ns()
         fast = self.fast_produce
         # API key 0, Produce (a frame too short for a key is the decoder's to refuse)
@@ -153,8 +156,8 @@ class RequestDispatcher:
             self._measure(ctx, body, started, done - started, 0, result, done)
         return parts
 
-    async def _complete(self, ctx: RequestContext, route: Route, request: Any,
-                        pending: Awaitable[Any], started: int, local: int,
+    async def _complete(self, ctx: RequestContext, route: Route, request: Message,
+                        pending: Awaitable[Message | None], started: int, local: int,
                         waited: int) -> Parts | None:
         try:
             response = await pending
@@ -168,8 +171,8 @@ class RequestDispatcher:
             self._measure(ctx, request, started, local, done - waited, response, done)
         return parts
 
-    def _measure(self, ctx: RequestContext, request: Any, started: int, local: int,
-                 remote: int, response: Any, done: int) -> None:
+    def _measure(self, ctx: RequestContext, request: Message, started: int, local: int,
+                 remote: int, response: Message | None, done: int) -> None:
         """RequestMetrics; the times of sending finish when the socket server reports
         the response sent (Connection.response_meta)."""
         metrics = self.metrics
@@ -181,7 +184,7 @@ class RequestDispatcher:
         else:
             ctx.conn.response_meta = meta
 
-    def _failed(self, ctx: RequestContext, request: Any, exc: Exception) -> Message:
+    def _failed(self, ctx: RequestContext, request: Message, exc: Exception) -> Message:
         """Kafka's handleError: a handler's failure answers its request (each part of it
         with the error, UNKNOWN_SERVER_ERROR unless it is a KafkaError) and the
         connection serves on. An acks=0 producer reads no answer: its connection closes,
@@ -201,8 +204,8 @@ class RequestDispatcher:
         code = exc.code if isinstance(exc, KafkaError) else KafkaError.code
         return error_response(header.request_api_key, ctx.api_version, request, code)
 
-    def _respond(self, ctx: RequestContext, route: Route, request: Any, response: Any,
-                 handler_ns: int) -> Parts | None:
+    def _respond(self, ctx: RequestContext, route: Route, request: Message,
+                 response: Message | None, handler_ns: int) -> Parts | None:
         """The quota and response stages: the throttle time goes into the response,
         which leaves at once, and the connection is muted for it (KIP-219)."""
         throttle_ms = self.quotas.record(ctx, route.quota, request, response, handler_ns)
@@ -220,7 +223,7 @@ class RequestDispatcher:
             self._log(ctx, request, response)
         return parts
 
-    def _log(self, ctx: RequestContext, request: Any, response: Any) -> None:
+    def _log(self, ctx: RequestContext, request: Message, response: Message | None) -> None:
         if not request_log.isEnabledFor(logging.DEBUG):
             return
         header = ctx.header
@@ -234,6 +237,6 @@ class RequestDispatcher:
             ctx.session.software_name or "unknown", ctx.session.software_version or "unknown")
 
 
-def _short(message: Any, limit: int = 2000) -> str:
+def _short(message: object, limit: int = 2000) -> str:
     text = repr(message)
     return text if len(text) <= limit else text[:limit] + "..."

@@ -16,9 +16,9 @@ type and version.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from collections.abc import Callable
 
-from moldau.protocol._runtime import _ENCODE_FAILURES, encode_failure
+from moldau.protocol._runtime import _ENCODE_FAILURES, Message, encode_failure
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.headers import response_header_version
 
@@ -54,8 +54,8 @@ class SpliceBuffer(bytearray):
 
     splices: list[tuple[int, FileRecords]] | tuple[()] = ()  # set by the first splice
 
-    def splice(self, records: Any) -> None:
-        if type(records) is not FileRecords:
+    def splice(self, records: FileRecords | bytes | bytearray | memoryview) -> None:
+        if not isinstance(records, FileRecords):
             bytearray.__iadd__(self, records)  # bytes-like, or a TypeError
             return
         if not self.splices:
@@ -63,21 +63,23 @@ class SpliceBuffer(bytearray):
         self.splices.append((len(self), records))
 
 
+# a generated body encoder: writes the message into the buffer
+Encoder = Callable[[Message, bytearray], None]
 # (response class, version) -> (whether the response header is v1, the body's encoder)
-_ENCODERS: dict[tuple[type, int], tuple[bool, Any]] = {}
+_ENCODERS: dict[tuple[type[Message], int], tuple[bool, Encoder]] = {}
 
 
-def _encoder(cls: type, api_key: int, api_version: int) -> tuple[bool, Any]:
+def _encoder(cls: type[Message], api_key: int, api_version: int) -> tuple[bool, Encoder]:
     plan = _ENCODERS.get((cls, api_version))
     if plan is None:
-        encoder = cls._ENCODERS[cls._codec_index(api_version)]  # type: ignore[attr-defined]
+        encoder: Encoder = cls._ENCODERS[cls._codec_index(api_version)]
         plan = _ENCODERS[(cls, api_version)] = (
             response_header_version(api_key, api_version) == 1, encoder)
     return plan
 
 
 def encode_response_parts(correlation_id: int, api_key: int, api_version: int,
-                          body: Any) -> Parts:
+                          body: Message) -> Parts:
     """A size-prefixed response frame as parts (one part when it holds no file ranges)."""
     flexible_header, encoder = _encoder(type(body), api_key, api_version)
     # the size (filled in below), the correlation id and, in header v1, no tagged fields

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from moldau.errors import (
     ClusterAuthorizationFailedError,
@@ -23,8 +23,12 @@ from moldau.errors import (
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
+from moldau.protocol.generated.alter_configs_request import AlterConfigsRequest
 from moldau.protocol.generated.alter_configs_response import AlterConfigsResponse
 from moldau.protocol.generated.describe_configs_response import DescribeConfigsResponse
+from moldau.protocol.generated.incremental_alter_configs_request import (
+    IncrementalAlterConfigsRequest,
+)
 from moldau.protocol.generated.incremental_alter_configs_response import (
     IncrementalAlterConfigsResponse,
 )
@@ -50,9 +54,10 @@ from ..dynamic_config import (
 from ..topic_names import validate_topic_name
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
     from moldau.cluster.zk_async import AsyncZk
+    from moldau.protocol.generated.describe_configs_request import DescribeConfigsRequest
     from moldau.security.tls import TlsContextHolder
 
     from ..metadata_cache import MetadataCache
@@ -78,6 +83,15 @@ TOPIC_CONFIG_NAMES = sorted(f.name.replace("_", ".") for f in fields(LogConfig)
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 DescribeResult = DescribeConfigsResponse.DescribeConfigsResult
+AlterResource = AlterConfigsRequest.AlterConfigsResource
+AlterEntry = AlterConfigsRequest.AlterableConfig
+IncrementalResource = IncrementalAlterConfigsRequest.AlterConfigsResource
+IncrementalEntry = IncrementalAlterConfigsRequest.AlterableConfig
+# the resource of either alter request (both have AlterConfigsResource's shape)
+ResourceT = TypeVar("ResourceT", AlterResource, IncrementalResource)
+# the per-resource answer of either alter response
+ResultT = TypeVar("ResultT", AlterConfigsResponse.AlterConfigsResourceResponse,
+                  IncrementalAlterConfigsResponse.AlterConfigsResourceResponse)
 
 
 def resource_str(resource_type: int, name: str) -> str:
@@ -130,7 +144,7 @@ def topic_value(config: LogConfig, name: str) -> str | None:
 
 
 def topic_entry(dynamic: DynamicBrokerConfig, config: LogConfig, overrides: dict[str, str],
-                name: str, include_synonyms: bool) -> Any:
+                name: str, include_synonyms: bool) -> Entry:
     """ConfigHelper.createTopicConfigEntry: the topic override first, then the broker
     synonyms (dynamic per broker, dynamic default, static, default)."""
     value = topic_value(config, name)
@@ -150,7 +164,7 @@ def topic_entry(dynamic: DynamicBrokerConfig, config: LogConfig, overrides: dict
 
 
 def broker_entry(dynamic: DynamicBrokerConfig, name: str, per_broker: bool,
-                 include_synonyms: bool) -> Any:
+                 include_synonyms: bool) -> Entry:
     """ConfigHelper.createBrokerConfigEntry."""
     sensitive = is_sensitive(name)
     value = dynamic.effective_string(name) if per_broker else dynamic.default_props.get(name)
@@ -188,7 +202,8 @@ class DescribeConfigsHandler:
         self.topic_configs = topic_configs
         self.dynamic_config = dynamic_config
 
-    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    async def __call__(self, ctx: RequestContext,
+                       request: DescribeConfigsRequest) -> DescribeConfigsResponse:
         dynamic = self.dynamic_config
         version = ctx.api_version
         include_synonyms = request.include_synonyms if version >= 1 else False
@@ -231,7 +246,7 @@ class DescribeConfigsHandler:
         return DescribeConfigsResponse(results=results)
 
     async def _topic(self, dynamic: DynamicBrokerConfig, name: str,
-                     include_synonyms: bool) -> list[Any]:
+                     include_synonyms: bool) -> list[Entry]:
         validate_topic_name(name)  # INVALID_TOPIC_EXCEPTION, as Kafka's Topic.validate
         if name not in self.metadata.topics:
             raise UnknownTopicOrPartitionError()
@@ -244,7 +259,7 @@ class DescribeConfigsHandler:
                 for key in TOPIC_CONFIG_NAMES]
 
     def _broker(self, dynamic: DynamicBrokerConfig, name: str,
-                include_synonyms: bool) -> list[Any]:
+                include_synonyms: bool) -> list[Entry]:
         if not name:
             names = sorted(dynamic.default_props)
             return [broker_entry(dynamic, n, False, include_synonyms) for n in names]
@@ -255,7 +270,7 @@ class DescribeConfigsHandler:
         names = sorted(set(dynamic.current.values) | set(dynamic.merged_props()))
         return [broker_entry(dynamic, n, True, include_synonyms) for n in names]
 
-    def _logger(self, name: str) -> list[Any]:
+    def _logger(self, name: str) -> list[Entry]:
         if not name:
             raise InvalidRequestError("Broker id must not be empty")
         if broker_id_of(name, "Broker") != self.broker_id:
@@ -270,7 +285,8 @@ class DescribeConfigsHandler:
 # --------------------------------------------------------------------------- alter (shared)
 
 
-def _check_resource_list(resources: list[Any]) -> dict[int, KafkaError]:
+def _check_resource_list(resources: Sequence[AlterResource | IncrementalResource]
+                         ) -> dict[int, KafkaError]:
     """Each (type, name) at most once; duplicate config keys; null values."""
     errors: dict[int, KafkaError] = {}
     seen: dict[tuple[int, str], int] = {}
@@ -283,17 +299,21 @@ def _check_resource_list(resources: list[Any]) -> dict[int, KafkaError]:
     return errors
 
 
-def _check_entries(configs: list[Any], incremental: bool) -> None:
+def _check_entries(configs: Sequence[AlterEntry | IncrementalEntry]) -> None:
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
         raise InvalidRequestError("Error due to duplicate config keys")
+    # an incremental DELETE names no value
     nulls = [c.name for c in configs if c.value is None
-             and not (incremental and c.config_operation == DELETE)]
+             and not (isinstance(c, IncrementalEntry) and c.config_operation == DELETE)]
     if nulls:
         raise InvalidRequestError("Null value not supported for : " + ", ".join(nulls))
 
 
-class _AlterBase:
+class _AlterBase(Generic[ResourceT]):
+    """AlterConfigs and IncrementalAlterConfigs: the same resources and answers, each
+    resource changed by the subclass's `_one`."""
+
     def __init__(self, broker_id: int, metadata: MetadataCache, zk: AsyncZk,
                  dynamic_config: DynamicBrokerConfig,
                  tls_holders: Mapping[str, TlsContextHolder]) -> None:
@@ -312,31 +332,33 @@ class _AlterBase:
                                       f"{self.broker_id}, but received {name}")
         return True
 
-    RESPONSE: Any  # the response class (both share AlterConfigsResourceResponse's shape)
     WHAT: str  # for the log line
 
-    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    async def _alter_each(self, ctx: RequestContext, resources: Sequence[ResourceT],
+                          validate_only: bool, result: type[ResultT]) -> list[ResultT]:
+        """Every resource changed (or refused), in order, each answered with a `result`
+        (the response's AlterConfigsResourceResponse)."""
         dynamic = self.dynamic_config
-        errors = _check_resource_list(request.resources)
+        errors = _check_resource_list(resources)
         responses = []
-        for i, resource in enumerate(request.resources):
+        for i, resource in enumerate(resources):
             rtype, name = resource.resource_type, resource.resource_name
             error: KafkaError | None = errors.get(i)
             if error is None:
                 try:
-                    await self._one(ctx, resource, request.validate_only, dynamic)
+                    await self._one(ctx, resource, validate_only, dynamic)
                 except KafkaError as exc:
                     error = exc
             if error is not None:
                 log.info("Error processing %s request for resource %s: %s", self.WHAT,
                          resource_str(rtype, name), error)
-            responses.append(self.RESPONSE.AlterConfigsResourceResponse(
+            responses.append(result(
                 error_code=error.code if error else 0,
                 error_message=(str(error) or None) if error else None,
                 resource_type=rtype, resource_name=name))
-        return self.RESPONSE(responses=responses)
+        return responses
 
-    async def _one(self, ctx: RequestContext, resource: Any, validate_only: bool,
+    async def _one(self, ctx: RequestContext, resource: ResourceT, validate_only: bool,
                    dynamic: DynamicBrokerConfig) -> None:
         raise NotImplementedError
 
@@ -387,16 +409,21 @@ class _AlterBase:
 # --------------------------------------------------------------------------- AlterConfigs
 
 
-class AlterConfigsHandler(_AlterBase):
+class AlterConfigsHandler(_AlterBase[AlterResource]):
     MIN_VERSION, MAX_VERSION = 0, 2
 
-    RESPONSE = AlterConfigsResponse
     WHAT = "alter configs"
 
-    async def _one(self, ctx: RequestContext, resource: Any, validate_only: bool,
+    async def __call__(self, ctx: RequestContext,
+                       request: AlterConfigsRequest) -> AlterConfigsResponse:
+        return AlterConfigsResponse(responses=await self._alter_each(
+            ctx, request.resources, request.validate_only,
+            AlterConfigsResponse.AlterConfigsResourceResponse))
+
+    async def _one(self, ctx: RequestContext, resource: AlterResource, validate_only: bool,
                    dynamic: DynamicBrokerConfig) -> None:
         rtype, name = resource.resource_type, resource.resource_name
-        _check_entries(resource.configs, incremental=False)
+        _check_entries(resource.configs)
         props = {c.name: c.value for c in resource.configs}
         if rtype == TOPIC:
             if not ctx.authorize(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, name):
@@ -416,8 +443,9 @@ class AlterConfigsHandler(_AlterBase):
 # --------------------------------------------------------------------------- Incremental
 
 
-def apply_incremental(ops: list[Any], props: dict[str, str], list_type: Any,
-                      list_default: Any) -> dict[str, str]:
+def apply_incremental(ops: Sequence[IncrementalEntry], props: dict[str, str],
+                      list_type: Callable[[str], bool | None],
+                      list_default: Callable[[str], str]) -> dict[str, str]:
     """ConfigAdminManager.prepareIncrementalConfigs: SET, DELETE, and APPEND/SUBTRACT for
     list-typed keys (from the current value, else the key's default)."""
     out = dict(props)
@@ -474,17 +502,22 @@ def _broker_list_default(name: str) -> str:
         else ""
 
 
-class IncrementalAlterConfigsHandler(_AlterBase):
+class IncrementalAlterConfigsHandler(_AlterBase[IncrementalResource]):
     MIN_VERSION, MAX_VERSION = 0, 1
 
-    RESPONSE = IncrementalAlterConfigsResponse
     WHAT = "incremental alter configs"
 
-    async def _one(self, ctx: RequestContext, resource: Any, validate_only: bool,
-                   dynamic: DynamicBrokerConfig) -> None:
+    async def __call__(self, ctx: RequestContext, request: IncrementalAlterConfigsRequest
+                       ) -> IncrementalAlterConfigsResponse:
+        return IncrementalAlterConfigsResponse(responses=await self._alter_each(
+            ctx, request.resources, request.validate_only,
+            IncrementalAlterConfigsResponse.AlterConfigsResourceResponse))
+
+    async def _one(self, ctx: RequestContext, resource: IncrementalResource,
+                   validate_only: bool, dynamic: DynamicBrokerConfig) -> None:
         rtype, name = resource.resource_type, resource.resource_name
-        ops = list(resource.configs)
-        _check_entries(ops, incremental=True)
+        ops: list[IncrementalEntry] = list(resource.configs)
+        _check_entries(ops)
         zk = self.zk
         if rtype == TOPIC:
             if not ctx.authorize(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, name):
@@ -511,7 +544,7 @@ class IncrementalAlterConfigsHandler(_AlterBase):
         else:
             raise InvalidRequestError(f"Unknown resource type {rtype}")
 
-    def _loggers(self, name: str, ops: list[Any], validate_only: bool) -> None:
+    def _loggers(self, name: str, ops: list[IncrementalEntry], validate_only: bool) -> None:
         """RuntimeLoggerManager.applyChangesForResource (KIP-412)."""
         if broker_id_of(name) != self.broker_id:
             raise InvalidRequestError(f"Unexpected node id. Expected {self.broker_id}, "

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from moldau.cluster import zk_data
@@ -51,6 +51,10 @@ if TYPE_CHECKING:
 
     from moldau.cluster.controller import Controller
     from moldau.cluster.zk_async import AsyncZk
+    from moldau.protocol.generated.create_partitions_request import CreatePartitionsRequest
+    from moldau.protocol.generated.create_topics_request import CreateTopicsRequest
+    from moldau.protocol.generated.delete_topics_request import DeleteTopicsRequest
+    from moldau.storage.config import LogConfig
 
     from ..config import BrokerConfig
     from ..dynamic_config import DynamicBrokerConfig
@@ -127,7 +131,8 @@ class CreateTopicsHandler(_ControllerTopicHandler):
         self.topics = topics
         self.dynamic_config = dynamic_config
 
-    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    async def __call__(self, ctx: RequestContext,
+                       request: CreateTopicsRequest) -> CreateTopicsResponse:
         version = ctx.api_version
         results = [TopicResult(name=t.name, error_message=None) for t in request.topics]
         response = CreateTopicsResponse(topics=results)
@@ -196,7 +201,7 @@ class CreateTopicsHandler(_ControllerTopicHandler):
         return response
 
     @staticmethod
-    def _fail(result: Any, code: int, message: str | None) -> None:
+    def _fail(result: TopicResult, code: int, message: str | None) -> None:
         result.error_code = code
         result.error_message = message
         result.configs = []
@@ -204,7 +209,7 @@ class CreateTopicsHandler(_ControllerTopicHandler):
         result.replication_factor = -1
         result.topic_config_error_code = 0
 
-    async def _set_topic_id(self, result: Any, version: int) -> None:
+    async def _set_topic_id(self, result: TopicResult, version: int) -> None:
         if version < 7:
             return
         topic_id = self.metadata.topic_id(result.name)
@@ -213,7 +218,8 @@ class CreateTopicsHandler(_ControllerTopicHandler):
             topic_id = assignment.topic_id if assignment is not None else None
         result.topic_id = topic_id or ZERO_UUID
 
-    async def _prepare(self, topic: Any) -> tuple[dict[int, list[int]], dict[str, str], Any]:
+    async def _prepare(self, topic: CreateTopicsRequest.CreatableTopic
+                       ) -> tuple[dict[int, list[int]], dict[str, str], LogConfig]:
         """ZkAdminManager.createTopics' checks, in Kafka's order; returns the assignment,
         the overrides and the topic's LogConfig."""
         name = topic.name
@@ -266,7 +272,8 @@ class DeleteTopicsHandler(_ControllerTopicHandler):
         super().__init__(metadata, zk, controller)
         self.config = config  # delete.topic.enable
 
-    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    async def __call__(self, ctx: RequestContext,
+                       request: DeleteTopicsRequest) -> DeleteTopicsResponse:
         version = ctx.api_version
         if version >= 6:
             wanted = [(t.name, t.topic_id) for t in request.topics]
@@ -288,7 +295,7 @@ class DeleteTopicsHandler(_ControllerTopicHandler):
                 result.error_message = (str(error) or None) if version >= 5 else None
             return response
         metadata = self.metadata
-        to_delete: dict[str, list[Any]] = {}
+        to_delete: dict[str, list[DeleteResult]] = {}
         for (name, topic_id), result in zip(wanted, results, strict=True):
             by_id = topic_id != ZERO_UUID
             if by_id:
@@ -342,7 +349,8 @@ class CreatePartitionsHandler(_ControllerTopicHandler):
         super().__init__(metadata, zk, controller)
         self.topics = topics
 
-    async def __call__(self, ctx: RequestContext, request: Any) -> Any:
+    async def __call__(self, ctx: RequestContext,
+                       request: CreatePartitionsRequest) -> CreatePartitionsResponse:
         results = [PartitionsResult(name=t.name, error_message=None) for t in request.topics]
         response = CreatePartitionsResponse(results=results)
         if active_controller(self.controller) is None:
@@ -351,7 +359,7 @@ class CreatePartitionsHandler(_ControllerTopicHandler):
             return response
         counts = Counter(t.name for t in request.topics)
         waiting: dict[str, set[int]] = {}
-        succeeded: list[Any] = []
+        succeeded: list[PartitionsResult] = []
         for topic, result in zip(request.topics, results, strict=True):
             name = topic.name
             try:
@@ -381,7 +389,8 @@ class CreatePartitionsHandler(_ControllerTopicHandler):
                 result.error_code = RequestTimedOutError.code
         return response
 
-    async def _add(self, topic: Any, validate_only: bool) -> set[int]:
+    async def _add(self, topic: CreatePartitionsRequest.CreatePartitionsTopic,
+                   validate_only: bool) -> set[int]:
         """ZkAdminManager.createPartitions + AdminZkClient.createNewPartitionsAssignment:
         returns every partition of the topic once the new assignment is written."""
         name = topic.name
