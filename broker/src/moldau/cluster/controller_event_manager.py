@@ -93,7 +93,7 @@ class ControllerEventManager:
                 await asyncio.sleep(0.02 * attempt)
 
 
-async def _answer(ask: Ask[Any]) -> None:
+async def _answer(ask: Ask[Any]) -> None:  # Any: asks of every result type share the queue
     """Run an Ask and settle its future; a lost conditional write is left to the retries,
     and any other failure is also raised so the loop logs it."""
     try:

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kazoo.exceptions import NoNodeError
 
@@ -103,6 +103,6 @@ def read_change_notifications(
     return out
 
 
-def watch_config_changes(self: ZkSession, fn: Callable[[list[str]], Any]) -> WatchHandle:
+def watch_config_changes(self: ZkSession, fn: Callable[[list[str]], object]) -> WatchHandle:
     """fn(children of /config/changes) now and on every change (kazoo's thread)."""
     return self.watch_children(zd.CONFIG_CHANGES_PATH, fn)

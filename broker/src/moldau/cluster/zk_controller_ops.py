@@ -49,7 +49,7 @@ def try_elect_controller(self: ZkSession, broker_id: int) -> int | None:
         return None
     epoch, epoch_version = current
 
-    def commit() -> list[Any]:
+    def commit() -> list[Any]:  # Any: kazoo's untyped per-op results
         txn = zk.transaction()
         txn.check(zd.CONTROLLER_EPOCH_PATH, epoch_version)
         txn.create(zd.CONTROLLER_PATH, zd.encode_controller(broker_id), ephemeral=True)

@@ -52,7 +52,7 @@ class ControllerMovedError(ZkError):
     """The controller epoch moved: this broker is no longer (or not) the controller."""
 
 
-def check_multi_results(results: list[Any], what: str) -> None:
+def check_multi_results(results: list[Any], what: str) -> None:  # Any: kazoo's op results
     """Raise the error a failed multi-op (kazoo transaction) stands for, if any."""
     # A failed multi-op reports the failing op's error; the ops before it come back as
     # RolledBackError and those after it as RuntimeInconsistency.

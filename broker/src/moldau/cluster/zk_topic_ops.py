@@ -131,7 +131,7 @@ def create_partition_states(
     zk = self._client()
     self._create_if_missing(zd.topic_partitions_path(topic))
 
-    def commit() -> list[Any]:
+    def commit() -> list[Any]:  # Any: kazoo's untyped per-op results
         txn = zk.transaction()
         if expected_controller_epoch_zk_version is not None:
             txn.check(zd.CONTROLLER_EPOCH_PATH, expected_controller_epoch_zk_version)
@@ -184,7 +184,7 @@ def update_partition_state(
         except NoNodeError:
             raise ZkNoNodeError(f"{topic}-{partition} has no state znode") from None
 
-    def commit() -> list[Any]:
+    def commit() -> list[Any]:  # Any: kazoo's untyped per-op results
         txn = zk.transaction()
         txn.check(zd.CONTROLLER_EPOCH_PATH, expected_controller_epoch_zk_version)
         txn.set_data(path, state.encode(), expected_version)

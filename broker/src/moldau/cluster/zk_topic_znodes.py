@@ -24,7 +24,7 @@ from .zk_json import (
 TOPIC_ASSIGNMENT_VERSION = 3
 
 
-def _replica_map(obj: Any) -> dict[int, list[int]]:
+def _replica_map(obj: object) -> dict[int, list[int]]:
     if not isinstance(obj, dict):
         return {}
     return {int(p): [int(r) for r in replicas] for p, replicas in obj.items()}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from moldau.errors import (
     ClusterAuthorizationFailedError,
@@ -27,10 +27,11 @@ from moldau.errors import (
 from moldau.protocol.generated.api import ApiKey
 
 from . import handlers as h
+from .handlers.services import Served
 from .quotas import Quota
 
 if TYPE_CHECKING:
-    from .requests import RequestContext
+    pass
 
 TOPIC_DENIED = TopicAuthorizationFailedError.code  # 29
 GROUP_DENIED = GroupAuthorizationFailedError.code  # 30
@@ -56,15 +57,6 @@ class Check:
     denied: int  # the error code a denial answers (0: none, a FILTER or FALLBACK)
     scope: Scope
     when: str = ""  # the condition, where the check does not always apply
-
-
-class Served(Protocol):
-    """A handler: it declares the versions it serves, and answers a request."""
-
-    MIN_VERSION: int
-    MAX_VERSION: int
-
-    def __call__(self, ctx: RequestContext, request: Any) -> Any: ...
 
 
 @dataclass(frozen=True)

@@ -37,11 +37,11 @@ from .metadata import MetadataHandler
 from .produce import ProduceAppends, ProduceHandler
 from .reassignments import AlterPartitionReassignmentsHandler, ListPartitionReassignmentsHandler
 from .records import DeleteRecordsHandler, OffsetForLeaderEpochHandler
-from .services import HandlerServices
+from .services import HandlerServices, Served
 from .topics import CreatePartitionsHandler, CreateTopicsHandler, DeleteTopicsHandler
 
 
-def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Any], ProduceAppends]:
+def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceAppends]:
     """The composition of the request layer: every handler with only the services it
     names (handlers/services.py), by API key (each handler's class declares the versions
     it serves); and the Produce appends both Produce paths share."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from moldau.authorizer.acl_authorizer import AclAuthorizer
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..metadata_cache import MetadataCache
     from ..partition_states import PartitionStates
     from ..producer_ids import ProducerIdManager
+    from ..request_context import RequestContext
     from ..topic_admin import TopicAdmin
     from ..topic_configs import TopicConfigs
 
@@ -71,6 +72,16 @@ class HandlerServices:
     advertised_versions: Callable[[], dict[int, tuple[int, int]]]
     # Kafka's AclAuthorizer when authorizer.class.name names it; None: no authorizer
     acl_authorizer: AclAuthorizer | None = None
+
+
+class Served(Protocol):
+    """A handler: it declares the versions it serves, and answers a request."""
+
+    MIN_VERSION: int
+    MAX_VERSION: int
+
+    def __call__(self, ctx: RequestContext,
+                 request: Any) -> Any: ...  # Any: each its own request and response class
 
 
 def active_controller(controller: Callable[[], Controller | None]) -> Controller | None:
