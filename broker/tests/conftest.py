@@ -29,6 +29,7 @@ LONGEST_FIRST = (
     "replication/test_faults.py",  # 87
     "groups/test_group_clients.py",  # 65
     "replication/test_replication.py",  # 54
+    "tools/test_acls_tool.py",  # 45-57
     "replication/test_zookeeper_partition.py",  # 47
     "storage/test_log_properties.py",  # 45
     "replication/test_reassignment.py",  # 43
@@ -39,6 +40,7 @@ LONGEST_FIRST = (
     "tools/test_topics.py",  # 28
     "protocol/test_against_kafka_python.py",  # 27
     "broker/test_dev_cluster.py",  # 24
+    "authorizer/test_acl_authorizer.py",  # 18-22
 )
 
 
