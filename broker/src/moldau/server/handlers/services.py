@@ -80,8 +80,8 @@ class Served(Protocol):
     MIN_VERSION: int
     MAX_VERSION: int
 
-    def __call__(self, ctx: RequestContext,
-                 request: Any) -> Any: ...  # Any: each its own request and response class
+    def __call__(self, ctx: RequestContext,  # Any: each its own request and response class
+                 request: Any) -> Any: ...
 
 
 def active_controller(controller: Callable[[], Controller | None]) -> Controller | None:
