@@ -72,7 +72,10 @@ def test_bad_tls_configs_fail_with_one_line_and_create_nothing(
     for name, (values, needle) in cases.items():
         config = properties(tmp_path / f"{name}.properties", values)
         out = topics(ssl_bootstrap, config, "--create", "--topic", f"bad-{name}")
-        assert out.code == 1 and out.out == "", (name, out.out, out.err)
-        assert len(out.err.strip().splitlines()) == 1 and needle in out.err, (name, out.err)
+        # as Kafka's TopicCommand: one line on stdout, and its ERROR log line on stderr
+        assert out.code == 1, (name, out.out, out.err)
+        lines = out.out.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error while executing topic command : ")
+        assert needle in lines[0] and "ERROR" in out.err, (name, out.out, out.err)
     listed = topics(ssl_bootstrap, properties(tmp_path / "good.properties", good), "--list")
     assert not [t for t in listed.out.splitlines() if t.startswith("bad-")]
