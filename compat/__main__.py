@@ -45,12 +45,15 @@ def main(argv: list[str]) -> int:
     directory = options.dir or Path(tempfile.mkdtemp(prefix="moldau-compat-"))
     started = time.monotonic()
     try:
-        lab = Lab.start(directory / "lab")
+        lab = Lab.start(directory / "lab", with_acl_pair=scenarios.need_acl_pair(chosen))
     except launcher.LabSetupError as exc:
         print(f"compat: {exc}", file=sys.stderr)
         return 2
     print(f"lab up in {time.monotonic() - started:.0f} s: Kafka {launcher.KAFKA_VERSION} at "
-          f"{lab.kafka.bootstrap}, Moldau at {lab.moldau.bootstrap} ({directory})", flush=True)
+          f"{lab.kafka.bootstrap}, Moldau at {lab.moldau.bootstrap}"
+          + (f"; ACL pair: Kafka at {lab.acl_pair.kafka.bootstrap}, Moldau at "
+             f"{lab.acl_pair.moldau.bootstrap}" if lab.acl_pair else "")
+          + f" ({directory})", flush=True)
     try:
         runner = Runner(lab, entries, directory)
         results = []

@@ -4,7 +4,12 @@ broker of the same shape, each under its own chroot, on 127.0.0.1 free ports.
 ZooKeeper is the project's own `ZooKeeperEnsemble` (Debian's zookeeper, as in the tests),
 the Moldau broker the tests' `BrokerProcess`; only the Kafka broker is new here. Both
 brokers get the same server.properties (broker id 1, one partition, RF 1 for the internal
-topics, no initial rebalance delay), so what differs between them is the broker alone.
+topics, no initial rebalance delay, Kafka's AclAuthorizer with the lab's clients, which
+PLAINTEXT makes User:ANONYMOUS, as super user), so what differs between them is the
+broker alone.
+
+The ACL scenarios also get a second pair (`acl_pair`) on the same ZooKeeper where nobody
+is a super user: User:ANONYMOUS may do only what ACLs grant it (compat/acl_setup.py).
 
     with Lab.started(directory) as lab:
         lab.kafka.bootstrap, lab.moldau.bootstrap
@@ -20,10 +25,11 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat import launcher
+from compat import acl_setup, launcher
 from moldau import properties as java_properties
 from moldau.client.blocking import BlockingConnection
 from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
@@ -32,8 +38,11 @@ from moldau.protocol.generated.api import ApiKey
 from moldau.protocol.generated.metadata_request import MetadataRequest
 
 BROKER_ID = 1
+SHARED_PAIR = "shared"
+ACL_PAIR = "acl"
 PR_SET_PDEATHSIG = 1  # prctl(2)
 ZK_TICK_MS = 500  # as the tests' ensembles: sessions of 1 s to 10 s
+ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 # The settings both brokers share: what makes them "the same shape".
 SHARED_PROPERTIES: Mapping[str, str] = {
     "num.partitions": "1",
@@ -44,6 +53,10 @@ SHARED_PROPERTIES: Mapping[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
     "auto.create.topics.enable": "true",
     "delete.topic.enable": "true",
+    # Kafka's authorizer on both, the lab's own connections allowed everything: the
+    # ACL scenarios add and list ACLs here, the others never notice.
+    "authorizer.class.name": ACL_AUTHORIZER,
+    "super.users": "User:ANONYMOUS",
 }
 
 
@@ -158,55 +171,108 @@ def _tail(path: Path, lines: int = 30) -> str:
 
 
 @dataclass
+class BrokerPair:
+    """A Kafka broker and a Moldau broker of the same shape, each under its own chroot."""
+
+    kafka: KafkaBroker
+    moldau: BrokerProcess
+
+    @classmethod
+    def create(cls, base: Path, zookeeper: str, name: str,
+               properties: Mapping[str, str]) -> BrokerPair:
+        """Brokers in `base/<name>kafka` and `base/<name>moldau`, on chroots named alike
+        and unique to this run (several labs may share a ZooKeeper)."""
+        run = uuid.uuid4().hex[:8]
+        return cls(KafkaBroker(base / f"{name}kafka", f"{zookeeper}/{name}kafka-{run}",
+                               properties=properties),
+                   BrokerProcess(str(base / f"{name}moldau"), BROKER_ID,
+                                 f"{zookeeper}/{name}moldau-{run}", properties=properties))
+
+    def stop(self) -> dict[str, int | None]:
+        """Both at once (Kafka's controlled shutdown takes seconds); their exit codes."""
+        with ThreadPoolExecutor(2) as pool:
+            kafka, moldau = pool.submit(self.kafka.stop), pool.submit(self.moldau.stop)
+            return {"kafka": kafka.result(), "moldau": moldau.result()}
+
+
+@dataclass
 class Lab:
-    """The running reference cluster: `kafka` and `moldau` share `zookeeper`."""
+    """The running reference cluster: `kafka` and `moldau` share `zookeeper`; the ACL
+    scenarios' `acl_pair`, when started, too."""
 
     directory: Path
     zookeeper: ZooKeeperEnsemble
     kafka: KafkaBroker
     moldau: BrokerProcess
+    acl_pair: BrokerPair | None = None
 
     @classmethod
     def start(cls, directory: str | os.PathLike[str],
-              properties: Mapping[str, str] | None = None) -> Lab:
-        """ZooKeeper first, then both brokers side by side (Kafka's JVM starts while
-        Moldau's broker does), each under a chroot of its own."""
+              properties: Mapping[str, str] | None = None, with_acl_pair: bool = False) -> Lab:
+        """ZooKeeper first, then the brokers side by side (Kafka's JVMs start while
+        Moldau's brokers do), each under a chroot of its own; the ACL pair's chroots get
+        their first ACLs before its brokers start."""
         base = Path(directory).absolute()
         launcher.kafka_classpath()  # fail before starting anything when the jars are missing
         props = {**SHARED_PROPERTIES, **(properties or {})}
         zookeeper = ZooKeeperEnsemble(base / "zookeeper", size=1, tick_time=ZK_TICK_MS,
                                       die_with_parent=True)
         zookeeper.start(timeout=60)
-        run = uuid.uuid4().hex[:8]
-        kafka = KafkaBroker(base / "kafka", f"{zookeeper.connect_string}/kafka-{run}",
-                            properties=props)
-        moldau = BrokerProcess(str(base / "moldau"), BROKER_ID,
-                               f"{zookeeper.connect_string}/moldau-{run}", properties=props)
+        shared = BrokerPair.create(base, zookeeper.connect_string, "", props)
+        pairs = [shared]
+        if with_acl_pair:
+            pairs.append(BrokerPair.create(base, zookeeper.connect_string, "acl-",
+                                           acl_setup.properties(props)))
         try:
-            kafka.start()
-            moldau.start(wait=60)
-            kafka.wait_ready()
+            shared.kafka.start()
+            if with_acl_pair:  # Kafka's AclCommand in a JVM, while the first Kafka starts
+                acl_setup.seed([pairs[1].kafka.zookeeper_connect,
+                               pairs[1].moldau.zookeeper_connect])
+                pairs[1].kafka.start()
+            for pair in pairs:
+                pair.moldau.start(wait=None)
+            for pair in pairs:
+                pair.moldau.wait_healthy(60)
+                pair.kafka.wait_ready()
         except BaseException:
-            kafka.stop()
-            moldau.stop()
+            for pair in pairs:
+                pair.stop()
             zookeeper.stop()
             raise
-        return cls(base, zookeeper, kafka, moldau)
+        return cls(base, zookeeper, shared.kafka, shared.moldau,
+                   pairs[1] if with_acl_pair else None)
 
     @classmethod
     @contextlib.contextmanager
     def started(cls, directory: str | os.PathLike[str],
-                properties: Mapping[str, str] | None = None) -> Iterator[Lab]:
-        lab = cls.start(directory, properties)
+                properties: Mapping[str, str] | None = None,
+                with_acl_pair: bool = False) -> Iterator[Lab]:
+        lab = cls.start(directory, properties, with_acl_pair)
         try:
             yield lab
         finally:
             lab.stop()
 
+    def pair(self, name: str) -> BrokerPair:
+        """The shared pair (SHARED_PAIR) or the ACL scenarios' (ACL_PAIR)."""
+        if name == SHARED_PAIR:
+            return BrokerPair(self.kafka, self.moldau)
+        if name == ACL_PAIR and self.acl_pair is not None:
+            return self.acl_pair
+        raise LookupError(f"the lab has no {name} pair (Lab.start(with_acl_pair=True) "
+                          "starts the ACL pair)")
+
     def stop(self) -> dict[str, int | None]:
-        """Both brokers cleanly (controlled shutdown), then ZooKeeper; returns the
-        brokers' exit codes (0 after a clean shutdown)."""
+        """Every broker cleanly (controlled shutdown), the pairs at once, then ZooKeeper;
+        returns the brokers' exit codes (0 after a clean shutdown): `kafka`, `moldau`,
+        and `acl-kafka`, `acl-moldau` for the ACL pair."""
+        pairs = {"": BrokerPair(self.kafka, self.moldau)}
+        if self.acl_pair is not None:
+            pairs["acl-"] = self.acl_pair
         try:
-            return {"kafka": self.kafka.stop(), "moldau": self.moldau.stop()}
+            with ThreadPoolExecutor(len(pairs)) as pool:
+                stopped = {prefix: pool.submit(pair.stop) for prefix, pair in pairs.items()}
+                return {prefix + name: code for prefix, future in stopped.items()
+                        for name, code in future.result().items()}
         finally:
             self.zookeeper.stop()

@@ -16,7 +16,7 @@ from compat.allowlist import Entry
 from compat.compare import Hunk, Verdict, hunks, verdict
 from compat.lab import Lab
 from compat.normalise import apply_all, common_rules
-from compat.scenarios.base import KAFKA, Context, Scenario, Side
+from compat.scenarios.base import Context, Scenario, Side, lab_broker
 from compat.transcript import Transcript
 
 
@@ -60,7 +60,7 @@ class Runner:
             scratch.mkdir(parents=True, exist_ok=True)
             try:
                 transcript: Transcript | None = side.run(Context(self.lab, side.broker, token,
-                                                                 scratch))
+                                                                 scratch, side.pair))
                 error = None
             except Exception as exc:  # a side that cannot run is the scenario's result
                 transcript, error = None, "".join(traceback.format_exception_only(exc)).strip()
@@ -72,9 +72,9 @@ class Runner:
         transcript, error, token = self.run_side(side)
         if transcript is None:
             return Column(None, [], error)
-        broker = self.lab.kafka if side.broker == KAFKA else self.lab.moldau
+        broker = lab_broker(self.lab, side.pair, side.broker)
         paths = [(str(broker.data_dir), "<data>"), (str(self.lab.directory), "<lab>"),
-                 (token, "<run>")]
+                 (broker.zookeeper_connect, "<zookeeper>"), (token, "<run>")]
         lines = apply_all(transcript.lines, [*common_rules(paths), *scenario.rules])
         return Column(transcript, lines)
 

@@ -3,11 +3,12 @@ reads another's data comes after it)."""
 
 from __future__ import annotations
 
-from compat.scenarios import dump_log, groups, java_client, topics
+from compat.lab import ACL_PAIR
+from compat.scenarios import acls, acls_zookeeper, dump_log, groups, java_client, topics
 from compat.scenarios.base import Scenario
 
 ALL: list[Scenario] = [*topics.SCENARIOS, *java_client.SCENARIOS, *groups.SCENARIOS,
-                       *dump_log.SCENARIOS]
+                       *dump_log.SCENARIOS, *acls.SCENARIOS, *acls_zookeeper.SCENARIOS]
 
 
 def by_name() -> dict[str, Scenario]:
@@ -28,3 +29,8 @@ def select(names: list[str] | None = None, fast_only: bool = False) -> list[Scen
                 wanted.add(required)
                 pending.append(required)
     return [s for s in ALL if s.name in wanted]
+
+
+def need_acl_pair(chosen: list[Scenario]) -> bool:
+    """Whether the lab must start the ACL scenarios' own pair of brokers for these."""
+    return any(ACL_PAIR in scenario.pairs for scenario in chosen)

@@ -14,34 +14,46 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compat import batch, launcher
-from compat.lab import Lab
+from compat.lab import SHARED_PAIR, KafkaBroker, Lab
 from compat.normalise import Normaliser
 from compat.transcript import Transcript
+from moldau.devcluster.brokers import BrokerProcess
 
 KAFKA = "kafka"
 MOLDAU = "moldau"
 BROKERS = (KAFKA, MOLDAU)
 
 
+def lab_broker(lab: Lab, pair: str, broker: str) -> KafkaBroker | BrokerProcess:
+    """One broker of the lab: KAFKA or MOLDAU of the SHARED_PAIR or the ACL_PAIR."""
+    brokers = lab.pair(pair)
+    return brokers.kafka if broker == KAFKA else brokers.moldau
+
+
 @dataclass(frozen=True)
 class Context:
-    """What one column run gets: the lab, the broker it talks to, a token unique to this
-    run (for names that must not collide; normalised to <run>) and a scratch directory."""
+    """What one column run gets: the lab, the broker it talks to (of which pair), a token
+    unique to this run (for names that must not collide; normalised to <run>) and a
+    scratch directory."""
 
     lab: Lab
     broker: str
     token: str
     scratch: Path
+    pair: str = SHARED_PAIR
 
     @property
     def bootstrap(self) -> str:
-        return self.lab.kafka.bootstrap if self.broker == KAFKA else self.lab.moldau.bootstrap
+        return lab_broker(self.lab, self.pair, self.broker).bootstrap
 
     @property
     def data_dir(self) -> Path:
-        if self.broker == KAFKA:
-            return self.lab.kafka.data_dir
-        return Path(self.lab.moldau.data_dir)
+        return Path(lab_broker(self.lab, self.pair, self.broker).data_dir)
+
+    @property
+    def zookeeper_connect(self) -> str:
+        """The broker's ZooKeeper, with its chroot (`host:port/chroot`)."""
+        return lab_broker(self.lab, self.pair, self.broker).zookeeper_connect
 
 
 @dataclass(frozen=True)
@@ -49,6 +61,7 @@ class Side:
     key: str
     broker: str  # the lab broker this column talks to
     run: Callable[[Context], Transcript]
+    pair: str = SHARED_PAIR  # of which pair (compat.lab.ACL_PAIR: the ACL scenarios' own)
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,11 @@ class Scenario:
     rules: Sequence[Normaliser] = ()
     requires: Sequence[str] = ()  # scenarios whose data this one reads, run first
     fast: bool = True  # in the subset `make test` may run
+
+    @property
+    def pairs(self) -> set[str]:
+        """The lab's broker pairs the scenario's columns talk to."""
+        return {self.kafka.pair, self.moldau.pair}
 
 
 def kafka_tools(transcript: Transcript, main_class: str, label: str,

@@ -25,7 +25,8 @@ from moldau.security.acls import (
     check_principal,
     supported_operations,
 )
-from moldau.tools.options import Options, ToolError, UsageError
+from moldau.tools.options import Options, UsageError
+from moldau.tools.runner import ArgumentError
 
 T = TypeVar("T")
 
@@ -84,8 +85,8 @@ def principals(options: Options, flag: str) -> list[str]:
             continue
         try:
             found.append(check_principal(value.strip()))
-        except ValueError as exc:
-            raise ToolError(str(exc)) from None
+        except ValueError as exc:  # Kafka's IllegalArgumentException
+            raise ArgumentError(str(exc)) from None
     return unique(found)
 
 
@@ -153,9 +154,32 @@ def _consumer_plan(options: Options) -> Plan:
     return plan
 
 
+# The order Kafka 3.9.1's refusal names a type's operations in: a Scala set's, ordered by
+# hash codes (of the names for TOPIC and CLUSTER; for the smaller sets, of the enum
+# constants, which Kafka's JVM gives the same at every run), as kafka_2.13-3.9.1 prints it.
+_KAFKA_MESSAGE_ORDER = {
+    ResourceType.TOPIC: ("Read", "All", "AlterConfigs", "DescribeConfigs", "Delete", "Write",
+                         "Alter", "Create", "Describe"),
+    ResourceType.CLUSTER: ("All", "AlterConfigs", "DescribeConfigs", "IdempotentWrite",
+                           "Alter", "ClusterAction", "Create", "Describe"),
+    ResourceType.GROUP: ("Read", "Describe", "Delete", "All"),
+    ResourceType.TRANSACTIONAL_ID: ("Describe", "Write", "All"),
+    ResourceType.USER: ("DescribeTokens", "CreateTokens", "All"),
+    ResourceType.DELEGATION_TOKEN: ("Describe", "All"),
+}
+
+
 def valid_operations(resource_type: ResourceType) -> list[AclOperation]:
     """The operations an ACL on the type may name: its own, by wire code, then ALL."""
     return [*sorted(supported_operations(resource_type)), AclOperation.ALL]
+
+
+def operations_text(resource_type: ResourceType) -> str:
+    """The type's valid operations as Kafka's refusal lists them."""
+    names = [op.pascal_name for op in valid_operations(resource_type)]
+    order = _KAFKA_MESSAGE_ORDER.get(resource_type, ())
+    return ", ".join(sorted(names, key=lambda name: (
+        order.index(name) if name in order else len(order))))
 
 
 def _check_operations(plan: Plan) -> None:
@@ -163,7 +187,7 @@ def _check_operations(plan: Plan) -> None:
         valid = valid_operations(resource.resource_type)
         if any(entry.operation not in valid for entry in found):
             raise UsageError(f"ResourceType {resource.resource_type.name} only supports "
-                             f"operations {', '.join(op.pascal_name for op in valid)}")
+                             f"operations {operations_text(resource.resource_type)}")
 
 
 def filter_plan(options: Options) -> Plan:

@@ -4,11 +4,11 @@ or straight into ZooKeeper through Kafka's AclAuthorizer (the deprecated
 `--authorizer-properties zookeeper.connect=...` path, which works before any broker runs).
 
 The two paths fail as Kafka's do: the Admin API stops at the first error the cluster
-answers; the authorizer reports each binding it could not write and goes on."""
+answers (the command fails with it); the authorizer reports each binding it could not
+write, on standard output, and goes on (the command still succeeds)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -33,7 +33,7 @@ from moldau.security.acls import (
 )
 from moldau.security.ssl_settings import TlsConfigError
 from moldau.tools.admin import Admin
-from moldau.tools.kafka_errors import error_text
+from moldau.tools.kafka_errors import error_text, exception_class
 from moldau.tools.options import ToolError
 
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
@@ -47,18 +47,11 @@ ZK_TLS_KEYS = ("zookeeper.clientCnxnSocket", "zookeeper.ssl.client.enable",
                "zookeeper.ssl.cipher.suites", "zookeeper.ssl.endpoint.identification.algorithm",
                "zookeeper.ssl.crl.enable", "zookeeper.ssl.ocsp.enable")
 AUTHORIZER_PREFIX = "authorizer."
-# The Java exception class of each error code the ACL APIs answer, as Kafka's Admin
-# client names them in its failures.
-_EXCEPTIONS = {-1: "UnknownServerException", 7: "TimeoutException",
-               31: "ClusterAuthorizationException", 35: "UnsupportedVersionException",
-               42: "InvalidRequestException", 54: "SecurityDisabledException"}
 _VERSION = 3  # of DescribeAcls, CreateAcls and DeleteAcls (v1+ carry the pattern type)
 
 
 class AclService(Protocol):
-    """Reads and writes ACLs for one command. `failed`: a write was refused and reported."""
-
-    failed: bool
+    """Reads and writes ACLs for one command."""
 
     def describe(self, binding_filter: AclBindingFilter) -> list[AclBinding]: ...
 
@@ -69,10 +62,15 @@ class AclService(Protocol):
     def close(self) -> None: ...
 
 
-def _failure(code: int, message: str | None) -> ToolError:
-    """The failure of an Admin API future as Kafka's ExecutionException prints it."""
-    name = _EXCEPTIONS.get(code, "ApiException")
-    return ToolError(f"org.apache.kafka.common.errors.{name}: {error_text(code, message)}")
+class AdminCallFailure(ToolError):
+    """An error the cluster answered, as the Admin API's future fails with it: an
+    ExecutionException whose message, and cause, is Kafka's exception for the code."""
+
+    def __init__(self, code: int, message: str | None) -> None:
+        cause = f"{exception_class(code)}: {error_text(code, message)}"
+        super().__init__(cause)
+        # what Kafka's Utils.stackTrace shows of it, frames left out
+        self.trace = [f"java.util.concurrent.ExecutionException: {cause}", f"Caused by: {cause}"]
 
 
 class AdminAclService:
@@ -80,7 +78,6 @@ class AdminAclService:
 
     def __init__(self, admin: Admin) -> None:
         self.admin = admin
-        self.failed = False
 
     def describe(self, binding_filter: AclBindingFilter) -> list[AclBinding]:
         patterns, entry = binding_filter.pattern_filter, binding_filter.entry_filter
@@ -90,7 +87,7 @@ class AdminAclService:
             principal_filter=entry.principal, host_filter=entry.host,
             operation=entry.operation.value, permission_type=entry.permission.value)
         if answer.error_code:
-            raise _failure(answer.error_code, answer.error_message)
+            raise AdminCallFailure(answer.error_code, answer.error_message)
         return [AclBinding(
             ResourcePattern(ResourceType.from_code(resource.resource_type),
                             resource.resource_name, PatternType.from_code(resource.pattern_type)),
@@ -108,7 +105,7 @@ class AdminAclService:
             for b in bindings])
         for result in answer.results:
             if result.error_code:
-                raise _failure(result.error_code, result.error_message)
+                raise AdminCallFailure(result.error_code, result.error_message)
 
     def delete(self, filters: Sequence[AclBindingFilter]) -> None:
         answer: DeleteAclsResponse = self.admin.call("DeleteAcls", _VERSION, filters=[
@@ -122,10 +119,10 @@ class AdminAclService:
             for f in filters])
         for result in answer.filter_results:
             if result.error_code:
-                raise _failure(result.error_code, result.error_message)
+                raise AdminCallFailure(result.error_code, result.error_message)
             for matching in result.matching_acls:
                 if matching.error_code:
-                    raise _failure(matching.error_code, matching.error_message)
+                    raise AdminCallFailure(matching.error_code, matching.error_message)
 
     def close(self) -> None:
         self.admin.close()
@@ -138,15 +135,16 @@ class AuthorizerAclService:
     def __init__(self, zk: KafkaZkClient, authorizer: AclAuthorizer) -> None:
         self.zk = zk
         self.authorizer = authorizer
-        self.failed = False
 
     def describe(self, binding_filter: AclBindingFilter) -> list[AclBinding]:
         return self.authorizer.describe_acls(binding_filter)
 
-    def _report(self, action: str, error: KafkaError) -> None:
-        # Kafka prints these on stdout and exits 0; Moldau's tools report on stderr, exit 1
-        print(f"Error while {action} ACLs: {error}", file=sys.stderr)
-        self.failed = True
+    @staticmethod
+    def _report(action: str, error: KafkaError) -> None:
+        """As Kafka's AclCommand: the message and the exception (its stack trace, which
+        Moldau has no frames of) on stdout, then an empty line; the command goes on."""
+        print(f"Error while {action} ACLs: {error}")
+        print(f"{exception_class(error.code)}: {error}\n", flush=True)
 
     def create(self, bindings: Sequence[AclBinding]) -> None:
         try:

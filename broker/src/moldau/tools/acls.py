@@ -5,7 +5,9 @@ ZooKeeper (`--authorizer-properties zookeeper.connect=...`, `--zk-tls-config-fil
 The command line is read by acl_plan, the ACLs are read and written by acl_services; this
 module checks the flags, asks before a removal, and prints Kafka's blocks:
 "Adding ACLs for resource `ResourcePattern(...)`: " and "Current ACLs for resource ...",
-each followed by the entries, one per line behind a tab."""
+each followed by the entries, one per line behind a tab. As Kafka 3.9's, --add and
+--remove print no listing afterwards, and a failure once the command line is checked goes
+to stdout: "Error while executing ACL command: ..." and the Java exception."""
 
 from __future__ import annotations
 
@@ -31,14 +33,16 @@ from moldau.tools.acl_services import (
     ACL_AUTHORIZER,
     AclService,
     AdminAclService,
+    AdminCallFailure,
     open_authorizer,
     zk_tls_file_properties,
 )
 from moldau.tools.common import admin_from
 from moldau.tools.options import Opt, Options, ToolError, UsageError, exactly_one, forbid, require
 from moldau.tools.properties import load_properties
-from moldau.tools.runner import Tool
+from moldau.tools.runner import ArgumentError, Tool, java_exception
 
+ERROR_PREFIX = "Error while executing ACL command: "
 DEPRECATION = ("Warning: support for ACL configuration directly through the authorizer is "
                "deprecated and will be removed in a future release. Please use "
                "--bootstrap-server instead to set ACLs through the admin client.")
@@ -215,7 +219,6 @@ def add_acls(service: AclService, options: Options) -> None:
     for pattern, entries in add_plan(options).items():
         print(block(f"Adding ACLs for resource `{pattern}`:", entries))
         service.create([AclBinding(pattern, entry) for entry in entries])
-    list_acls(service, options)
 
 
 def confirmed(options: Options, question: str) -> bool:
@@ -241,14 +244,15 @@ def remove_acls(service: AclService, options: Options) -> None:
             if confirmed(options, question):
                 service.delete([AclBindingFilter(resource, AccessControlEntryFilter(
                     e.principal, e.host, e.operation, e.permission)) for e in entries])
-    list_acls(service, options)
 
 
 def _key_values(values: list[str]) -> dict[str, str]:
     """Kafka's CommandLineUtils.parseKeyValueArgs without missing values."""
     pairs = [value.split("=", 1) for value in values]
-    if any(len(pair) != 2 for pair in pairs):
-        raise ToolError(f"Invalid command line properties: {' '.join(values)}")
+    for pair in pairs:
+        if len(pair) == 1 or not pair[1]:
+            # the closing brace is in Kafka 3.9's message too
+            raise ArgumentError(f"Missing value for key {pair[0]}}}")
     return {key: value for key, value in pairs}
 
 
@@ -266,8 +270,7 @@ def open_service(options: Options) -> AclService:
     return open_authorizer(properties)
 
 
-def run(options: Options) -> int:
-    action = check_args(options)
+def execute(action: str, options: Options) -> None:
     # the command line is checked before anything is opened: a bad one writes nothing
     if action == "add":
         add_plan(options)
@@ -279,8 +282,28 @@ def run(options: Options) -> int:
         {"add": add_acls, "remove": remove_acls, "list": list_acls}[action](service, options)
     finally:
         service.close()
-    return 1 if service.failed else 0
 
 
-TOOL = Tool("acls", "This tool helps to manage acls on kafka.", OPTIONS, run,
-            "Error while executing ACL command: ", plain_parse_errors=True)
+def print_failure(error: ToolError) -> None:
+    """Kafka's AclCommand.main catch: the message, then Utils.stackTrace of the exception
+    (without frames, which Moldau has none of) and println's empty line, on stdout."""
+    trace = (error.trace if isinstance(error, AdminCallFailure)
+             else [f"{java_exception(error)}: {error}"])
+    print(f"{ERROR_PREFIX}{error}")
+    print("\n".join(trace) + "\n", flush=True)
+
+
+def run(options: Options) -> int:
+    action = check_args(options)
+    try:
+        execute(action, options)
+    except UsageError:  # Kafka's usage errors: stderr and the usage table
+        raise
+    except ToolError as exc:
+        print_failure(exc)
+        return 1
+    return 0
+
+
+TOOL = Tool("acls", "This tool helps to manage acls on kafka.", OPTIONS, run, ERROR_PREFIX,
+            plain_parse_errors=True)
