@@ -70,7 +70,8 @@ def metrics_environment(env: dict[str, str]) -> tuple[dict[str, str], list[str]]
     return env, notes
 
 
-def _cmdline(pid: int) -> list[str]:
+def process_cmdline(pid: int) -> list[str]:
+    """A process's command line from /proc (empty when it is gone or not ours to read)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
             return [part.decode("utf-8", "replace") for part in fh.read().split(b"\0") if part]
@@ -108,7 +109,7 @@ def broker_pids(node_id: str | None = None) -> list[int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
-        cmdline = _cmdline(int(entry))
+        cmdline = process_cmdline(int(entry))
         is_broker = SERVER_MODULE in cmdline or any(
             os.path.basename(part) == "moldau-server" for part in cmdline[:2])
         if not is_broker:

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from moldau.cluster.zk_ensemble import MAIN_CLASS, ZooKeeperEnsembleError, classpath, find_java
+from moldau.tools.server_scripts import process_cmdline
 
 DAEMON_NAME = "zookeeper"
 # zookeeper-server-start.sh's `${EXTRA_ARGS-...}`: only an unset EXTRA_ARGS takes this
@@ -176,14 +177,6 @@ def start(argv: Sequence[str], program: str = "zookeeper-server-start.sh",
     return 0
 
 
-def _cmdline(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return [part.decode("utf-8", "replace") for part in fh.read().split(b"\0") if part]
-    except OSError:
-        return []
-
-
 def is_zookeeper(cmdline: Sequence[str]) -> bool:
     """Kafka's `grep java | grep -i QuorumPeerMain` over the process's command line."""
     line = " ".join(cmdline)
@@ -209,7 +202,7 @@ def zookeeper_pids(config: str | None = None) -> list[int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
-        cmdline = _cmdline(int(entry))
+        cmdline = process_cmdline(int(entry))
         if not is_zookeeper(cmdline):
             continue
         if wanted is not None and _config_of(int(entry), cmdline) != wanted:
