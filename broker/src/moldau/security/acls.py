@@ -308,6 +308,28 @@ class AclBindingFilter:
         return f"(patternFilter={self.pattern_filter}, entryFilter={self.entry_filter})"
 
 
+def binding_from_codes(resource_type: int, name: str, pattern_type: int, principal: str,
+                       host: str, operation: int, permission: int) -> AclBinding:
+    """A binding from the wire fields of the ACL APIs (codes Kafka does not know read as
+    UNKNOWN, which creation refuses)."""
+    return AclBinding(
+        ResourcePattern(ResourceType.from_code(resource_type), name,
+                        PatternType.from_code(pattern_type)),
+        AccessControlEntry(principal, host, AclOperation.from_code(operation),
+                           AclPermissionType.from_code(permission)))
+
+
+def filter_from_codes(resource_type: int, name: str | None, pattern_type: int,
+                      principal: str | None, host: str | None, operation: int,
+                      permission: int) -> AclBindingFilter:
+    """A binding filter from the wire fields of DescribeAcls and DeleteAcls."""
+    return AclBindingFilter(
+        ResourcePatternFilter(ResourceType.from_code(resource_type), name,
+                              PatternType.from_code(pattern_type)),
+        AccessControlEntryFilter(principal, host, AclOperation.from_code(operation),
+                                 AclPermissionType.from_code(permission)))
+
+
 # -- creation checks ---------------------------------------------------------------------------
 
 # The error message Kafka's authorizer answers for a binding it refuses (its

@@ -22,14 +22,9 @@ from moldau.protocol.generated.delete_acls_request import DeleteAclsRequest
 from moldau.protocol.generated.delete_acls_response import DeleteAclsResponse
 from moldau.protocol.generated.describe_acls_response import DescribeAclsResponse
 from moldau.security.acls import (
-    AccessControlEntry,
     AclBinding,
     AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourcePattern,
-    ResourceType,
+    binding_from_codes,
 )
 from moldau.security.ssl_settings import TlsConfigError
 from moldau.tools.admin import Admin
@@ -88,12 +83,10 @@ class AdminAclService:
             operation=entry.operation.value, permission_type=entry.permission.value)
         if answer.error_code:
             raise AdminCallFailure(answer.error_code, answer.error_message)
-        return [AclBinding(
-            ResourcePattern(ResourceType.from_code(resource.resource_type),
-                            resource.resource_name, PatternType.from_code(resource.pattern_type)),
-            AccessControlEntry(acl.principal, acl.host, AclOperation.from_code(acl.operation),
-                               AclPermissionType.from_code(acl.permission_type)))
-            for resource in answer.resources for acl in resource.acls]
+        return [binding_from_codes(resource.resource_type, resource.resource_name,
+                                   resource.pattern_type, acl.principal, acl.host,
+                                   acl.operation, acl.permission_type)
+                for resource in answer.resources for acl in resource.acls]
 
     def create(self, bindings: Sequence[AclBinding]) -> None:
         answer: CreateAclsResponse = self.admin.call("CreateAcls", _VERSION, creations=[

@@ -23,15 +23,14 @@ from moldau.protocol.generated.delete_acls_response import DeleteAclsResponse
 from moldau.protocol.generated.describe_acls_response import DescribeAclsResponse
 from moldau.security.acls import (
     AccessControlEntry,
-    AccessControlEntryFilter,
     AclBinding,
     AclBindingFilter,
     AclOperation,
-    AclPermissionType,
     PatternType,
     ResourcePattern,
-    ResourcePatternFilter,
     ResourceType,
+    binding_from_codes,
+    filter_from_codes,
 )
 
 from .cluster_info import CLUSTER_NAME
@@ -56,16 +55,6 @@ FilterResult_ = DeleteAclsResponse.DeleteAclsFilterResult
 Matching_ = DeleteAclsResponse.DeleteAclsMatchingAcl
 
 
-def _binding_filter(resource_type: int, name: str | None, pattern_type: int,
-                    principal: str | None, host: str | None, operation: int,
-                    permission: int) -> AclBindingFilter:
-    return AclBindingFilter(
-        ResourcePatternFilter(ResourceType.from_code(resource_type), name,
-                              PatternType.from_code(pattern_type)),
-        AccessControlEntryFilter(principal, host, AclOperation.from_code(operation),
-                                 AclPermissionType.from_code(permission)))
-
-
 class DescribeAclsHandler:
     MIN_VERSION, MAX_VERSION = 0, 3
 
@@ -82,7 +71,7 @@ class DescribeAclsHandler:
                                         error_message=NO_AUTHORIZER_ON_BROKER)
         # v0 has no pattern type: it describes literal patterns
         pattern_type = request.pattern_type_filter if ctx.api_version >= 1 else 3
-        binding_filter = _binding_filter(
+        binding_filter = filter_from_codes(
             request.resource_type_filter, request.resource_name_filter, pattern_type,
             request.principal_filter, request.host_filter, request.operation,
             request.permission_type)
@@ -144,14 +133,11 @@ class CreateAclsHandler:
         if refused is not None or authorizer is None:
             return CreateAclsResponse(results=[Creation_(**_error_fields(refused))
                                                for _ in creations])
-        bindings = [AclBinding(
-            ResourcePattern(ResourceType.from_code(c.resource_type), c.resource_name,
-                            # v0 has no pattern type: literal
-                            PatternType.from_code(c.resource_pattern_type)
-                            if ctx.api_version >= 1 else PatternType.LITERAL),
-            AccessControlEntry(c.principal, c.host, AclOperation.from_code(c.operation),
-                               AclPermissionType.from_code(c.permission_type)))
-            for c in creations]
+        literal_only = ctx.api_version == 0  # v0 has no pattern type: literal
+        bindings = [binding_from_codes(
+            c.resource_type, c.resource_name,
+            PatternType.LITERAL.value if literal_only else c.resource_pattern_type,
+            c.principal, c.host, c.operation, c.permission_type) for c in creations]
         return self._create(authorizer, bindings)
 
     async def _create(self, authorizer: AclAuthorizer,
@@ -185,7 +171,7 @@ class DeleteAclsHandler:
             return DeleteAclsResponse(filter_results=[
                 FilterResult_(**_error_fields(refused), matching_acls=[])
                 for _ in request.filters])
-        filters = [_binding_filter(
+        filters = [filter_from_codes(
             f.resource_type_filter, f.resource_name_filter,
             f.pattern_type_filter if ctx.api_version >= 1 else PatternType.LITERAL.value,
             f.principal_filter, f.host_filter, f.operation, f.permission_type)
