@@ -346,6 +346,15 @@ def iter_batches(buf: BytesLike, *, allow_partial: bool = False) -> BatchIterato
     return BatchIterator(buf, allow_partial=allow_partial)
 
 
+def first_batch_is_transactional(records: BytesLike | None) -> bool:
+    """Whether the first record batch in `records` has the transactional attribute (the
+    low byte of the big-endian int16 attributes), read without parsing the batch: what
+    a request's authorization looks at. Too short or an older magic: no."""
+    return (records is not None and len(records) > ATTRIBUTES_OFFSET + 1
+            and records[MAGIC_OFFSET] == MAGIC
+            and bool(records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK))
+
+
 def complete_length(buf: BytesLike) -> int:
     """The bytes of the whole batches at the start of buf: a fetch response may end with
     a batch cut short by the size limits, which its reader drops."""

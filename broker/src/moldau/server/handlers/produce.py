@@ -29,7 +29,7 @@ from moldau.errors import (
 )
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.generated.produce_response import ProduceResponse
-from moldau.protocol.records import ATTRIBUTES_OFFSET, MAGIC, MAGIC_OFFSET, TRANSACTIONAL_MASK
+from moldau.protocol.records import first_batch_is_transactional
 from moldau.replication.replica_manager import Partition
 from moldau.security.acls import AclOperation, ResourceType
 
@@ -152,17 +152,9 @@ def has_transactional_records(request: ProduceRequest) -> bool:
     data: ProduceRequest.PartitionProduceData
     for topic_data in request.topic_data:
         for data in topic_data.partition_data:
-            if is_transactional_batch(data.records):
+            if first_batch_is_transactional(data.records):
                 return True
     return False
-
-
-def is_transactional_batch(records: bytes | bytearray | memoryview | None) -> bool:
-    """Whether the first record batch in `records` has the transactional attribute (the
-    low byte of the big-endian int16 attributes). Too short or old magic: no."""
-    return (records is not None and len(records) > ATTRIBUTES_OFFSET + 1
-            and records[MAGIC_OFFSET] == MAGIC
-            and bool(records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK))
 
 
 class ProduceAppends:

@@ -35,6 +35,7 @@ from moldau.protocol.errors import ProtocolError
 from moldau.protocol.generated.api import ApiKey
 from moldau.protocol.generated.produce_response import ProduceResponse
 from moldau.protocol.primitives import read_uvarint, write_uvarint
+from moldau.protocol.records import first_batch_is_transactional
 from moldau.security.acls import AclOperation, Action, ResourceType
 
 from ..metadata_cache import INTERNAL_TOPICS
@@ -43,7 +44,6 @@ from .produce import (
     PartitionResponse,
     ProduceAppends,
     TopicResponse,
-    is_transactional_batch,
 )
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ class FastProduce:
         # a transactional batch, or a denial, is the general path's to answer (and, for a
         # denial, to log: it asks again)
         if ((acks != 1 and acks != -1) or topic in INTERNAL_TOPICS or not session.authenticated
-                or is_transactional_batch(records)
+                or first_batch_is_transactional(records)
                 or not dispatcher.authorizer.authorize(
                     session.principal, session.acl_host, "Produce",
                     [Action(AclOperation.WRITE, ResourceType.TOPIC, topic,
