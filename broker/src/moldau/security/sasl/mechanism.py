@@ -1,0 +1,53 @@
+"""What the broker's authenticator and Moldau's clients drive: one SASL exchange, sans
+I/O. A server consumes the client's tokens and yields challenges; a client the reverse."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class SaslServer(Protocol):
+    """One server-side exchange (javax.security.sasl.SaslServer as Kafka uses it).
+
+    `evaluate` raises SaslAuthenticationError (its text goes to the client) or
+    SaslMechanismError (the client gets the generic text); after either the exchange is
+    dead."""
+
+    mechanism: str
+
+    def evaluate(self, token: bytes) -> bytes:
+        """The challenge to send for the client's token (b"" when none)."""
+        ...
+
+    @property
+    def complete(self) -> bool: ...
+
+    @property
+    def authorization_id(self) -> str:
+        """Valid once complete: the principal name (the principal is User:<this>)."""
+        ...
+
+    @property
+    def token_authenticated(self) -> bool:
+        """Whether a delegation token authenticated the client (SCRAM tokenauth=true)."""
+        ...
+
+    @property
+    def credential_expiry_ms(self) -> int | None:
+        """Epoch ms at which the credential ends (tokens, OAUTHBEARER), else None."""
+        ...
+
+
+class SaslClient(Protocol):
+    """One client-side exchange. Every mechanism here sends an initial response."""
+
+    mechanism: str
+
+    def initial_response(self) -> bytes: ...
+
+    def evaluate(self, challenge: bytes) -> bytes | None:
+        """The next token for the server's challenge, None when nothing is to be sent."""
+        ...
+
+    @property
+    def complete(self) -> bool: ...
