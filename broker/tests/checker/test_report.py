@@ -223,8 +223,10 @@ def test_command_config_translation():
                       "sasl.username": "alice", "sasl.password": 's3cr"et',
                       "ssl.ca.location": "/etc/ca.pem",
                       "ssl.endpoint.identification.algorithm": "none"}
-    with pytest.raises(ValueError, match="PEM"):
-        client_config({"ssl.truststore.location": "/etc/ts.jks"})
+    # an SSL store that cannot be read is refused with the file named
+    with pytest.raises(ValueError, match="/etc/ts.jks"):
+        client_config({"security.protocol": "SSL", "ssl.truststore.location": "/etc/ts.jks",
+                       "ssl.truststore.type": "JKS", "ssl.truststore.password": "x"})
 
 
 def test_an_acknowledgement_without_an_offset_counts_as_acknowledged() -> None:

@@ -9,7 +9,6 @@ need it.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from collections.abc import Mapping
@@ -67,46 +66,15 @@ def add_checker_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     return p
 
 
-# Java client properties that librdkafka spells differently or does not have
-_JAAS_FIELD = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
-
-
 def client_config(props: Mapping[str, str]) -> dict[str, str]:
-    """librdkafka properties from a Kafka tool's --command-config properties: the common
-    Java-only keys are translated (sasl.jaas.config with username/password, PEM trust
-    stores, PKCS12 key stores); every other key is passed through as it is."""
-    out: dict[str, str] = {}
-    truststore_type = props.get("ssl.truststore.type", "JKS").upper()
-    keystore_type = props.get("ssl.keystore.type", "JKS").upper()
-    for key, value in props.items():
-        if key == "sasl.jaas.config":
-            fields = {k: re.sub(r"\\(.)", r"\1", v) for k, v in _JAAS_FIELD.findall(value)}
-            if "username" in fields:
-                out["sasl.username"] = fields["username"]
-            if "password" in fields:
-                out["sasl.password"] = fields["password"]
-        elif key == "ssl.truststore.location":
-            if truststore_type != "PEM":
-                raise ValueError(f"ssl.truststore.type {truststore_type}: the checker's client "
-                                 "(librdkafka) reads PEM trust stores only; set "
-                                 "ssl.truststore.type=PEM or ssl.ca.location")
-            out["ssl.ca.location"] = value
-        elif key == "ssl.keystore.location":
-            if keystore_type == "PKCS12":
-                out["ssl.keystore.location"] = value
-            elif keystore_type == "PEM":
-                out["ssl.certificate.location"] = value
-                out["ssl.key.location"] = value
-            else:
-                raise ValueError(f"ssl.keystore.type {keystore_type}: use PKCS12 or PEM "
-                                 "with the checker's client (librdkafka)")
-        elif key in ("ssl.truststore.type", "ssl.truststore.password", "ssl.keystore.type"):
-            continue
-        elif key == "ssl.endpoint.identification.algorithm":
-            out[key] = value or "none"
-        else:
-            out[key] = value
-    return out
+    """librdkafka properties from a Kafka tool's --command-config properties
+    (moldau.client.security.librdkafka_settings: SASL logins from sasl.jaas.config or a
+    KAFKA_OPTS JAAS file, Kafka's key and trust stores, Java-only keys dropped); a config
+    that cannot work raises ValueError naming what is wrong."""
+    # imported when a check runs, as confluent_kafka is: `moldau` itself needs neither
+    from moldau.client.security import librdkafka_settings
+
+    return librdkafka_settings(props)
 
 
 def _progress(args: argparse.Namespace, text: str) -> None:

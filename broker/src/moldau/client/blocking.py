@@ -1,7 +1,8 @@
 """A small blocking Kafka connection: send a request, read its response.
 
 Enough for health checks, tools and protocol-level tests (which also need to send raw
-bytes); it negotiates nothing and keeps one request in flight.
+bytes); it negotiates nothing but SASL (when given a mechanism) and keeps one request in
+flight.
 """
 
 from __future__ import annotations
@@ -9,26 +10,57 @@ from __future__ import annotations
 import socket
 import ssl
 import struct
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from moldau.client.sasl_authenticate import (
+    SaslAuthenticationFailed,
+    authenticate,
+    reauthentication_delay_s,
+)
 from moldau.protocol._runtime import Message
 from moldau.protocol.generated.api import APIS
 from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import decode_response, encode_request
 
+if TYPE_CHECKING:
+    from moldau.security.sasl.mechanism import SaslClient
+
 _INT32 = struct.Struct(">i")
 
 
 class BlockingConnection:
+    """sasl: makes a fresh mechanism client; given, the connection authenticates right
+    after connecting (after the TLS handshake), raising SaslAuthenticationFailed when the
+    broker refuses, and again before a request once the session nears its end (KIP-368)."""
+
     def __init__(self, host: str, port: int, *, timeout: float = 10.0,
                  client_id: str = "moldau-client",
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None,
+                 sasl: Callable[[], SaslClient] | None = None) -> None:
         sock = socket.create_connection((host, port), timeout=timeout)
-        if ssl_context is not None:
-            sock = ssl_context.wrap_socket(sock, server_hostname=host)
-        self.sock = sock
-        self.client_id = client_id
-        self._correlation = 0
+        try:
+            if ssl_context is not None:
+                sock = ssl_context.wrap_socket(sock, server_hostname=host)
+            self.sock = sock
+            self.client_id = client_id
+            self._correlation = 0
+            self._sasl = sasl
+            self._reauthenticate_at: float | None = None  # time.monotonic(); None: never
+            self._authenticate_version: int | None = None  # known after the first one
+            if sasl is not None:
+                try:
+                    self._authenticate()
+                except SaslAuthenticationFailed:
+                    raise
+                except ConnectionError as exc:
+                    raise ConnectionError(
+                        f"connection to {host}:{port} closed during SASL authentication "
+                        f"({exc}); is it a SASL listener?") from None
+        except BaseException:
+            sock.close()
+            raise
 
     def close(self) -> None:
         self.sock.close()
@@ -63,8 +95,22 @@ class BlockingConnection:
             n -= len(chunk)
         return b"".join(chunks)
 
+    def _authenticate(self) -> None:
+        assert self._sasl is not None
+        started = time.monotonic()
+        session = authenticate(self._request, self._sasl(), self._authenticate_version)
+        self._authenticate_version = session.authenticate_version
+        delay = reauthentication_delay_s(session.lifetime_ms)
+        self._reauthenticate_at = None if delay is None else started + delay
+
     def request(self, api_key: int, version: int,
                 body: Message) -> Any:  # Any: the class of APIS[api_key].response, at run time
+        if self._reauthenticate_at is not None and time.monotonic() >= self._reauthenticate_at:
+            self._authenticate()
+        return self._request(api_key, version, body)
+
+    def _request(self, api_key: int, version: int,
+                 body: Message) -> Any:  # Any: as request()
         correlation = self.send(api_key, version, body)
         got, response = decode_response(self.read_frame(), api_key, version)
         if got != correlation:

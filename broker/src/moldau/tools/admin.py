@@ -12,14 +12,14 @@ from typing import Any
 from uuid import UUID
 
 from moldau.client.blocking import BlockingConnection
+from moldau.client.sasl_authenticate import SaslAuthenticationFailed
+from moldau.client.security import ClientConfigError, ClientSecurity, client_security
 from moldau.errors import NotControllerError
 from moldau.protocol._runtime import Message, Struct
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.generated.api import APIS
 from moldau.protocol.generated.metadata_request import MetadataRequest
 from moldau.protocol.generated.metadata_response import MetadataResponse
-from moldau.security.ssl_settings import TlsConfigError
-from moldau.security.tls import build_client_context
 from moldau.tools.kafka_errors import KafkaToolError, check
 from moldau.tools.options import ToolError
 
@@ -45,54 +45,12 @@ def parse_servers(text: str) -> list[tuple[str, int]]:
     return servers
 
 
-_LIBRDKAFKA_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
-
-
-def _ssl_context(config: dict[str, str]) -> ssl.SSLContext | None:
-    """The TLS context of a --command-config: Kafka's `ssl.truststore.*` / `ssl.keystore.*`
-    (PKCS12 or PEM, passwords, a JKS store refused with a clear error) as the broker reads
-    them, or librdkafka's `ssl.ca.location` / `ssl.certificate.location` /
-    `ssl.key.location` PEM files. A store file given without its type is taken as PEM
-    when it is one (Kafka's default type, JKS, could not hold it anyway)."""
-    protocol = config.get("security.protocol", "PLAINTEXT").upper()
-    if protocol == "PLAINTEXT":
-        return None
-    if protocol != "SSL":
-        raise ToolError(f"security.protocol {protocol} is not supported by Moldau's tools yet")
-    if any(key in config for key in _LIBRDKAFKA_KEYS):
-        return _librdkafka_context(config)
-    settings: dict[str, str] = dict(config)
-    for store in ("truststore", "keystore"):
-        location = config.get(f"ssl.{store}.location")
-        if location and f"ssl.{store}.type" not in config and _is_pem(location):
-            settings[f"ssl.{store}.type"] = "PEM"
+def _security(config: dict[str, str]) -> ClientSecurity:
+    """The TLS and SASL settings of a --command-config (moldau.client.security)."""
     try:
-        return build_client_context(settings)
-    except (TlsConfigError, OSError) as exc:
+        return client_security(config)
+    except ClientConfigError as exc:
         raise ToolError(str(exc)) from None
-
-
-def _is_pem(path: str) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return b"-----BEGIN " in fh.read(4096)
-    except OSError:
-        return False  # build_client_context names the unreadable file
-
-
-def _librdkafka_context(config: dict[str, str]) -> ssl.SSLContext:
-    try:
-        context = ssl.create_default_context(
-            cafile=config.get("ssl.ca.location") or config.get("ssl.truststore.location"))
-        if config.get("ssl.endpoint.identification.algorithm", "https") == "":
-            context.check_hostname = False
-        cert = config.get("ssl.certificate.location") or config.get("ssl.keystore.location")
-        if cert:
-            context.load_cert_chain(cert, config.get("ssl.key.location") or None,
-                                    config.get("ssl.key.password") or None)
-    except (OSError, ssl.SSLError) as exc:
-        raise ToolError(f"the TLS settings of the client config do not load: {exc}") from None
-    return context
 
 
 class Admin:
@@ -103,7 +61,7 @@ class Admin:
         self.servers = parse_servers(bootstrap)
         self.timeout = int(self.config.get("request.timeout.ms", "30000")) / 1000
         self.client_id = self.config.get("client.id", "moldau-tools")
-        self._ssl = _ssl_context(self.config)
+        self.security = _security(self.config)
         self._conns: dict[int, BlockingConnection] = {}
         self._bootstrap_conn: BlockingConnection | None = None
         self._nodes: dict[int, tuple[str, int]] = {}
@@ -125,8 +83,16 @@ class Admin:
     # connections ---------------------------------------------------------------------
 
     def _open(self, host: str, port: int) -> BlockingConnection:
-        return BlockingConnection(host, port, timeout=self.timeout, client_id=self.client_id,
-                                  ssl_context=self._ssl)
+        """A connection, authenticated when the config asks for SASL; a refused
+        authentication ends the tool with the broker's message (Kafka's clients do not
+        try another broker with credentials one has refused)."""
+        try:
+            return BlockingConnection(host, port, timeout=self.timeout,
+                                      client_id=self.client_id,
+                                      ssl_context=self.security.ssl_context,
+                                      sasl=self.security.sasl)
+        except SaslAuthenticationFailed as exc:
+            raise KafkaToolError(exc.error_code, exc.message) from None
 
     def bootstrap(self) -> BlockingConnection:
         if self._bootstrap_conn is None:
@@ -172,6 +138,9 @@ class Admin:
         conn = self.node(node_id)
         try:
             return conn.request(spec.key, version, spec.request(**fields))
+        except SaslAuthenticationFailed as exc:  # re-authenticating before the request
+            self._drop(node_id)
+            raise KafkaToolError(exc.error_code, exc.message) from None
         except (OSError, ConnectionError, ProtocolError) as exc:
             self._drop(node_id)
             raise ToolError(f"{name} request failed: {exc}") from None

@@ -8,9 +8,9 @@ from __future__ import annotations
 import signal
 from typing import TYPE_CHECKING
 
-from moldau.tools.common import client_config
+from moldau.tools.common import client_config, librdkafka_config
 from moldau.tools.options import Opt, Options, ToolError, UsageError, require
-from moldau.tools.perf import _confluent, _librdkafka_config
+from moldau.tools.perf import _confluent
 from moldau.tools.runner import Tool
 
 if TYPE_CHECKING:  # imported by _confluent() when the tool runs
@@ -50,10 +50,10 @@ def run(options: Options) -> int:
     if "group.id" not in source:
         raise ToolError("The consumer config needs group.id")
     kafka = _confluent()
-    consumer = kafka.Consumer({**_librdkafka_config(source), "enable.auto.commit": "false",
+    consumer = kafka.Consumer({**librdkafka_config(source), "enable.auto.commit": "false",
                                "auto.offset.reset": source.get("auto.offset.reset",
                                                                "earliest")})
-    producer = kafka.Producer({**_librdkafka_config(target), "enable.idempotence": "true",
+    producer = kafka.Producer({**librdkafka_config(target), "enable.idempotence": "true",
                                "acks": "all"})
     failures: list[str] = []
     stopping = []

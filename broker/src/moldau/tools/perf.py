@@ -9,7 +9,7 @@ import uuid
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from moldau.tools.common import client_config
+from moldau.tools.common import client_config, librdkafka_config
 from moldau.tools.console_producer import parse_pairs
 from moldau.tools.options import LONG, Opt, Options, ToolError, UsageError, require
 from moldau.tools.runner import Tool
@@ -29,13 +29,6 @@ def _confluent() -> ModuleType:
         raise ToolError("the perf tools need confluent-kafka: pip install confluent-kafka") \
             from None
     return confluent_kafka
-
-
-def _librdkafka_config(props: dict[str, str]) -> dict[str, str]:
-    """Java client properties librdkafka does not know are dropped."""
-    java_only = ("key.serializer", "value.serializer", "key.deserializer",
-                 "value.deserializer", "buffer.memory", "max.block.ms")
-    return {k: v for k, v in props.items() if k not in java_only}
 
 
 class Stats:
@@ -136,7 +129,7 @@ def run_producer(options: Options) -> int:
     if "bootstrap.servers" not in config:
         raise UsageError("bootstrap.servers must be given in --producer-props or "
                          "--producer.config")
-    producer = _confluent().Producer(_librdkafka_config(config))
+    producer = _confluent().Producer(librdkafka_config(config))
     payloads = _payloads(options)
     records, throughput = options.get("num-records"), options.get("throughput")
     topic = options.get("topic")
@@ -219,7 +212,7 @@ def run_consumer(options: Options) -> int:
                    "fetch.max.bytes": str(max(options.get("fetch-size"), 1024)),
                    "enable.auto.commit": "true"})
     wanted, timeout = options.get("messages"), options.get("timeout") / 1000
-    consumer = _confluent().Consumer(_librdkafka_config(config))
+    consumer = _confluent().Consumer(librdkafka_config(config))
     assigned_at: list[float] = []
     consumer.subscribe([options.get("topic")],
                        on_assign=lambda c, ps: assigned_at.append(time.monotonic()))
