@@ -29,6 +29,7 @@ from moldau.protocol._runtime import Message
 from moldau.protocol.generated import (
     AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
+    AlterUserScramCredentialsRequest,
     ApiVersionsRequest,
     ControlledShutdownRequest,
     CreateAclsRequest,
@@ -43,6 +44,7 @@ from moldau.protocol.generated import (
     DescribeConfigsRequest,
     DescribeGroupsRequest,
     DescribeLogDirsRequest,
+    DescribeUserScramCredentialsRequest,
     ElectLeadersRequest,
     FetchRequest,
     FindCoordinatorRequest,
@@ -61,6 +63,8 @@ from moldau.protocol.generated import (
     OffsetFetchRequest,
     OffsetForLeaderEpochRequest,
     ProduceRequest,
+    SaslAuthenticateRequest,
+    SaslHandshakeRequest,
     StopReplicaRequest,
     SyncGroupRequest,
     UpdateMetadataRequest,
@@ -79,6 +83,7 @@ TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED = 29, 30, 31
 INVALID_REQUEST, TXN_ID_DENIED, STALE_BROKER_EPOCH = 42, 53, 77
 MEMBER_ID_REQUIRED, ELECTION_NOT_NEEDED, NO_REASSIGNMENT = 79, 84, 85
 UNKNOWN_TOPIC_ID = 100
+RESOURCE_NOT_FOUND = 91
 NO_OPERATIONS = -(2**31)  # an authorized-operations field left at its default
 TOPIC_RESOURCE, BROKER_RESOURCE, LOGGER_RESOURCE = 2, 4, 8  # ConfigResource types
 CLUSTER = "kafka-cluster"
@@ -715,6 +720,22 @@ def api_versions_answered(w: World, answer: Any) -> None:
     assert answer.error_code == NONE and answer.api_keys  # no ACL needed
 
 
+# ---- SaslHandshake (17), SaslAuthenticate (36) on a PLAINTEXT listener: no ACL is asked;
+# both are refused with ILLEGAL_SASL_STATE, as Kafka's KafkaApis refuses them there
+
+
+def sasl_handshake(w: World) -> Any:
+    return w.ask(ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest(mechanism="PLAIN"))
+
+
+def sasl_authenticate(w: World) -> Any:
+    return w.ask(ApiKey.SASL_AUTHENTICATE, SaslAuthenticateRequest(auth_bytes=b""))
+
+
+def illegal_sasl_state(w: World, answer: Any) -> None:
+    assert answer.error_code == 34
+
+
 # ---- CreateTopics (19), DeleteTopics (20), CreatePartitions (37)
 
 NEW_TOPICS = tuple(topic_name(f"new-{i}") for i in range(3))
@@ -1058,6 +1079,39 @@ def delete_acls(w: World) -> Any:
             permission_type=AclPermissionType.ANY.value)]))
 
 
+# ---- DescribeUserScramCredentials (50), AlterUserScramCredentials (51)
+
+SCRAM_USER = "scram-probe"  # never given a credential
+
+
+def describe_scram(w: World) -> Any:
+    D = DescribeUserScramCredentialsRequest
+    return w.ask(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, D(users=[D.UserName(name=SCRAM_USER)]))
+
+
+def describe_scram_denied(w: World, answer: Any) -> None:
+    assert answer.error_code == CLUSTER_DENIED
+    assert [r.error_code for r in answer.results] == [CLUSTER_DENIED]
+
+
+def describe_scram_allowed(w: World, answer: Any) -> None:
+    assert answer.error_code == NONE
+    assert [(r.user, r.error_code) for r in answer.results] == [(SCRAM_USER, RESOURCE_NOT_FOUND)]
+
+
+def alter_scram(w: World) -> Any:
+    # deleting a credential the user does not have: allowed, it changes nothing
+    A = AlterUserScramCredentialsRequest
+    return w.ask(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, A(upsertions=[], deletions=[
+        A.ScramCredentialDeletion(name=SCRAM_USER, mechanism=1)]))
+
+
+def scram_results(code: int) -> Callable[[World, Any], None]:
+    def check(w: World, answer: Any) -> None:
+        assert [(r.user, r.error_code) for r in answer.results] == [(SCRAM_USER, code)]
+    return check
+
+
 # ---- the table
 
 _R, _W, _D, _C = AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE, AclOperation.CREATE
@@ -1106,6 +1160,8 @@ ROWS: tuple[Row, ...] = (
     Row(ApiKey.LIST_GROUPS, list_groups, lambda n: (group(n.group, _D),),
         list_groups_denied, list_groups_allowed),
     Row(ApiKey.API_VERSIONS, api_versions, lambda n: (), api_versions_answered, None),
+    Row(ApiKey.SASL_HANDSHAKE, sasl_handshake, lambda n: (), illegal_sasl_state, None),
+    Row(ApiKey.SASL_AUTHENTICATE, sasl_authenticate, lambda n: (), illegal_sasl_state, None),
     Row(ApiKey.CREATE_TOPICS, create_topics,
         lambda n: (topic(NEW_TOPICS[0], _C)
                    + topic(NEW_TOPICS[2], _C, AclOperation.DESCRIBE_CONFIGS)),
@@ -1161,6 +1217,11 @@ ROWS: tuple[Row, ...] = (
         each_result(CLUSTER_DENIED), each_result(NONE)),
     Row(ApiKey.DELETE_ACLS, delete_acls, lambda n: (cluster(AclOperation.ALTER),),
         each_result(CLUSTER_DENIED, "filter_results"), each_result(NONE, "filter_results")),
+    Row(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, describe_scram, lambda n: (cluster(_D),),
+        describe_scram_denied, describe_scram_allowed),
+    Row(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, alter_scram,
+        lambda n: (cluster(AclOperation.ALTER),),
+        scram_results(CLUSTER_DENIED), scram_results(RESOURCE_NOT_FOUND)),
 )
 
 

@@ -224,7 +224,7 @@ def test_command_config_translation():
                       "ssl.ca.location": "/etc/ca.pem",
                       "ssl.endpoint.identification.algorithm": "none"}
     # an SSL store that cannot be read is refused with the file named
-    with pytest.raises(ValueError, match="/etc/ts.jks"):
+    with pytest.raises(ValueError, match=r"/etc/ts\.jks"):
         client_config({"security.protocol": "SSL", "ssl.truststore.location": "/etc/ts.jks",
                        "ssl.truststore.type": "JKS", "ssl.truststore.password": "x"})
 

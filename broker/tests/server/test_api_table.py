@@ -75,10 +75,8 @@ def test_every_entry_is_complete() -> None:
 
 def test_only_the_handshake_apis_come_before_authentication() -> None:
     early = {key for key, entry in API_TABLE.items() if entry.before_authentication}
-    assert early == {ApiKey.API_VERSIONS}
-    assert early <= BEFORE_AUTHENTICATION
-    assert {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE,
-                                     ApiKey.SASL_AUTHENTICATE} == BEFORE_AUTHENTICATION
+    assert early == BEFORE_AUTHENTICATION == {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE,
+                                              ApiKey.SASL_AUTHENTICATE}
 
 
 def test_quota_classes_follow_kafka() -> None:

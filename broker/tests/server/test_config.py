@@ -394,8 +394,6 @@ def test_advertised_listeners_and_inter_broker_name() -> None:
         ("listeners", "listeners=PLAINTEXT:9092\n"),
         ("listeners", "listeners=PLAINTEXT://:70000\n"),
         ("listeners", "listeners=\n"),
-        ("listeners", "listeners=SASL_PLAINTEXT://:9092\n"
-                      "security.inter.broker.protocol=SASL_PLAINTEXT\n"),
         ("listener.security.protocol.map", "listener.security.protocol.map=A:TLS\n"),
         ("listener.security.protocol.map", "listener.security.protocol.map=A\n"),
         ("advertised.listeners", "advertised.listeners=SSL://h:9093\n"),

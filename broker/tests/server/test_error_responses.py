@@ -131,6 +131,7 @@ class Connection:
         self.listener = Listener()
         self.id = "127.0.0.1:9092-127.0.0.1:50000-0"
         self.response_meta = None
+        self.authenticating = None  # not a SASL connection mid-authentication
 
 
 def frame(key: int, version: int, body: Message, correlation_id: int = 7) -> bytearray:

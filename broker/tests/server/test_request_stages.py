@@ -80,6 +80,7 @@ class FakeConnection:
         self.listener = Listener("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT")
         self.id = "test"
         self.response_meta = None
+        self.authenticating = None  # not a SASL connection mid-authentication
         self.throttled: list[int] = []
 
     def throttle(self, ms: int) -> None:

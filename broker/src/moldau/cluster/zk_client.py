@@ -10,6 +10,7 @@ methods (`await azk.call(azk.client.get_broker_ids)`) work as on any method:
   producer id blocks;
 - `zk_topic_ops.py`: topics, their assignment and deletion, partition states;
 - `zk_config_ops.py`: entity configs and their change notifications;
+- `zk_user_ops.py`: user configs (SCRAM credentials and quotas), compare-and-set writes;
 - `zk_controller_ops.py`: the controller's election and the notifications sent to it.
 
 The znodes' paths and JSON are `zk_data.py`; the errors are `zk_errors.py`.
@@ -25,7 +26,13 @@ ZooKeeper calls (AsyncZk hops them onto the event loop).
 
 from __future__ import annotations
 
-from moldau.cluster import zk_broker_ops, zk_config_ops, zk_controller_ops, zk_topic_ops
+from moldau.cluster import (
+    zk_broker_ops,
+    zk_config_ops,
+    zk_controller_ops,
+    zk_topic_ops,
+    zk_user_ops,
+)
 from moldau.cluster.zk_broker_ops import DEFAULT_RESERVED_BROKER_MAX_ID
 from moldau.cluster.zk_config_ops import CONFIG_CHANGE_EXPIRATION_MS
 from moldau.cluster.zk_errors import (
@@ -90,6 +97,11 @@ class KafkaZkClient(ZkSession):
     get_all_entity_names = zk_config_ops.get_all_entity_names
     read_change_notifications = zk_config_ops.read_change_notifications
     watch_config_changes = zk_config_ops.watch_config_changes
+
+    # -- users: SCRAM credentials and quotas in one config map (zk_user_ops) ------------------
+    get_user_config = zk_user_ops.get_user_config
+    get_all_user_configs = zk_user_ops.get_all_user_configs
+    update_user_config = zk_user_ops.update_user_config
 
     # -- the controller and its notifications (zk_controller_ops) ------------------------------
     get_controller_id = zk_controller_ops.get_controller_id

@@ -230,7 +230,8 @@ class MetricsRegistry:
                 continue
             for name, attributes in provided.items():
                 if query is None or matches(query, name):
-                    found[name] = attributes
+                    # several providers may add attributes to one MBean (socket-server-metrics)
+                    found[name] = {**found[name], **attributes} if name in found else attributes
         return [{"name": name, **found[name]} for name in sorted(found)]
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from moldau.client.broker_connection import BrokerConnection
+from moldau.client.security import ClientSecurity
 from moldau.errors import (
     FetchSessionIdNotFoundError,
     InvalidFetchSessionEpochError,
@@ -110,7 +110,7 @@ class ReplicaFetcher:
     def __init__(self, name: str, leader_id: int, config: FetcherConfig,
                  versions: InterBrokerVersions,
                  endpoint: Callable[[int], tuple[str, int] | None],
-                 ssl_context_for: Callable[[], ssl.SSLContext | None],
+                 security_for: Callable[[], ClientSecurity],
                  on_appended: Callable[[Partition, int], None],
                  throttle: ReplicationThrottle | None = None,
                  on_storage_error: Callable[[Partition, Exception], None] | None = None
@@ -122,9 +122,9 @@ class ReplicaFetcher:
         self.config = config
         self.versions = versions
         self.endpoint = endpoint
-        # asked at each connection: the store files may have changed since the fetcher
-        # started (a certificate renewal or CA rotation reloads the listeners)
-        self.ssl_context_for = ssl_context_for
+        # asked at each connection (TLS and SASL): the store files may have changed since
+        # the fetcher started (a certificate renewal or CA rotation reloads the listeners)
+        self.security_for = security_for
         self.on_appended = on_appended
         self.states: dict[TopicPartition, FetchState] = {}
         self.connection: BrokerConnection | None = None
@@ -220,9 +220,10 @@ class ReplicaFetcher:
         timeout_ms = min(config.connection_setup_timeout_ms * 2 ** self._failed_connects,
                          config.connection_setup_timeout_max_ms)
         try:
+            security = self.security_for()
             self.connection = await BrokerConnection.connect(
                 address[0], address[1], client_id=f"broker-{config.broker_id}-fetcher",
-                ssl_context=self.ssl_context_for(), timeout_s=timeout_ms / 1000,
+                ssl_context=security.ssl_context, sasl=security.sasl, timeout_s=timeout_ms / 1000,
                 receive_buffer_bytes=config.socket_receive_buffer_bytes)
         except (OSError, TimeoutError):
             self._failed_connects = min(self._failed_connects + 1, 16)
@@ -500,7 +501,7 @@ class ReplicaFetcher:
 class ReplicaFetcherManager:
     def __init__(self, config: FetcherConfig, versions: InterBrokerVersions,
                  endpoint: Callable[[int], tuple[str, int] | None],
-                 ssl_context_for: Callable[[], ssl.SSLContext | None],
+                 security_for: Callable[[], ClientSecurity],
                  on_appended: Callable[[Partition, int], None],
                  throttle: ReplicationThrottle | None = None,
                  on_storage_error: Callable[[Partition, Exception], None] | None = None
@@ -510,7 +511,7 @@ class ReplicaFetcherManager:
         self.on_storage_error = on_storage_error
         self.versions = versions
         self.endpoint = endpoint
-        self.ssl_context_for = ssl_context_for
+        self.security_for = security_for
         self.on_appended = on_appended
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self.assigned: dict[TopicPartition, tuple[int, int]] = {}
@@ -529,7 +530,7 @@ class ReplicaFetcherManager:
         if fetcher is None:
             fetcher = self.fetchers[key] = ReplicaFetcher(
                 f"ReplicaFetcherThread-{key[1]}-{leader_id}", leader_id, self.config,
-                self.versions, self.endpoint, self.ssl_context_for, self.on_appended,
+                self.versions, self.endpoint, self.security_for, self.on_appended,
                 self.throttle, self.on_storage_error)
         fetcher.add(partition)
         self.assigned[tp] = key

@@ -182,9 +182,19 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
     ApiKey.DESCRIBE_ACLS: ApiEntry(h.DescribeAclsHandler, (_cluster("DESCRIBE"),)),
     ApiKey.CREATE_ACLS: ApiEntry(h.CreateAclsHandler, (_cluster("ALTER"),)),
     ApiKey.DELETE_ACLS: ApiEntry(h.DeleteAclsHandler, (_cluster("ALTER"),)),
+    # before authentication the connection's authenticator answers these two; after it,
+    # the handlers: a re-authentication's handshake, or ILLEGAL_SASL_STATE
+    ApiKey.SASL_HANDSHAKE: ApiEntry(h.SaslHandshakeHandler, (), before_authentication=True),
+    ApiKey.SASL_AUTHENTICATE: ApiEntry(h.SaslAuthenticateHandler, (),
+                                       before_authentication=True),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: ApiEntry(h.DescribeUserScramCredentialsHandler,
+                                                     (_cluster("DESCRIBE"),)),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: ApiEntry(h.AlterUserScramCredentialsHandler, (
+        _cluster("ALTER", when="on the active controller (another broker answers 41 for "
+                 "every user, before authorizing)"),)),
 }
 
 # Allowed before a SASL connection has authenticated (Kafka's SaslServerAuthenticator):
-# ApiVersions, SaslHandshake and SaslAuthenticate. The SASL issue adds the two others.
+# ApiVersions, SaslHandshake and SaslAuthenticate.
 BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE,
                                    ApiKey.SASL_AUTHENTICATE})

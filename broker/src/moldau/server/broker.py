@@ -38,9 +38,7 @@ from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcherMana
 from moldau.replication.replica_manager import Partition, ReplicaManager
 from moldau.replication.throttle import FOLLOWER, LEADER, ReplicationThrottle, rate_reader
 from moldau.security.acls import parse_super_users
-from moldau.security.principal import principal_from_certificate
 from moldau.security.ssl_settings import TlsConfigError
-from moldau.security.tls import TlsContextHolder, build_client_context
 from moldau.storage import checkpoints
 from moldau.storage.log_manager import LogManager, ManagerConfig
 
@@ -58,22 +56,24 @@ from .controlled_shutdown import ShutdownServices, controlled_shutdown
 from .controller_channel import NetworkControllerChannel
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
 from .handlers.services import BrokerState, HandlerServices
+from .listener_security import ListenerSecurity
 from .metadata_cache import MetadataCache
-from .network import ConnectionLimits, Listener, SocketServer, SocketSettings
+from .network import ConnectionLimits, SocketServer, SocketSettings
 from .partition_states import IsrWriter, PartitionStates
 from .producer_ids import ProducerIdManager
 from .request_metrics import RequestMetrics
 from .requests import RequestDispatcher
 from .routes import register_handlers
+from .sasl_authenticator import authentication_beans
+from .startup_error import StartupError
 from .topic_admin import TopicAdmin
 from .topic_configs import TopicConfigs
+from .user_configs import UserConfigs
 
 log = logging.getLogger("kafka.server.KafkaServer")
 T = TypeVar("T")
 
-
-class StartupError(RuntimeError):
-    """The broker cannot start; the message says why (logged, then exit non-zero)."""
+__all__ = ["Broker", "StartupError"]
 
 
 CONNECTION_LIMIT_KEYS = frozenset({"max.connections", "max.connections.per.ip",
@@ -107,7 +107,10 @@ class Broker:
         enabled = metrics_enabled()
         self.topic_stats = (BrokerTopicStats if enabled else NoTopicStats)(self.metrics)
         self.dispatcher.metrics = RequestMetrics(self.metrics) if enabled else None
-        self.tls_holders: dict[str, TlsContextHolder] = {}
+        # TLS and SASL of the listeners; a SASL setting Moldau cannot honour stops here
+        self.security = ListenerSecurity(config, os.environ.get("KAFKA_OPTS", ""))
+        self.tls_holders = self.security.tls_holders
+        self.metrics.add_provider(lambda: authentication_beans(self.security.gates))
         self.metrics_server: MetricsServer | None = None
         self.socket_server: SocketServer | None = None
         self.controller: Controller | None = None
@@ -124,6 +127,7 @@ class Broker:
         self.config_changes: ConfigChangeListener | None = None
         self.dynamic_config: DynamicBrokerConfig | None = None
         self.acl_authorizer: AclAuthorizer | None = None
+        self.user_configs: UserConfigs | None = None
         self._stopped = asyncio.Event()
         self.started = False
 
@@ -160,6 +164,7 @@ class Broker:
         self.dynamic_config = DynamicBrokerConfig(config, self.broker_id)
         self.dynamic_config.bind(self.connected_zk)
         await self.dynamic_config.load(self.connected_zk)
+        self.security.use_dynamic_settings(self.dynamic_config.listener_ssl_settings)
         self.topic_configs.set_broker_defaults(self.dynamic_config.log_config())
         self.metadata = MetadataCache(self.broker_id)
         self.metadata.cluster_id = self.cluster_id
@@ -185,19 +190,25 @@ class Broker:
         self.acl_authorizer = await self._start_authorizer()
         if self.acl_authorizer is not None:
             self.dispatcher.authorizer = self.acl_authorizer
+        # and the SCRAM credentials (Kafka's UserConfigHandler)
+        self.user_configs = UserConfigs(self.connected_zk, self.security.credentials)
+        await self.user_configs.load_all()
         register_handlers(self.dispatcher, self._handler_services())
         self.socket_server = SocketServer(
             self.dispatcher,
             max_request_size=config["socket.request.max.bytes"],
             queued_max_requests=config["queued.max.requests"],
             queued_max_request_bytes=config["queued.max.request.bytes"],
-            principal_builder=self._principal,
+            principal_builder=self.security.principal,
             settings=SocketSettings.from_config(config),
         )
         self.socket_server.limits = self._connection_limits()
         if self.dispatcher.metrics is not None:
             self.socket_server.on_sent = RequestMetrics.sent
-        await self.socket_server.start(self._listeners())
+        listeners = self.security.listeners(self.dispatcher.serve,
+                                            self.dispatcher.advertised_versions)
+        self.socket_server.sasl_gates.update(self.security.gates)
+        await self.socket_server.start(listeners)
         if os.environ.get(METRICS_PORT_ENV):
             self.metrics_server = MetricsServer(
                 self.metrics, os.environ.get(METRICS_HOST_ENV, "127.0.0.1"),
@@ -207,14 +218,15 @@ class Broker:
         self.config_changes = ConfigChangeListener(self.connected_zk)
         self.config_changes.add_handler(self._on_config_change)
         self.config_changes.add_handler(self.dynamic_config.on_change)
+        self.config_changes.add_handler(self.user_configs.on_config_change)
         self.dynamic_config.on_log_defaults_change(lambda lc: apply_log_defaults(
             lc, self.topic_configs, self.log_manager, self.replica_manager))
-        self.dynamic_config.on_listener_ssl_change(self._reload_listener_tls)
+        self.dynamic_config.on_listener_ssl_change(self.security.reload_listener_tls)
         self.dynamic_config.on_config_change(self._on_dynamic_broker_config)
         self.socket_server.limits = self._connection_limits()  # with ZooKeeper's values
         await self.config_changes.start()
         self.controller_channel = NetworkControllerChannel(
-            self.broker_id, config, self.versions, self.inter_broker_ssl_context,
+            self.broker_id, config, self.versions, self.security.inter_broker_client,
             self.partition_states, self.metadata, lambda: self.controller)
         self.controller = Controller(
             self.broker_id, self.connected_zk, self.controller_channel,
@@ -304,7 +316,7 @@ class Broker:
             ),
             self.versions,
             lambda broker_id: self.metadata.endpoint(broker_id, listener),
-            self.inter_broker_ssl_context,
+            self.security.inter_broker_client,
             self._follower_appended,
             self._throttle(FOLLOWER),
             lambda partition, exc: self.log_manager.handle_storage_error(  # type: ignore[union-attr]
@@ -350,17 +362,6 @@ class Broker:
         assert self.dynamic_config is not None
         return ReplicationThrottle(side, self.broker_id, self.topic_configs.log_config,
                                    rate_reader(self.dynamic_config.effective, side))
-
-    def inter_broker_ssl_context(self) -> Any:
-        """The client side of the inter-broker listener: its own ssl.* settings (keystore
-        as the client certificate, truststore), as Kafka configures its broker clients."""
-        listener = self.config.inter_broker_listener_name
-        if self.config.protocol_map.get(listener) not in ("SSL", "SASL_SSL"):
-            return None
-        settings = (self.dynamic_config.listener_ssl_settings(listener)
-                    if self.dynamic_config is not None
-                    else self.config.listener_settings(listener))
-        return build_client_context(settings)
 
     async def _connect_zookeeper(self) -> None:
         zk_config = self.config.zookeeper
@@ -444,46 +445,6 @@ class Broker:
                               on_dir_failure=self._on_dir_failure)
         except Exception as exc:
             raise StartupError(f"cannot open the log dirs {c.log_dirs}: {exc}") from exc
-
-    def _listeners(self) -> list[Listener]:
-        listeners = []
-        for endpoint in self.config.listeners:
-            context = None
-            if endpoint.security_protocol == "SSL":
-                context = self.tls_context(endpoint.listener)
-            listeners.append(Listener(endpoint.listener, endpoint.host, endpoint.port,
-                                      endpoint.security_protocol, context))
-        return listeners
-
-    def tls_context(self, listener: str) -> Any:
-        """The listener's TLS context; a holder per listener lets dynamic configs swap the
-        key material without a restart (new connections get the new one). The dynamic
-        listener.name.<l>.ssl.* configs of /config/brokers/<id> apply from the start."""
-        settings = (self.dynamic_config.listener_ssl_settings(listener)
-                    if self.dynamic_config is not None
-                    else self.config.listener_settings(listener))
-        try:
-            holder = TlsContextHolder(settings)
-        except TlsConfigError as exc:
-            raise StartupError(f"listener {listener}: {exc}") from exc
-        self.tls_holders[listener] = holder
-        return holder.listener_context
-
-    def _reload_listener_tls(self, listener: str) -> None:
-        """New key material for a listener (dynamic listener.name.<l>.ssl.* configs):
-        new connections use it, established ones keep theirs."""
-        holder = self.tls_holders.get(listener.upper())
-        if holder is None:
-            return
-        try:
-            holder.reload(self.started_part(self.dynamic_config).listener_ssl_settings(listener.upper()))
-            log.info("Reloaded the TLS key material of listener %s", listener)
-        except (TlsConfigError, ValueError, OSError) as exc:
-            log.error("Keeping the old TLS key material of listener %s: %s", listener, exc)
-
-    def _principal(self, listener: Listener, cert: bytes | None) -> str:
-        rules = self.config.get("ssl.principal.mapping.rules") or "DEFAULT"
-        return "User:" + principal_from_certificate(cert, rules)
 
     def registration(self) -> zk_data.BrokerRegistration:
         """Our /brokers/ids/<id> payload: advertised endpoints with the bound ports (a
@@ -626,7 +587,7 @@ class Broker:
         if self.started and self.config["controlled.shutdown.enable"]:
             await controlled_shutdown(ShutdownServices(
                 self.config, self.state, self.zk, self.metadata, self.controller,
-                self.versions, self.inter_broker_ssl_context))
+                self.versions, self.security.inter_broker_client))
         if self._maintenance is not None:
             self._maintenance.cancel()
         if self._runtime is not None:

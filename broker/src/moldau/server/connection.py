@@ -32,6 +32,8 @@ from typing import Any, Protocol, cast
 
 from moldau.protocol.errors import ProtocolError
 from moldau.protocol.framing import FrameReader
+from moldau.protocol.generated.sasl_handshake_request import SaslHandshakeRequest
+from moldau.protocol.generated.sasl_handshake_response import SaslHandshakeResponse
 from moldau.security.acls import java_host_address
 
 from .limits import RequestQueueBound
@@ -54,6 +56,19 @@ COALESCE_BYTES = 256 * 1024
 RequestHandler = Callable[["Connection", bytearray], "Parts | Awaitable[Parts | None] | None"]
 
 
+class Authenticator(Protocol):
+    """A SASL connection's authenticator (sasl_authenticator.SaslAuthenticator; a
+    Protocol so that this module does not import it back)."""
+
+    def receive(self, conn: Connection, frame: bytearray,
+                received: int) -> Parts | Awaitable[Parts | None] | None: ...
+
+    def closed(self) -> None: ...
+
+    def begin_reauthentication(self, conn: Connection, request: SaslHandshakeRequest,
+                               version: int) -> SaslHandshakeResponse | None: ...
+
+
 class ConnectionServer(Protocol):
     """What a connection uses of the server that accepted it (socket_server.SocketServer;
     a Protocol so that this module does not import the server back)."""
@@ -63,6 +78,8 @@ class ConnectionServer(Protocol):
     settings: SocketSettings
     queue_bound: RequestQueueBound
     principal_builder: Callable[[Listener, bytes | None], str]
+    # by listener name, for SASL listeners: gives a new connection its authenticator
+    sasl_gates: dict[str, Callable[[Connection], None]]
     connections: set[Connection]
     # called with (a connection's response_meta, send start ns, sent ns)
     on_sent: Callable[[Any, int, int], None] | None
@@ -105,6 +122,10 @@ class Connection(asyncio.BufferedProtocol):
         # _unsent: reported to on_sent when _flush writes them
         self._unsent_meta: list[tuple[Any, int]] = []
         self.last_active = time.monotonic()  # bytes in or a response out (idle closing)
+        # A SASL listener's connection: its authenticator (re-authentication), which
+        # also takes every frame while `authenticating` holds it (sasl_authenticator.py)
+        self.sasl: Authenticator | None = None
+        self.authenticating: Authenticator | None = None
 
     # --- asyncio callbacks -------------------------------------------------------------
 
@@ -131,7 +152,10 @@ class Connection(asyncio.BufferedProtocol):
                 send_buffer = self.server.settings.send_buffer_bytes
                 if send_buffer != -1:
                     self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
-        if self.tls:
+        gate = self.server.sasl_gates.get(self.listener.name)
+        if gate is not None:
+            gate(self)  # SASL names the principal (on SASL_SSL too)
+        elif self.tls:
             ssl_object = transport.get_extra_info("ssl_object")
             cert = ssl_object.getpeercert(binary_form=True) if ssl_object else None
             try:
@@ -146,6 +170,8 @@ class Connection(asyncio.BufferedProtocol):
         self.closed = True
         if self._throttle_end is not None:
             self._throttle_end.cancel()
+        if self.sasl is not None:
+            self.sasl.closed()
         self.server.release(self)
         self.server.connections.discard(self)
         if self.pending:

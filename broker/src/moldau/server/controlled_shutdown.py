@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from moldau.client.broker_connection import BrokerConnection
+from moldau.client.security import ClientSecurity
 from moldau.errors import KafkaError
 from moldau.protocol.generated.api import ApiKey
 from moldau.protocol.generated.controlled_shutdown_request import ControlledShutdownRequest
@@ -49,7 +49,7 @@ class ShutdownServices:
     metadata: MetadataCache  # where the controller's inter-broker listener is
     controller: Controller | None  # this broker's own, asked in place when it is active
     versions: InterBrokerVersions
-    ssl_context_for: Callable[[], ssl.SSLContext | None]
+    security_for: Callable[[], ClientSecurity]
 
 
 async def controlled_shutdown(services: ShutdownServices) -> None:
@@ -100,9 +100,10 @@ async def _ask_controller(services: ShutdownServices, zk: AsyncZk) -> list[tuple
         raise ControlledShutdownFailed(f"no {listener} endpoint known for controller "
                                        f"{controller_id}")
     timeout_s = services.config["controller.socket.timeout.ms"] / 1000
+    security = services.security_for()
     connection = await BrokerConnection.connect(
         address[0], address[1], client_id=f"broker-{state.broker_id}-shutdown",
-        ssl_context=services.ssl_context_for(), timeout_s=timeout_s)
+        ssl_context=security.ssl_context, sasl=security.sasl, timeout_s=timeout_s)
     try:
         response = await connection.request(
             ApiKey.CONTROLLED_SHUTDOWN, services.versions.controlled_shutdown,

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 from uuid import UUID
 
 from moldau.client.broker_connection import BrokerConnection
+from moldau.client.security import ClientSecurity
 from moldau.cluster import zk_data
 from moldau.cluster.controller import PartitionDecision
 from moldau.cluster.controller_events import OfflineReplicas
@@ -52,15 +52,15 @@ class BrokerSender:
 
     def __init__(self, broker_id: int, registration: zk_data.BrokerRegistration,
                  listener: str, client_id: str,
-                 ssl_context_for: Callable[[], ssl.SSLContext | None],
+                 security_for: Callable[[], ClientSecurity],
                  timeout_s: float) -> None:
         self.broker_id = broker_id
         self.registration = registration
         self.listener = listener
         self.client_id = client_id
-        # asked at each connection: the store files may have changed since (a certificate
-        # renewal or CA rotation reloads the listeners)
-        self.ssl_context_for = ssl_context_for
+        # asked at each connection (TLS and SASL): the store files may have changed since
+        # (a certificate renewal or CA rotation reloads the listeners)
+        self.security_for = security_for
         self.timeout_s = timeout_s
         # (api key, version, request, what to do with the answer)
         self.queue: asyncio.Queue[tuple[int, int, ControllerRequest, OnResponse | None]] = (
@@ -96,9 +96,10 @@ class BrokerSender:
         endpoint = self.registration.endpoint(self.listener)
         if endpoint is None:
             raise ConnectionError(f"broker {self.broker_id} has no {self.listener} listener")
+        security = self.security_for()
         self.connection = await BrokerConnection.connect(
             endpoint.host or "localhost", endpoint.port, client_id=self.client_id,
-            ssl_context=self.ssl_context_for(), timeout_s=self.timeout_s)
+            ssl_context=security.ssl_context, sasl=security.sasl, timeout_s=self.timeout_s)
         return self.connection
 
     def close(self) -> None:
@@ -114,13 +115,13 @@ class NetworkControllerChannel:
     before it exists)."""
 
     def __init__(self, local_id: int, config: BrokerConfig, versions: InterBrokerVersions,
-                 ssl_context_for: Callable[[], ssl.SSLContext | None],
+                 security_for: Callable[[], ClientSecurity],
                  partition_states: PartitionStates, metadata: MetadataCache,
                  controller: Callable[[], Controller | None]) -> None:
         self.local_id = local_id
         self.config = config
         self.versions = versions
-        self.ssl_context_for = ssl_context_for
+        self.security_for = security_for
         self.partition_states = partition_states
         self.metadata = metadata
         self.controller = controller
@@ -139,7 +140,7 @@ class NetworkControllerChannel:
             if broker_id != self.local_id and broker_id not in self.senders:
                 self.senders[broker_id] = BrokerSender(
                     broker_id, registration, self.config.inter_broker_listener_name,
-                    f"controller-{self.local_id}", self.ssl_context_for,
+                    f"controller-{self.local_id}", self.security_for,
                     self.config["controller.socket.timeout.ms"] / 1000)
 
     def _send(self, broker_id: int, api_key: int, version: int, body: ControllerRequest,

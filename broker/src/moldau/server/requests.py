@@ -9,8 +9,9 @@ awaitable of either when it has to wait.
 
 Every request passes the same stages, in Kafka's order (docs/architecture.md):
 1. header: decode it, check the version (ApiVersions answers an unknown one, KIP-511);
-2. authentication: a connection that has not authenticated may send only the APIs
-   allowed before it (ApiVersions and the SASL handshake); anything else closes it;
+2. authentication: the frames of a SASL connection that has not authenticated go to its
+   authenticator (sasl_authenticator.py) instead, which serves ApiVersions and the SASL
+   exchange; any other request closes the connection;
 3. handler: it authorizes each resource it names through the request context
    (`ctx.authorize`) and answers the denied ones with Kafka's errors;
 4. quota: the recorder sees the request, the response and the handler time and
@@ -34,6 +35,7 @@ from moldau.errors import KafkaError
 from moldau.protocol._runtime import Message
 from moldau.protocol.errors import ProtocolError, UnsupportedVersionError
 from moldau.protocol.generated.api import APIS, ApiKey
+from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import (
     decode_request,
     unsupported_api_versions_response,
@@ -105,6 +107,9 @@ class RequestDispatcher:
     def __call__(self, conn: Connection,
                  frame: bytearray) -> Parts | Awaitable[Parts | None] | None:
         received = time.monotonic_ns()
+        authenticator = conn.authenticating
+        if authenticator is not None:  # a SASL connection before (re)authentication
+            return authenticator.receive(conn, frame, received)
         fast = self.fast_produce
         # API key 0, Produce (a frame too short for a key is the decoder's to refuse)
         if fast is not None and len(frame) > 1 and frame[0] == 0 and frame[1] == 0:
@@ -121,6 +126,12 @@ class RequestDispatcher:
                 return [unsupported_api_versions_response(probe.correlation_id,
                                                           self._advertised)]
             raise ProtocolError(str(exc)) from None
+        return self.serve(conn, header, body, received)
+
+    def serve(self, conn: Connection, header: RequestHeader, body: Message,
+              received: int) -> Parts | Awaitable[Parts | None] | None:
+        """The stages after the header's decoding (the SASL authenticator hands its
+        ApiVersions request here)."""
         api_key = header.request_api_key
         version = header.request_api_version
         route = self.routes.get(api_key)

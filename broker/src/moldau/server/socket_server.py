@@ -53,6 +53,8 @@ class SocketServer:
         self.principal_builder = principal_builder
         self.connections: set[Connection] = set()
         self.listeners: list[Listener] = []
+        # SASL listeners' gates (listener_security.py), set before start()
+        self.sasl_gates: dict[str, Callable[[Connection], None]] = {}
         # called with (a connection's response_meta, send start ns, sent ns)
         self.on_sent: Callable[[Any, int, int], None] | None = None
         self._last_fd_warning = 0.0

@@ -1,5 +1,6 @@
 """kafka-configs: describe and alter topic, broker and broker-logger configs (Kafka 3.9's
-ConfigCommand through the Admin API: DescribeConfigs and IncrementalAlterConfigs)."""
+ConfigCommand through the Admin API: DescribeConfigs and IncrementalAlterConfigs), and the
+SCRAM credentials of users, through the Admin API or ZooKeeper (configs_users.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from moldau.protocol.generated.describe_configs_response import DescribeConfigsR
 from moldau.protocol.generated.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
+from moldau.tools import configs_users
 from moldau.tools.admin import Admin
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import KafkaToolError, check
@@ -17,8 +19,8 @@ from moldau.tools.options import Opt, Options, ToolError, UsageError, forbid
 from moldau.tools.properties import load_properties
 from moldau.tools.runner import ArgumentError, Tool
 
-TOPICS, BROKERS, LOGGERS = "topics", "brokers", "broker-loggers"
-SUPPORTED = (TOPICS, BROKERS, LOGGERS)
+TOPICS, BROKERS, LOGGERS, USERS = "topics", "brokers", "broker-loggers", "users"
+SUPPORTED = (TOPICS, BROKERS, LOGGERS, USERS)
 KAFKA_TYPES = ("topics", "clients", "users", "brokers", "broker-loggers", "ips",
                "client-metrics", "groups")
 ZK_TYPES = ("users", "brokers")  # what 3.9 still configures through --zookeeper
@@ -42,8 +44,10 @@ _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
 OPTIONS = [
     *bootstrap_opts("Admin Client. This is used only with --bootstrap-server option for "
                     "describing and altering broker configs"),
-    Opt("zookeeper", "DEPRECATED. The connection string for the zookeeper connection.",
-        "urls"),
+    Opt("zookeeper", "DEPRECATED. The connection string for the zookeeper connection in the "
+        "form host:port. Multiple URLS can be given to allow fail-over. Required when "
+        "configuring SCRAM credentials for users or dynamic broker configs when the relevant "
+        "broker(s) are down. Not allowed otherwise.", "urls"),
     Opt("describe", "List configs for the given entity."),
     Opt("alter", "Alter the configuration for the entity."),
     Opt("all", "List all configs for the given topic, broker, or broker-logger entity "
@@ -69,6 +73,9 @@ OPTIONS = [
     Opt("client-defaults", "The config defaults for all clients."),
     Opt("user-defaults", "The config defaults for all users."),
     Opt("ip-defaults", "The config defaults for all IPs."),
+    Opt("zk-tls-config-file", "Identifies the file where ZooKeeper client TLS connectivity "
+        "properties are defined.  Any properties other than the zookeeper.ssl.* client keys "
+        "and zookeeper.clientCnxnSocket are ignored.", "ZooKeeper TLS configuration"),
 ]
 
 
@@ -104,7 +111,7 @@ def entity(options: Options) -> tuple[str, str | None]:
     kind = types[0]
     if kind not in SUPPORTED:
         raise ArgumentError(f"Entity type {kind} is not supported by Moldau's kafka-configs "
-                            "yet (quotas and SCRAM credentials arrive in a later release)")
+                            "yet (client quotas arrive in a later release)")
     name = names[-1] if names else None
     if name and kind in (BROKERS, LOGGERS) and not name.isdigit():
         raise ArgumentError(f"The entity name for {kind} must be a valid integer broker id, "
@@ -129,16 +136,21 @@ def check_args(options: Options) -> tuple[str, str, str | None]:
     if len(connects) > 1:
         raise ArgumentError("Only one of --bootstrap-server, --boostrap-controller, and "
                             "--zookeeper can be specified")
-    if options.has("zookeeper"):
+    if options.has("all") and options.has("zookeeper"):
+        raise ArgumentError("--bootstrap-server must be specified for --all")
+    if options.has("zk-tls-config-file") and not options.has("zookeeper"):
+        raise ArgumentError("Only the --zookeeper option can be used with the "
+                            "--zk-tls-config-file option.")
+    if options.has("zookeeper") and kind == BROKERS:
         raise ArgumentError("Moldau's kafka-configs does not write broker configs through "
                             "ZooKeeper yet: use --bootstrap-server")
     if options.has("describe") and kind == LOGGERS and not name:
         raise ArgumentError(f"an entity name must be specified with --describe of {kind}")
     if options.has("alter"):
-        if kind == BROKERS and name is None:
+        if kind in (BROKERS, USERS) and name is None:
             raise ArgumentError("An entity-name or default entity must be specified with "
                                 "--alter of users, clients, brokers or ips")
-        if kind != BROKERS and not name:
+        if kind not in (BROKERS, USERS) and not name:
             raise ArgumentError(f"an entity name must be specified with --alter of {kind}")
         if options.has("add-config") and options.has("add-config-file"):
             raise ArgumentError("Only one of --add-config or --add-config-file must be "
@@ -257,8 +269,42 @@ def alter(admin: Admin, options: Options, kind: str, name: str) -> int:
     return 0
 
 
+def run_for_users(options: Options, action: str, name: str | None) -> int:
+    """A user's SCRAM credentials (name "" is the default user, None every user)."""
+    if options.has("zookeeper"):
+        print(configs_users.ZK_WARNING)
+        zk = configs_users.open_zookeeper(options.get("zookeeper"),
+                                          options.get("zk-tls-config-file"))
+        try:
+            if action == "describe":
+                lines = configs_users.describe_in_zookeeper(zk, name)
+            else:
+                assert name is not None  # check_args
+                lines = [configs_users.alter_in_zookeeper(
+                    zk, name, configs_to_add(options),
+                    configs_to_delete(options) if options.has("delete-config") else None)]
+        finally:
+            zk.close()
+        for line in lines:
+            print(line)
+        return 0
+    with admin_from(options) as admin:
+        if action == "describe":
+            for line in configs_users.describe_with_admin(admin, name):
+                print(line)
+            return 0
+        assert name is not None  # check_args
+        configs_users.alter_with_admin(admin, name, configs_to_add(options),
+                                       configs_to_delete(options))
+    print(f"Completed updating config for user {name}." if name else
+          "Completed updating default config for users in the cluster.")
+    return 0
+
+
 def run(options: Options) -> int:
     action, kind, name = check_args(options)
+    if kind == USERS:
+        return run_for_users(options, action, name)
     with admin_from(options) as admin:
         if action == "describe":
             return describe(admin, options, kind, name)

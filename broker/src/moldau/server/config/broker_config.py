@@ -154,11 +154,6 @@ class BrokerConfig:
                 if ep.host == "0.0.0.0":
                     raise ConfigError("advertised.listeners", v["advertised.listeners"],
                                       "cannot use the nonroutable meta-address 0.0.0.0")
-        for ep in self.listeners:
-            if ep.security_protocol.startswith("SASL_"):
-                raise ConfigError("listeners", v["listeners"],
-                                  f"listener {ep.listener} uses {ep.security_protocol}; SASL "
-                                  "listeners are not supported yet (PLAINTEXT and SSL are)")
         if "inter.broker.listener.name" in self.explicit:
             if "security.inter.broker.protocol" in self.explicit:
                 raise ConfigError("inter.broker.listener.name", v["inter.broker.listener.name"],

@@ -1,5 +1,5 @@
 """Listeners: `listeners` / `advertised.listeners` endpoints, the security protocol map,
-and the `listener.name.<listener>.ssl.*` per-listener keys."""
+and the `listener.name.<listener>.ssl.*` and `.sasl.*` per-listener keys."""
 
 from __future__ import annotations
 
@@ -27,15 +27,26 @@ class Endpoint:
 _LISTENER_RE = re.compile(r"^([^:/\s]+)://\[?([0-9a-zA-Z\-%._:]*?)\]?:(-?[0-9]+)$")
 
 
-_LISTENER_OVERRIDE = re.compile(r"listener\.name\.([^.]+)\.(ssl\..+)")
+_LISTENER_OVERRIDE = re.compile(
+    r"listener\.name\.([^.]+)\.((?:ssl|sasl)\..+|connections\.max\.reauth\.ms)")
+# listener.name.<l>.<mechanism>.<key>: the keys Kafka takes per listener and mechanism
+_MECHANISM_OVERRIDE = re.compile(
+    r"listener\.name\.([^.]+)\.([a-z0-9-]+)\.(sasl\.jaas\.config|sasl\.login\.class|"
+    r"sasl\.login\.callback\.handler\.class|sasl\.server\.callback\.handler\.class|"
+    r"connections\.max\.reauth\.ms)")
 
 
 def listener_override_base(name: str) -> ConfigKey | None:
-    """The ssl.* key a `listener.name.<l>.ssl.*` key overrides, or None."""
-    match = _LISTENER_OVERRIDE.fullmatch(name)
-    if match is None:
-        return None
-    base = KEYS.get(match.group(2))
+    """The key a `listener.name.<l>.ssl.*`, `...<l>.sasl.*` or
+    `...<l>.<mechanism>.sasl.jaas.config` (and its kind) key overrides, or None."""
+    match = _MECHANISM_OVERRIDE.fullmatch(name)
+    base_name = match.group(3) if match is not None else None
+    if base_name is None:
+        match = _LISTENER_OVERRIDE.fullmatch(name)
+        if match is None:
+            return None
+        base_name = match.group(2)
+    base = KEYS.get(base_name)
     return base if base is not None and base.status != "rejected" else None
 
 

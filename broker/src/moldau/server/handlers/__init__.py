@@ -37,6 +37,11 @@ from .metadata import MetadataHandler
 from .produce import ProduceAppends, ProduceHandler
 from .reassignments import AlterPartitionReassignmentsHandler, ListPartitionReassignmentsHandler
 from .records import DeleteRecordsHandler, OffsetForLeaderEpochHandler
+from .sasl import SaslAuthenticateHandler, SaslHandshakeHandler
+from .scram_credentials import (
+    AlterUserScramCredentialsHandler,
+    DescribeUserScramCredentialsHandler,
+)
 from .services import HandlerServices, Served
 from .topics import CreatePartitionsHandler, CreateTopicsHandler, DeleteTopicsHandler
 
@@ -92,5 +97,10 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
         ApiKey.DESCRIBE_ACLS: DescribeAclsHandler(s.acl_authorizer),
         ApiKey.CREATE_ACLS: CreateAclsHandler(s.acl_authorizer, s.zk),
         ApiKey.DELETE_ACLS: DeleteAclsHandler(s.acl_authorizer, s.zk),
+        ApiKey.SASL_HANDSHAKE: SaslHandshakeHandler(),
+        ApiKey.SASL_AUTHENTICATE: SaslAuthenticateHandler(),
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: DescribeUserScramCredentialsHandler(s.zk),
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AlterUserScramCredentialsHandler(s.zk,
+                                                                              s.controller),
     }
     return built, appends
