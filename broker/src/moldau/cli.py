@@ -7,7 +7,13 @@ import argparse
 import sys
 
 from moldau.checker.cli import add_checker_parser, run_checker
-from moldau.devcluster.cluster import FIRST_BROKER_PORT, DevCluster
+from moldau.devcluster.cluster import (
+    FIRST_BROKER_PORT,
+    SASL_PORT_OFFSET,
+    DevCluster,
+    DevClusterConfigError,
+)
+from moldau.devcluster.sasl import SASL_CHOICES, DevSaslError
 from moldau.tools.registry import TOOLS, run_tool
 
 DEFAULT_DIR = ".moldau-dev"
@@ -19,11 +25,22 @@ def _dev_cluster(args: argparse.Namespace) -> int:
             print("moldau dev-cluster: --brokers and --zookeepers need at least 1",
                   file=sys.stderr)
             return 2
-        cluster = DevCluster.create(args.dir, brokers=args.brokers, zookeepers=args.zookeepers,
-                                    first_port=args.port)
-        cluster.up()
-        print("\n".join(cluster.status()))
-        print(f"bootstrap servers: {cluster.bootstrap_servers}")
+        if args.sasl_port is not None and args.sasl is None:
+            print("moldau dev-cluster: --sasl-port needs --sasl", file=sys.stderr)
+            return 2
+        try:
+            cluster = DevCluster.create(args.dir, brokers=args.brokers,
+                                        zookeepers=args.zookeepers, first_port=args.port,
+                                        sasl=args.sasl, first_sasl_port=args.sasl_port)
+        except DevClusterConfigError as exc:
+            print(f"moldau dev-cluster: {exc}", file=sys.stderr)
+            return 2
+        try:
+            cluster.up()
+        except DevSaslError as exc:
+            print(f"moldau dev-cluster: {exc}", file=sys.stderr)
+            return 1
+        print("\n".join(cluster.status() + cluster.connection_lines()))
         return 0
     try:
         cluster = DevCluster.load(args.dir)
@@ -31,8 +48,7 @@ def _dev_cluster(args: argparse.Namespace) -> int:
         print(f"moldau dev-cluster: {exc}", file=sys.stderr)
         return 1
     if args.action == "status":
-        print("\n".join(cluster.status()))
-        print(f"bootstrap servers: {cluster.bootstrap_servers}")
+        print("\n".join(cluster.status() + cluster.connection_lines()))
         return 0
     cluster.down()
     print(f"stopped the development cluster in {cluster.directory}")
@@ -55,6 +71,16 @@ def main(argv: list[str] | None = None) -> int:
     dev.add_argument("--dir", default=DEFAULT_DIR, help=f"state directory ({DEFAULT_DIR})")
     dev.add_argument("--port", type=int, default=FIRST_BROKER_PORT,
                      help=f"port of the first broker ({FIRST_BROKER_PORT})")
+    dev.add_argument("--sasl", choices=SASL_CHOICES,
+                     help="also serve clients on a SASL_SSL listener with this mechanism: "
+                     "a CA and broker certificate made once in DIR, an admin user with a "
+                     "random password, and DIR/client.properties to log in with (Kafka's "
+                     "client format). The PLAINTEXT listeners stay open for health checks "
+                     "and between brokers. Chosen when the cluster is created; later `up` "
+                     "runs keep it")
+    dev.add_argument("--sasl-port", type=int, default=None,
+                     help="port of the first broker's SASL_SSL listener (--port + "
+                     f"{SASL_PORT_OFFSET}, so {FIRST_BROKER_PORT + SASL_PORT_OFFSET})")
     add_checker_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "dev-cluster":

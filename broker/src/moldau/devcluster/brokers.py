@@ -19,11 +19,14 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from moldau import properties as java_properties
 from moldau.client.blocking import BlockingConnection
 from moldau.protocol.generated.api import ApiKey
 from moldau.protocol.generated.metadata_request import MetadataRequest
+
+from .private_files import write_private_file
 
 PR_SET_PDEATHSIG = 1  # prctl(2)
 
@@ -87,8 +90,8 @@ class BrokerProcess:
         }
         props.update(self.properties)
         text = java_properties.dumps(props, comments="written by moldau dev-cluster")
-        with open(self.config_path, "w", encoding="latin-1") as fh:
-            fh.write(text)
+        # mode 0600: it may hold passwords (JAAS lines with users, key store passwords)
+        write_private_file(Path(self.config_path), text.encode("latin-1"))
 
     def start(self, wait: float | None = 30.0) -> None:
         if not os.path.exists(self.config_path):
