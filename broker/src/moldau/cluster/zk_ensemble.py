@@ -12,6 +12,11 @@ With `tls=ZkServerTls(...)` every node also serves a secure client port (Netty, 
 certificates authenticated by ZooKeeper's x509 provider, so ACLs can name them):
 `secure_connect_string` reaches those ports.
 
+With `sasl=ZkServerSasl(...)` the nodes authenticate clients with SASL DIGEST-MD5 (the
+users of a JAAS `Server` section, base_dir/node<i>/jaas.conf) and, by default, refuse any
+request from a client that has not authenticated (ZooKeeper 3.8's `enforce.auth`), so ACLs
+can name `sasl:<user>` identities.
+
 Debian's zkServer.sh forces /etc/zookeeper and /var/log/zookeeper and a classpath without a
 logging binding, so the nodes are started with java directly (see the reference notes,
 zookeeper-clients-pyspark.md §1.4). Processes run in their own session: they outlive the
@@ -30,8 +35,11 @@ import socket
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from moldau.security.sasl.jaas import DIGEST_LOGIN_MODULE, quote_jaas_value
 
 JAVA_DIR = Path("/usr/share/java")
 CLASSPATH_JARS = ("zookeeper.jar", "slf4j-log4j12.jar", "log4j-1.2.jar", "servlet-api.jar")
@@ -91,8 +99,47 @@ class ZkServerTls:
         return lines
 
 
+SASL_AUTH_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+SERVER_JAAS_FILE = "jaas.conf"
+
+
+@dataclass(frozen=True)
+class ZkServerSasl:
+    """SASL DIGEST-MD5 on the client ports: the users ZooKeeper knows (name -> password,
+    the `user_<name>` options of its JAAS `Server` section) and whether a client must
+    authenticate before anything else (`required`; otherwise SASL is optional and only
+    the ACLs protect znodes)."""
+
+    users: Mapping[str, str] = field(default_factory=dict)
+    required: bool = True
+
+    def zoo_cfg_lines(self) -> list[str]:
+        # ZooKeeper turns unknown zoo.cfg keys into zookeeper.* system properties: these
+        # are zookeeper.authProvider.sasl and zookeeper.enforce.auth.* (3.7+). Debian's
+        # 3.8.0 honours them (and the older sessionRequireClientSASLAuth=true):
+        # tests/cluster/test_zk_sasl.py checks an anonymous client is refused.
+        lines = [f"authProvider.sasl={SASL_AUTH_PROVIDER}"]
+        if self.required:
+            lines += ["enforce.auth.enabled=true", "enforce.auth.schemes=sasl"]
+        return lines
+
+    def jaas_text(self) -> str:
+        """The server's JAAS file: one DigestLoginModule listing every user."""
+        users = "".join(f"\n    user_{name}={quote_jaas_value(password)}"
+                        for name, password in self.users.items())
+        return f"Server {{\n  {DIGEST_LOGIN_MODULE} required{users};\n}};\n"
+
+
 class ZooKeeperEnsembleError(RuntimeError):
     """The ensemble cannot be started (missing java or jars, a node that exits, no quorum)."""
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner may read (it may hold passwords)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    os.chmod(path, 0o600)  # an existing file keeps its mode through O_CREAT
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -190,6 +237,7 @@ class ZooKeeperEnsemble:
         die_with_parent: bool = False,
         tls: ZkServerTls | None = None,
         secure_client_ports: list[int] | None = None,
+        sasl: ZkServerSasl | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("an ensemble needs at least one node")
@@ -197,6 +245,7 @@ class ZooKeeperEnsemble:
         self.size = size
         self.tick_time = tick_time
         self.tls = tls
+        self.sasl = sasl
         if tls is None:
             secure_client_ports = []
         wanted = sum(p is None for p in (client_ports, quorum_ports, election_ports,
@@ -238,6 +287,8 @@ class ZooKeeperEnsemble:
             "quorum_ports": self.quorum_ports, "election_ports": self.election_ports}
         if self.tls is not None:
             state |= {"tls": asdict(self.tls), "secure_client_ports": self.secure_client_ports}
+        if self.sasl is not None:
+            state |= {"sasl": {"users": dict(self.sasl.users), "required": self.sasl.required}}
         return state
 
     @classmethod
@@ -249,18 +300,20 @@ class ZooKeeperEnsemble:
         except FileNotFoundError:
             raise ZooKeeperEnsembleError(f"no ZooKeeper ensemble in {base_dir} ({path} is"
                                          " missing)") from None
-        tls = state.get("tls")
+        tls, sasl = state.get("tls"), state.get("sasl")
         return cls(base_dir, size=state["size"], client_ports=state["client_ports"],
                    tick_time=state["tick_time"], quorum_ports=state["quorum_ports"],
                    election_ports=state["election_ports"],
                    tls=ZkServerTls(**tls) if tls else None,
-                   secure_client_ports=state.get("secure_client_ports"))
+                   secure_client_ports=state.get("secure_client_ports"),
+                   sasl=ZkServerSasl(**sasl) if sasl else None)
 
     def write_configs(self) -> None:
         """Write ensemble.json and every node's zoo.cfg, myid and log4j.properties (data
         directories are kept, so a restarted node resyncs from the leader)."""
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        (self.base_dir / STATE_FILE).write_text(json.dumps(self._state(), indent=2) + "\n")
+        # It may hold the SASL users' passwords: readable by the owner only.
+        _write_private(self.base_dir / STATE_FILE, json.dumps(self._state(), indent=2) + "\n")
         servers = []
         if self.size > 1:  # no server.N lines: standalone mode
             servers = [f"server.{i + 1}=127.0.0.1:{self.quorum_ports[i]}:{self.election_ports[i]}"
@@ -288,6 +341,9 @@ class ZooKeeperEnsemble:
             if self.tls is not None:
                 lines += [f"secureClientPort={self.secure_client_ports[i]}",
                           "secureClientPortAddress=127.0.0.1", *self.tls.zoo_cfg_lines()]
+            if self.sasl is not None:
+                lines += self.sasl.zoo_cfg_lines()
+                _write_private(node_dir / SERVER_JAAS_FILE, self.sasl.jaas_text())
             (node_dir / "zoo.cfg").write_text("\n".join(lines) + "\n")
 
     # -- processes -----------------------------------------------------------------------------
@@ -327,6 +383,7 @@ class ZooKeeperEnsemble:
             f"-Dzookeeper.log.dir={node_dir / 'log'}",
             f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}",
             "-Dzookeeper.jmx.log4j.disable=true",
+            *self._sasl_jvm_flags(node_dir),
             "-cp", classpath(node_dir, self.tls is not None), MAIN_CLASS,
             str(node_dir / "zoo.cfg"),
         ]
@@ -342,6 +399,12 @@ class ZooKeeperEnsemble:
                                     start_new_session=True)
         self._procs[i] = proc
         (node_dir / PID_FILE).write_text(f"{proc.pid}\n")
+
+    def _sasl_jvm_flags(self, node_dir: Path) -> list[str]:
+        """The server JAAS file, as zkServer.sh passes it in SERVER_JVMFLAGS."""
+        if self.sasl is None:
+            return []
+        return [f"-Djava.security.auth.login.config={node_dir / SERVER_JAAS_FILE}"]
 
     def _signal_and_wait(self, i: int, sig: int, timeout: float) -> bool:
         pid = self.pid(i)

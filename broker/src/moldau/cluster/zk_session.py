@@ -1,6 +1,6 @@
 """One ZooKeeper session on kazoo, as the broker keeps it (Kafka's ZooKeeperClient).
 
-It connects (the chroot created first, TLS and secure ACLs when configured), tells state
+It connects (the chroot created first; TLS, SASL and secure ACLs when configured), tells state
 and session listeners what happens to the connection, re-registers the broker after its
 session expired, runs each call retried while the connection is down (up to the session
 timeout, as a Kafka broker keeps retrying until its session expires, then
@@ -30,10 +30,11 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL
 
-from moldau.cluster import zk_tls
+from moldau.cluster import zk_acls, zk_tls
 from moldau.cluster.zk_broker_znode import BrokerRegistration
 from moldau.cluster.zk_errors import UNAVAILABLE, ZkNodeExistsError, ZooKeeperUnavailableError
 from moldau.cluster.zk_paths import broker_path
+from moldau.cluster.zk_sasl import SaslOutcome, ZkSaslLogin, start_admitted
 
 # The logger of the ZooKeeper client, whichever of its modules logs.
 log = logging.getLogger("moldau.cluster.zk_client")
@@ -81,18 +82,23 @@ class ZkSession:
         tls_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         secure_acls: bool = False,
         max_in_flight: int = 10,
+        sasl: ZkSaslLogin | None = None,
     ) -> None:
         """`tls_context`: connect to ZooKeeper's secure port with it (zk_tls.tls_context),
         or with what it returns at each connection (zk_tls.StoreWatchingContext).
+        `sasl`: log in with SASL DIGEST-MD5 on every connection (zk_sasl).
         `secure_acls`: zookeeper.set.acl, the znodes this client creates get Kafka's
-        secure ACLs (zk_tls.acls_for); it needs a client certificate in `tls_context`.
+        secure ACLs (zk_acls.acls_for); it needs an identity, `sasl` or a client
+        certificate in `tls_context`.
         `max_in_flight`: zookeeper.max.in.flight.requests, the most requests pipelined at
         once (other calls wait for their answer before the next is sent)."""
         self.max_in_flight = max(1, max_in_flight)
         self.hosts, self.chroot = _split_connect(hosts, chroot)
         self.tls_context = tls_context
         self.secure_acls = secure_acls
+        self.sasl = sasl
         self._tls_handler: zk_tls.TlsHandler | None = None
+        self._sasl_outcome: SaslOutcome | None = None
         self.session_timeout_ms = session_timeout_ms
         # Kafka: zookeeper.connection.timeout.ms defaults to the session timeout.
         self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
@@ -124,17 +130,23 @@ class ZkSession:
             self._tls_handler = zk_tls.TlsHandler(self.tls_context)
             options["handler"] = self._tls_handler
         if self.secure_acls:
-            options["default_acl"] = zk_tls.acls_for("/")
-        return KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000,
-                           connection_retry=conn_retry, command_retry=cmd_retry, **options)
+            options["default_acl"] = zk_acls.acls_for("/")
+        if self.sasl is not None:
+            options["sasl_options"] = self.sasl.kazoo_options()
+        zk = KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000,
+                         connection_retry=conn_retry, command_retry=cmd_retry, **options)
+        if self.sasl is not None:
+            self._sasl_outcome = SaslOutcome.watch(zk)
+        return zk
 
     def _acl(self, path: str) -> list[ACL] | None:
         """The ACLs for a znode created at `path`; None = kazoo's default."""
-        return zk_tls.acls_for(path) if self.secure_acls else None
+        return zk_acls.acls_for(path) if self.secure_acls else None
 
     def _start_kazoo(self, zk: KazooClient, deadline: float) -> None:
         try:
-            zk.start(timeout=max(deadline - time.monotonic(), 0.001))
+            start_admitted(zk, self.hosts, self.sasl, self._sasl_outcome,
+                           timeout=max(deadline - time.monotonic(), 0.001))
         except KazooTimeoutError:
             tls_error = self._tls_handler.last_error if self._tls_handler else None
             raise ZooKeeperUnavailableError(

@@ -1,5 +1,6 @@
-"""TLS to ZooKeeper: Kafka's `zookeeper.ssl.*` client settings, and the ACLs of
-`zookeeper.set.acl`, for the broker's kazoo session.
+"""TLS to ZooKeeper: Kafka's `zookeeper.ssl.*` client settings for the broker's kazoo
+session (the ACLs of `zookeeper.set.acl`, which a client certificate allows, are
+zk_acls.py's).
 
 The settings are read like the listeners' `ssl.*` ones (moldau.security.tls builds the
 context: PKCS12 and PEM stores, protocols, cipher suites, host name checking), with
@@ -23,14 +24,17 @@ import ssl
 from collections.abc import Callable, Mapping
 
 from kazoo.handlers.threading import SequentialThreadingHandler
-from kazoo.security import ACL, make_acl
 
+# Re-exported: the ACL policy lived here before SASL shared it.
+from moldau.cluster.zk_acls import SET_ACL, acls_for, check_secure_acls
 from moldau.security.ssl_settings import TlsConfigError
 from moldau.security.tls import build_client_context
 
+__all__ = ["ENABLE", "SET_ACL", "StoreWatchingContext", "TlsHandler", "acls_for",
+           "check_secure_acls", "kazoo_options", "tls_context", "tls_settings"]
+
 PREFIX = "zookeeper."
 ENABLE = "zookeeper.ssl.client.enable"
-SET_ACL = "zookeeper.set.acl"
 # zookeeper.ssl.<name> -> the listener-style ssl.<name> key that moldau.security reads
 _KEYS = ("keystore.location", "keystore.password", "keystore.type", "truststore.location",
          "truststore.password", "truststore.type", "protocol", "enabled.protocols",
@@ -39,14 +43,6 @@ _TYPE_BY_SUFFIX = {".pem": "PEM", ".p12": "PKCS12", ".pfx": "PKCS12", ".jks": "J
 _SSL_KEY = re.compile(r"(?<![\w.])ssl\.")
 
 log = logging.getLogger("moldau.cluster.zk_tls")
-
-# Kafka's ZkData.defaultAcls for a secure client: the creator (here the certificate's
-# subject, authenticated by ZooKeeper's x509 provider) may do anything, everyone may read;
-# the sensitive subtrees (user and broker configs, delegation tokens) are creator-only.
-CREATOR_ALL = make_acl("auth", "", all=True)
-WORLD_READ = make_acl("world", "anyone", read=True)
-SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token")
-
 
 def tls_settings(values: Mapping[str, object]) -> dict[str, object] | None:
     """The `ssl.*` client settings for ZooKeeper, or None when
@@ -135,25 +131,6 @@ def kazoo_options(values: Mapping[str, object]) -> dict[str, TlsHandler]:
     `-zk-tls-config-file`): a TLS handler when `zookeeper.ssl.client.enable` is on."""
     context = tls_context(values)
     return {} if context is None else {"handler": TlsHandler(context)}
-
-
-def check_secure_acls(values: Mapping[str, object]) -> None:
-    """Kafka refuses `zookeeper.set.acl=true` when the session cannot authenticate (no
-    SASL here, so a TLS client certificate is the only way): the ACLs would lock out the
-    broker itself."""
-    if not _flag(values.get(SET_ACL)):
-        return
-    if not _flag(values.get(ENABLE)) or not values.get("zookeeper.ssl.keystore.location"):
-        raise TlsConfigError(SET_ACL, "is true, but the ZooKeeper client has no identity: set "
-                             f"{ENABLE}=true and zookeeper.ssl.keystore.location (a client "
-                             "certificate ZooKeeper authenticates with its x509 provider)")
-
-
-def acls_for(path: str) -> list[ACL]:
-    """The ACLs a secure broker puts on a znode it creates at `path`."""
-    if any(path == root or path.startswith(root + "/") for root in SENSITIVE_ROOTS):
-        return [CREATOR_ALL]
-    return [CREATOR_ALL, WORLD_READ]
 
 
 class TlsHandler(SequentialThreadingHandler):

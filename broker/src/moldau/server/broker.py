@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from moldau.authorizer.acl_authorizer import AclAuthorizer, AclAuthorizerConfig
-from moldau.cluster import zk_data, zk_tls
+from moldau.cluster import zk_acls, zk_data, zk_sasl, zk_tls
 from moldau.cluster.config_changes import ConfigChangeListener
 from moldau.cluster.controller import Controller
 from moldau.cluster.controller_events import Elect
@@ -367,16 +367,21 @@ class Broker:
         zk_config = self.config.zookeeper
         assert zk_config is not None
         try:
-            zk_tls.check_secure_acls(self.config.values)
+            # SASL to ZooKeeper: the JAAS `Client` section of KAFKA_OPTS, as Kafka reads it
+            sasl = zk_sasl.settings_from_environment()
+            zk_acls.check_secure_acls(self.config.values, sasl)
             tls_context = zk_tls.StoreWatchingContext.of(self.config.values)
-        except TlsConfigError as exc:
+        except (TlsConfigError, zk_sasl.ZkSaslConfigError, zk_acls.ZkAclConfigError) as exc:
             raise StartupError(f"ZooKeeper client: {exc}") from exc
+        if sasl.login is not None:
+            log.info("ZooKeeper client authenticates with %s", sasl.login.describe())
         client = KafkaZkClient(
             zk_config.connect_string, zk_config.chroot,
             session_timeout_ms=self.config["zookeeper.session.timeout.ms"],
             connection_timeout_ms=self.config["zookeeper.connection.timeout.ms"],
             tls_context=tls_context, secure_acls=self.config["zookeeper.set.acl"],
             max_in_flight=self.config["zookeeper.max.in.flight.requests"],
+            sasl=sasl.login,
         )
         self.zk = AsyncZk(client, asyncio.get_running_loop())
         self._count_session_events(client)
@@ -384,7 +389,7 @@ class Broker:
             SERVER_DOMAIN, "ZooKeeperClientMetrics", "ZooKeeperRequestLatencyMs").update
         try:
             await self.zk.start()
-        except ZooKeeperUnavailableError as exc:
+        except (ZooKeeperUnavailableError, zk_sasl.ZkAuthenticationError) as exc:
             raise StartupError(str(exc)) from exc
         await self.zk.call(self.zk.client.ensure_persistent_paths)
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from moldau.authorizer.acl_authorizer import AclAuthorizer
-from moldau.cluster import zk_tls
+from moldau.cluster import zk_acls, zk_sasl, zk_tls
 from moldau.cluster.zk_client import KafkaZkClient, ZkError
 from moldau.errors import KafkaError
 from moldau.protocol.generated.create_acls_request import CreateAclsRequest
@@ -191,28 +191,35 @@ def _int_setting(properties: Mapping[str, str], key: str, default: int | None) -
 
 def open_authorizer(properties: Mapping[str, str]) -> AuthorizerAclService:
     """AclAuthorizer configured from authorizer properties: `authorizer.zookeeper.url` or
-    `zookeeper.connect` (with its chroot), the session and connection timeouts, and
-    ZooKeeper TLS from the `zookeeper.ssl.*` keys (`zookeeper.set.acl` puts Kafka's secure
-    ACLs on the znodes created). Connected, its ACLs loaded."""
+    `zookeeper.connect` (with its chroot), the session and connection timeouts,
+    ZooKeeper TLS from the `zookeeper.ssl.*` keys and SASL from KAFKA_OPTS's JAAS file
+    (`zookeeper.set.acl`, true by default with SASL as in Kafka, puts Kafka's secure ACLs
+    on the znodes created). Connected, its ACLs loaded."""
     connect = properties.get(AUTHORIZER_PREFIX + "zookeeper.url") \
         or properties.get("zookeeper.connect")
     if not connect:
         raise ToolError('Missing required configuration "zookeeper.connect" which has no '
                         "default value.")
-    client_values = {key: value for key in (*ZK_TLS_KEYS, zk_tls.SET_ACL)
+    client_values = {key: value for key in (*ZK_TLS_KEYS, zk_acls.SET_ACL)
                      if (value := authorizer_setting(properties, key)) is not None}
     try:
-        zk_tls.check_secure_acls(client_values)
+        # SASL from KAFKA_OPTS's JAAS `Client` section; AclCommand then defaults
+        # zookeeper.set.acl to true (JaasUtils.isZkSaslEnabled)
+        sasl = zk_sasl.settings_from_environment()
+        client_values.setdefault(zk_acls.SET_ACL, str(sasl.login is not None).lower())
+        zk_acls.check_secure_acls(client_values, sasl)
         tls_context = zk_tls.tls_context(client_values)
-    except (TlsConfigError, OSError) as exc:
+    except (TlsConfigError, OSError, zk_sasl.ZkSaslConfigError,
+            zk_acls.ZkAclConfigError) as exc:
         raise ToolError(str(exc)) from None
     session_ms = _int_setting(properties, "zookeeper.session.timeout.ms", 18000) or 18000
     zk = KafkaZkClient(
         connect, session_timeout_ms=session_ms,
         connection_timeout_ms=_int_setting(properties, "zookeeper.connection.timeout.ms", None),
         tls_context=tls_context,
-        secure_acls=str(client_values.get(zk_tls.SET_ACL, "false")).strip().lower() == "true",
-        max_in_flight=_int_setting(properties, "zookeeper.max.in.flight.requests", 10) or 10)
+        secure_acls=str(client_values[zk_acls.SET_ACL]).strip().lower() == "true",
+        max_in_flight=_int_setting(properties, "zookeeper.max.in.flight.requests", 10) or 10,
+        sasl=sasl.login)
     try:
         zk.start()
         authorizer = AclAuthorizer.from_zk_client(zk)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from moldau.cluster import zk_data as zd
-from moldau.cluster import zk_tls
+from moldau.cluster import zk_sasl, zk_tls
 from moldau.cluster.zk_client import KafkaZkClient, ZkError
 from moldau.cluster.zk_json import java_properties_order
 from moldau.errors import ResourceNotFoundError
@@ -76,18 +76,21 @@ def _properties_text(props: Mapping[str, str]) -> str:
 
 def open_zookeeper(connect: str, tls_config_file: str | None) -> KafkaZkClient:
     """A started ZooKeeper session as ConfigCommand opens one: 30 s timeouts, TLS from a
-    --zk-tls-config-file, Kafka's secure ACLs on what it creates when it has a client
-    certificate."""
+    --zk-tls-config-file, SASL from KAFKA_OPTS's JAAS `Client` section, Kafka's secure
+    ACLs on what it creates when it has either identity (a SASL login or a client
+    certificate)."""
     values = zk_tls_file_properties(load_properties(tls_config_file)) if tls_config_file \
         else {}
     try:
         tls_context = zk_tls.tls_context(values)
-    except (TlsConfigError, OSError) as exc:
+        sasl = zk_sasl.settings_from_environment().login
+    except (TlsConfigError, OSError, zk_sasl.ZkSaslConfigError) as exc:
         raise ToolError(str(exc)) from None
-    secure = tls_context is not None and bool(values.get("zookeeper.ssl.keystore.location"))
+    secure = sasl is not None or (
+        tls_context is not None and bool(values.get("zookeeper.ssl.keystore.location")))
     zk = KafkaZkClient(connect, session_timeout_ms=ZK_TIMEOUT_MS,
                        connection_timeout_ms=ZK_TIMEOUT_MS, tls_context=tls_context,
-                       secure_acls=secure)
+                       secure_acls=secure, sasl=sasl)
     try:
         zk.start()
     except ZkError as exc:

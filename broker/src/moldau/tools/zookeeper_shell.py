@@ -1,7 +1,9 @@
 """zookeeper-shell: ZooKeeper's command line client as Kafka ships it (ls, get, stat,
 getAcl, create, delete, on a connect string with an optional chroot), through kazoo. One
 command from the arguments, or one per line from standard input. `-zk-tls-config-file`
-names a properties file with the broker's `zookeeper.ssl.*` keys, for a secure port."""
+names a properties file with the broker's `zookeeper.ssl.*` keys, for a secure port; the
+JAAS `Client` section of the file KAFKA_OPTS names logs in with SASL, as ZooKeeper's own
+client does under Kafka's script."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError, NotEmptyError
 from kazoo.protocol.states import ZnodeStat
 
-from moldau.cluster import zk_tls
+from moldau.cluster import zk_sasl, zk_tls
+from moldau.cluster.zk_errors import ZkError
 from moldau.security.ssl_settings import TlsConfigError
 from moldau.tools.options import ToolError
 from moldau.tools.properties import load_properties
@@ -125,10 +128,22 @@ class ZooKeeperShell:
                 print(f"zookeeper-shell: {words[1]}: {exc}", file=sys.stderr)
                 return 1
             words = words[2:]
+        try:
+            # zookeeper-shell.sh runs ZooKeeper's own client: its rules for KAFKA_OPTS
+            login = zk_sasl.settings_from_environment(zookeeper_client_rules=True).login
+        except zk_sasl.ZkSaslConfigError as exc:
+            print(f"zookeeper-shell: {exc}", file=sys.stderr)
+            return 1
+        if login is not None:
+            options["sasl_options"] = login.kazoo_options()
         print(f"Connecting to {connect}")
         zk = KazooClient(hosts=connect, timeout=30, **options)
+        outcome = zk_sasl.SaslOutcome.watch(zk) if login is not None else None
         try:
-            zk.start(timeout=15)
+            zk_sasl.start_admitted(zk, connect, login, outcome, timeout=15)
+        except ZkError as exc:
+            print(f"Unable to connect to {connect}: {exc}", file=sys.stderr)
+            return 1
         except Exception as exc:  # kazoo's start timeout is not a KazooException
             zk.stop()
             print(f"Unable to connect to {connect}: {exc or 'timed out'}", file=sys.stderr)

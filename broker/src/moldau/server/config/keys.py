@@ -152,7 +152,8 @@ KEYS_LIST: list[ConfigKey] = [
          note="defaults to zookeeper.session.timeout.ms"),
     impl("zookeeper.max.in.flight.requests", "int", 10, "H", at_least(1)),
     impl("zookeeper.set.acl", "boolean", False, "H",
-         note="needs a client certificate (zookeeper.ssl.keystore.location)"),
+         note="needs a ZooKeeper identity: SASL (the JAAS Client section named in "
+         "KAFKA_OPTS) or a client certificate (zookeeper.ssl.keystore.location)"),
     impl("zookeeper.ssl.client.enable", "boolean", False, "M"),
     acc("zookeeper.clientCnxnSocket", "string", None, "M", JVM_ONLY),
     impl("zookeeper.ssl.keystore.location", "string", None, "M"),
