@@ -31,7 +31,8 @@ def _dev_cluster(args: argparse.Namespace) -> int:
         try:
             cluster = DevCluster.create(args.dir, brokers=args.brokers,
                                         zookeepers=args.zookeepers, first_port=args.port,
-                                        sasl=args.sasl, first_sasl_port=args.sasl_port)
+                                        sasl=args.sasl, first_sasl_port=args.sasl_port,
+                                        authorizer=args.authorizer)
         except DevClusterConfigError as exc:
             print(f"moldau dev-cluster: {exc}", file=sys.stderr)
             return 2
@@ -78,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
                      "client format). The PLAINTEXT listeners stay open for health checks "
                      "and between brokers. Chosen when the cluster is created; later `up` "
                      "runs keep it")
+    dev.add_argument("--authorizer", action="store_true",
+                     help="with --sasl: enforce Kafka's ACLs (AclAuthorizer), admin the only "
+                     "super user, the brokers talking to each other over SASL_SSL as admin; "
+                     "PLAINTEXT clients are User:ANONYMOUS with no rights unless granted")
     dev.add_argument("--sasl-port", type=int, default=None,
                      help="port of the first broker's SASL_SSL listener (--port + "
                      f"{SASL_PORT_OFFSET}, so {FIRST_BROKER_PORT + SASL_PORT_OFFSET})")

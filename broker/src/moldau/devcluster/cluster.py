@@ -68,17 +68,28 @@ class DevCluster:
     def create(cls, directory: str | os.PathLike[str], brokers: int = 1, zookeepers: int = 1,
                first_port: int = FIRST_BROKER_PORT,
                properties: dict[str, str] | None = None, sasl: str | None = None,
-               first_sasl_port: int | None = None) -> DevCluster:
+               first_sasl_port: int | None = None, authorizer: bool = False) -> DevCluster:
         """A new cluster's layout and cluster.json (nothing starts), or the existing one.
 
         `sasl`: a `--sasl` choice (plain, scram-sha-256, scram-sha-512) or None. For an
         existing cluster None keeps whatever it has; another mechanism than its own raises
-        DevClusterConfigError (changing it means a new cluster)."""
+        DevClusterConfigError (changing it means a new cluster). `authorizer` (with `sasl`):
+        Kafka's AclAuthorizer, admin the super user, the brokers talking over SASL_SSL;
+        like the mechanism, chosen when the cluster is created."""
         root = Path(directory).absolute()
         if (root / STATE_FILE).exists():
-            _check_same_sasl(root, _read_state(root).get("sasl"), sasl)
+            state = _read_state(root)
+            _check_same_sasl(root, state.get("sasl"), sasl)
+            if authorizer and not state.get("authorizer"):
+                raise DevClusterConfigError(
+                    f"the development cluster in {root} was created without --authorizer; "
+                    f"run `moldau dev-cluster down` and remove {root} (or choose another "
+                    "--dir) for a cluster that enforces ACLs")
             return cls.load(root)
-        dev_sasl = DevSasl.from_choice(root, sasl) if sasl is not None else None
+        if authorizer and sasl is None:
+            raise DevClusterConfigError("--authorizer needs --sasl: ACLs are granted to the "
+                                        "users SASL authenticates")
+        dev_sasl = DevSasl.from_choice(root, sasl, authorizer) if sasl is not None else None
         sasl_start = first_port + SASL_PORT_OFFSET if first_sasl_port is None \
             else first_sasl_port
         if dev_sasl is not None and _overlap(first_port, sasl_start, brokers):
@@ -117,6 +128,8 @@ class DevCluster:
                                     "zookeeper_connect": self.zookeeper_connect}
         if self.sasl is not None:
             state["sasl"] = self.sasl.mechanism
+            if self.sasl.authorizer:
+                state["authorizer"] = True
         return state
 
     @property
@@ -134,7 +147,8 @@ class DevCluster:
                                    die_with_parent=False)
                      for b in state["brokers"]]
         mechanism = state.get("sasl")
-        dev_sasl = DevSasl(root, mechanism) if mechanism is not None else None
+        dev_sasl = (DevSasl(root, mechanism, bool(state.get("authorizer")))
+                    if mechanism is not None else None)
         sasl_ports = {b["id"]: b["sasl_port"] for b in state["brokers"] if "sasl_port" in b}
         return cls(root, ensemble, processes, dev_sasl, sasl_ports)
 
@@ -185,6 +199,9 @@ class DevCluster:
             f"client properties: {properties}",
             f"  e.g. kafka-topics.sh --bootstrap-server {self.sasl_bootstrap_servers} "
             f"--command-config {properties} --list",
+            *([f"ACLs are enforced (AclAuthorizer); {ADMIN_USER} is the super user: grant "
+               f"others with kafka-acls.sh --bootstrap-server {self.sasl_bootstrap_servers} "
+               f"--command-config {properties} --add ..."] if self.sasl.authorizer else []),
         ]
 
     def down(self) -> None:

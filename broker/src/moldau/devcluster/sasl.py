@@ -3,8 +3,11 @@ SASL_SSL listener for clients on every broker, an `admin` user, and a client.pro
 Kafka's client format that logs in as it, so application tests run against
 authentication as they would in production.
 
-The brokers keep their PLAINTEXT listener: health checks and the traffic between brokers
-use it, so the dev cluster needs no inter-broker credentials.
+The brokers keep their PLAINTEXT listener: health checks use it, and so does the traffic
+between brokers, unless the cluster enforces ACLs (`--authorizer`): then the brokers talk
+to each other over SASL_SSL as the admin user, Kafka's AclAuthorizer decides every request
+and `admin` is the only super user, so a PLAINTEXT client is User:ANONYMOUS with no
+rights until an ACL grants some.
 
 Files in DIR (besides tls/, see tls.py):
     admin.password      the admin user's password, drawn once (mode 0600)
@@ -37,6 +40,7 @@ from moldau.security.sasl.scram_credentials import (
     derive_credential,
     password_matches,
 )
+from moldau.server.config import ACL_AUTHORIZER
 
 from .private_files import write_private_file
 from .tls import DevTls
@@ -61,6 +65,7 @@ class DevSasl:
 
     directory: Path
     mechanism: str  # Kafka's name: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+    authorizer: bool = False  # ACLs enforced, the brokers talking over SASL_SSL as admin
 
     def __post_init__(self) -> None:
         if self.mechanism.lower() not in SASL_CHOICES:
@@ -68,9 +73,9 @@ class DevSasl:
                              f"cluster; choose one of {', '.join(SASL_CHOICES)}")
 
     @classmethod
-    def from_choice(cls, directory: Path, choice: str) -> DevSasl:
+    def from_choice(cls, directory: Path, choice: str, authorizer: bool = False) -> DevSasl:
         """From the `--sasl` value (plain, scram-sha-256, scram-sha-512)."""
-        return cls(directory, choice.upper())
+        return cls(directory, choice.upper(), authorizer)
 
     @property
     def choice(self) -> str:
@@ -122,18 +127,32 @@ class DevSasl:
         a PLAIN JAAS line carries the admin password)."""
         listener = SASL_LISTENER.lower()
         mechanism = self.mechanism.lower()
-        return {
+        props = {
             "listeners": (f"PLAINTEXT://127.0.0.1:{plaintext_port},"
                           f"{SASL_LISTENER}://127.0.0.1:{sasl_port}"),
             "sasl.enabled.mechanisms": self.mechanism,
             f"listener.name.{listener}.{mechanism}.sasl.jaas.config": self._broker_jaas(),
             **self.tls.broker_properties(),
         }
+        if self.authorizer:
+            props |= {
+                "inter.broker.listener.name": SASL_LISTENER,
+                "sasl.mechanism.inter.broker.protocol": self.mechanism,
+                # the other brokers' certificates, as their client
+                "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.tls.ca_cert),
+                "authorizer.class.name": ACL_AUTHORIZER,
+                "super.users": f"User:{ADMIN_USER}",
+            }
+        return props
 
     def _broker_jaas(self) -> str:
+        # with --authorizer the brokers log in to each other as admin
+        login = (f" username={quote_jaas_value(ADMIN_USER)} "
+                 f"password={quote_jaas_value(self.admin_password())}"
+                 if self.authorizer else "")
         if self.scram_mechanism is not None:  # the users are in ZooKeeper
-            return f"{SCRAM_LOGIN_MODULE} required;"
-        return (f"{PLAIN_LOGIN_MODULE} required "
+            return f"{SCRAM_LOGIN_MODULE} required{login};"
+        return (f"{PLAIN_LOGIN_MODULE} required{login} "
                 f"{PLAIN_USER_PREFIX}{ADMIN_USER}={quote_jaas_value(self.admin_password())};")
 
     def register_admin(self, zookeeper_connect: str) -> None:
