@@ -1,5 +1,6 @@
 """The inter-broker clients (a follower's fetcher, the controller's sender to a broker)
-ask for their TLS context at each connection, not once when they start: a certificate
+ask for their security (TLS context, SASL mechanism) at each connection, not once when
+they start: a certificate
 renewal or CA rotation rewrites the store files under a running broker, and a reconnect
 after it must present and trust what the files hold then (a fetcher that kept its first
 context failed every reconnect after a CA rotation's finish stage)."""
@@ -8,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
+from moldau.client.security import ClientSecurity
 from moldau.cluster import zk_data
 from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcher
 from moldau.server.controller_channel import BrokerSender
@@ -24,14 +25,14 @@ async def _accepting_server() -> tuple[asyncio.AbstractServer, int]:
     return server, server.sockets[0].getsockname()[1]
 
 
-def counting_context_source() -> tuple[list[int], Callable[[], Any]]:
-    """A context factory that counts its calls: plain TCP here (None), since what matters
-    is when the client asks."""
+def counting_context_source() -> tuple[list[int], Callable[[], ClientSecurity]]:
+    """A security factory that counts its calls: plain TCP here, since what matters is
+    when the client asks."""
     asked: list[int] = []
 
-    def context_for() -> Any:
+    def context_for() -> ClientSecurity:
         asked.append(1)
-        return None
+        return ClientSecurity("PLAINTEXT", None, None, None)
 
     return asked, context_for
 
