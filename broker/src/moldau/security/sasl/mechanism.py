@@ -15,8 +15,10 @@ class SaslServer(Protocol):
 
     mechanism: str
 
-    def evaluate(self, token: bytes) -> bytes:
-        """The challenge to send for the client's token (b"" when none)."""
+    def evaluate(self, token: bytes) -> bytes | None:
+        """The challenge to send for the client's token: b"" an empty one (PLAIN's), None
+        nothing at all (GSSAPI's last step; after a SaslHandshake v0 no frame goes out,
+        inside SaslAuthenticate the answer carries empty bytes)."""
         ...
 
     @property
