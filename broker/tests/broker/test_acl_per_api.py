@@ -33,6 +33,7 @@ from moldau.protocol.generated import (
     ApiVersionsRequest,
     ControlledShutdownRequest,
     CreateAclsRequest,
+    CreateDelegationTokenRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteAclsRequest,
@@ -42,10 +43,12 @@ from moldau.protocol.generated import (
     DescribeAclsRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
+    DescribeDelegationTokenRequest,
     DescribeGroupsRequest,
     DescribeLogDirsRequest,
     DescribeUserScramCredentialsRequest,
     ElectLeadersRequest,
+    ExpireDelegationTokenRequest,
     FetchRequest,
     FindCoordinatorRequest,
     HeartbeatRequest,
@@ -63,6 +66,7 @@ from moldau.protocol.generated import (
     OffsetFetchRequest,
     OffsetForLeaderEpochRequest,
     ProduceRequest,
+    RenewDelegationTokenRequest,
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
     StopReplicaRequest,
@@ -736,6 +740,36 @@ def illegal_sasl_state(w: World, answer: Any) -> None:
     assert answer.error_code == 34
 
 
+# ---- the delegation token APIs (38-41): on a PLAINTEXT listener all four are refused
+# with DELEGATION_TOKEN_REQUEST_NOT_ALLOWED before any ACL is asked (Kafka's
+# allowTokenRequests); tests/broker/test_delegation_tokens.py has their ACLs over SASL
+
+TOKEN_REQUEST_NOT_ALLOWED = 64
+
+
+def create_token(w: World) -> Any:
+    return w.ask(ApiKey.CREATE_DELEGATION_TOKEN, CreateDelegationTokenRequest(
+        renewers=[], max_lifetime_ms=-1))
+
+
+def renew_token(w: World) -> Any:
+    return w.ask(ApiKey.RENEW_DELEGATION_TOKEN, RenewDelegationTokenRequest(
+        hmac=b"x", renew_period_ms=-1))
+
+
+def expire_token(w: World) -> Any:
+    return w.ask(ApiKey.EXPIRE_DELEGATION_TOKEN, ExpireDelegationTokenRequest(
+        hmac=b"x", expiry_time_period_ms=-1))
+
+
+def describe_tokens(w: World) -> Any:
+    return w.ask(ApiKey.DESCRIBE_DELEGATION_TOKEN, DescribeDelegationTokenRequest(owners=None))
+
+
+def token_request_not_allowed(w: World, answer: Any) -> None:
+    assert answer.error_code == TOKEN_REQUEST_NOT_ALLOWED
+
+
 # ---- CreateTopics (19), DeleteTopics (20), CreatePartitions (37)
 
 NEW_TOPICS = tuple(topic_name(f"new-{i}") for i in range(3))
@@ -1162,6 +1196,14 @@ ROWS: tuple[Row, ...] = (
     Row(ApiKey.API_VERSIONS, api_versions, lambda n: (), api_versions_answered, None),
     Row(ApiKey.SASL_HANDSHAKE, sasl_handshake, lambda n: (), illegal_sasl_state, None),
     Row(ApiKey.SASL_AUTHENTICATE, sasl_authenticate, lambda n: (), illegal_sasl_state, None),
+    Row(ApiKey.CREATE_DELEGATION_TOKEN, create_token, lambda n: (), token_request_not_allowed,
+        None),
+    Row(ApiKey.RENEW_DELEGATION_TOKEN, renew_token, lambda n: (), token_request_not_allowed,
+        None),
+    Row(ApiKey.EXPIRE_DELEGATION_TOKEN, expire_token, lambda n: (), token_request_not_allowed,
+        None),
+    Row(ApiKey.DESCRIBE_DELEGATION_TOKEN, describe_tokens, lambda n: (),
+        token_request_not_allowed, None),
     Row(ApiKey.CREATE_TOPICS, create_topics,
         lambda n: (topic(NEW_TOPICS[0], _C)
                    + topic(NEW_TOPICS[2], _C, AclOperation.DESCRIBE_CONFIGS)),

@@ -81,9 +81,8 @@ def test_inter_broker_sasl_uses_the_listener_entry_credentials() -> None:
 
 
 @pytest.mark.parametrize("extra,key,fragment", [
-    ({"sasl.enabled.mechanisms": "-"}, "sasl.enabled.mechanisms", "GSSAPI"),
-    ({"sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER"}, "sasl.enabled.mechanisms",
-     "OAUTHBEARER is not supported"),
+    ({"sasl.enabled.mechanisms": "-"},  # Kafka's default, GSSAPI, needs its JAAS entry
+     "listener.name.sasl_plaintext.gssapi.sasl.jaas.config", "Could not find a 'KafkaServer'"),
     ({"sasl.enabled.mechanisms": "PLAIN,DIGEST-MD5"}, "sasl.enabled.mechanisms",
      "unknown SASL mechanism DIGEST-MD5"),
     ({"listener.name.sasl_plaintext.plain.sasl.jaas.config": "-"},
@@ -101,7 +100,7 @@ def test_inter_broker_sasl_uses_the_listener_entry_credentials() -> None:
      "listener.name.sasl_plaintext.plain.sasl.jaas.config", "is not allowed"),
     ({"listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class": "a.B"},
      "listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class",
-     "cannot run in Moldau"),
+     "String must be one of"),
 ])
 def test_settings_moldau_cannot_honour_stop_startup(extra: dict[str, str], key: str,
                                                     fragment: str) -> None:

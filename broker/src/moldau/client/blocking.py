@@ -23,6 +23,7 @@ from moldau.protocol._runtime import Message
 from moldau.protocol.generated.api import APIS
 from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import decode_response, encode_request
+from moldau.security.sasl.gssapi import bind_server_host
 
 if TYPE_CHECKING:
     from moldau.security.sasl.mechanism import SaslClient
@@ -47,6 +48,7 @@ class BlockingConnection:
             self.client_id = client_id
             self._correlation = 0
             self._sasl = sasl
+            self._host = host  # GSSAPI names the broker's principal after it
             self._reauthenticate_at: float | None = None  # time.monotonic(); None: never
             self._authenticate_version: int | None = None  # known after the first one
             if sasl is not None:
@@ -98,7 +100,8 @@ class BlockingConnection:
     def _authenticate(self) -> None:
         assert self._sasl is not None
         started = time.monotonic()
-        session = authenticate(self._request, self._sasl(), self._authenticate_version)
+        session = authenticate(self._request, bind_server_host(self._sasl(), self._host),
+                               self._authenticate_version)
         self._authenticate_version = session.authenticate_version
         delay = reauthentication_delay_s(session.lifetime_ms)
         self._reauthenticate_at = None if delay is None else started + delay

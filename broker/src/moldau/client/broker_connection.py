@@ -23,6 +23,7 @@ from moldau.protocol.errors import ProtocolError
 from moldau.protocol.framing import FrameReader
 from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import decode_response, encode_request
+from moldau.security.sasl.gssapi import bind_server_host
 
 if TYPE_CHECKING:
     from moldau.security.sasl.mechanism import SaslClient
@@ -82,6 +83,7 @@ class BrokerConnection:
         # SASL (KIP-368): the mechanism factory, when the loop's clock says to authenticate
         # again (None: never), and the re-authentication under way, which requests wait for
         self._sasl: Callable[[], SaslClient] | None = None
+        self._host = ""  # GSSAPI names the broker's principal after it
         self._reauthenticate_at: float | None = None
         self._reauthentication: asyncio.Future[None] | None = None
         self._authenticate_version: int | None = None  # known after the first one
@@ -117,6 +119,7 @@ class BrokerConnection:
             connection.close("closed by the peer")
         if sasl is not None:
             connection._sasl = sasl
+            connection._host = host
             try:
                 await asyncio.wait_for(connection._authenticate(),
                                        max(deadline - loop.time(), 0.001))
@@ -131,7 +134,7 @@ class BrokerConnection:
         assert self._sasl is not None
         loop = asyncio.get_running_loop()
         started = loop.time()
-        session = await authenticate_async(self._send, self._sasl(),
+        session = await authenticate_async(self._send, bind_server_host(self._sasl(), self._host),
                                            self._authenticate_version)
         self._authenticate_version = session.authenticate_version
         delay = reauthentication_delay_s(session.lifetime_ms)

@@ -10,6 +10,14 @@ PlainLoginModule or ScramLoginModule entry with username and password; ScramLogi
 `tokenauth="true"` logs in with a delegation token), else from librdkafka's
 `sasl.username`/`sasl.password`, else from the `KafkaClient` section of the JAAS file that
 `-Djava.security.auth.login.config=` in KAFKA_OPTS names, as Kafka's scripts pass it on.
+OAUTHBEARER logs in with an OAuthBearerLoginModule entry instead: unsecured tokens from its
+`unsecuredLogin*` options, or, with Kafka's OAuthBearerLoginCallbackHandler as
+`sasl.login.callback.handler.class`, tokens from `sasl.oauthbearer.token.endpoint.url`
+(security/sasl/oauthbearer_login.py); librdkafka's `sasl.oauthbearer.config` and
+`sasl.oauthbearer.method=oidc` settings are read as the same logins.
+GSSAPI logs in with a Krb5LoginModule entry (a keytab, or the ticket cache kinit filled)
+towards `<sasl.kerberos.service.name>/<broker host>` (security/sasl/gssapi.py);
+librdkafka's `sasl.kerberos.keytab`/`sasl.kerberos.principal` are read as the same login.
 """
 
 from __future__ import annotations
@@ -22,7 +30,16 @@ from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import serialization
 
+from moldau.security.sasl.errors import SaslMechanismError
+from moldau.security.sasl.gssapi import (
+    GSSAPI_MECHANISM,
+    GssapiUnavailable,
+    KerberosClientLogin,
+    kerberos_client_login,
+)
 from moldau.security.sasl.jaas import (
+    KRB5_LOGIN_MODULE,
+    OAUTHBEARER_LOGIN_MODULE,
     PLAIN_LOGIN_MODULE,
     SCRAM_LOGIN_MODULE,
     JaasEntry,
@@ -37,6 +54,14 @@ from moldau.security.sasl.jaas import (
     system_properties_from_kafka_opts,
 )
 from moldau.security.sasl.mechanism import SaslClient
+from moldau.security.sasl.oauthbearer import OAUTHBEARER_MECHANISM, OAuthBearerClient
+from moldau.security.sasl.oauthbearer_login import (
+    OAuthBearerLogin,
+    librdkafka_oauthbearer,
+    login_from_jaas,
+    login_from_librdkafka,
+)
+from moldau.security.sasl.oauthbearer_unsecured import OAuthBearerConfigError
 from moldau.security.sasl.plain import PlainClient
 from moldau.security.sasl.scram import ScramClient
 from moldau.security.sasl.scram_credentials import ScramMechanism
@@ -45,12 +70,14 @@ from moldau.security.stores import load_keystore, load_truststore
 from moldau.security.tls import IANA_TO_OPENSSL, TLS13_SUITES, build_client_context
 
 __all__ = ["ClientConfigError", "ClientSecurity", "SaslLogin", "client_security",
-           "librdkafka_settings", "sasl_login", "sasl_mechanism", "security_protocol"]
+           "gssapi_login", "librdkafka_settings", "oauthbearer_login", "sasl_login",
+           "sasl_mechanism", "security_protocol"]
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DEFAULT_SASL_MECHANISM = "GSSAPI"  # Kafka's default for sasl.mechanism
-SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-LATER_MECHANISMS = ("GSSAPI", "OAUTHBEARER")  # Kafka's, not yet in Moldau's tools
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", OAUTHBEARER_MECHANISM,
+                        GSSAPI_MECHANISM)
+LATER_MECHANISMS: tuple[str, ...] = ()  # Kafka's, not yet in Moldau's tools: none
 CLIENT_JAAS_SECTION = "KafkaClient"
 TOKEN_AUTH = "tokenauth"
 
@@ -70,6 +97,12 @@ _JAVA_ONLY = frozenset({
     "ssl.protocol", "ssl.enabled.protocols", "ssl.provider", "ssl.keymanager.algorithm",
     "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
     "ssl.engine.factory.class",
+    # the broker's OAUTHBEARER validator settings
+    "sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "sasl.oauthbearer.clock.skew.seconds",
+    "sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer",
+    "sasl.oauthbearer.scope.claim.name", "sasl.oauthbearer.sub.claim.name",
 })
 _JAVA_ONLY_PREFIXES = ("sasl.login.",)
 
@@ -109,6 +142,13 @@ def client_security(config: Mapping[str, str],
     if not protocol.startswith("SASL_"):
         return ClientSecurity(protocol, ssl_context, None, None)
     mechanism = sasl_mechanism(config, protocol)
+    if mechanism == OAUTHBEARER_MECHANISM:
+        login = oauthbearer_login(config, environ)
+        return ClientSecurity(protocol, ssl_context, mechanism, functools.partial(
+            OAuthBearerClient, login.token, login.extensions))
+    if mechanism == GSSAPI_MECHANISM:
+        return ClientSecurity(protocol, ssl_context, mechanism,
+                              _gssapi_client(gssapi_login(config, environ)))
     factory = _mechanism_factory(mechanism, sasl_login(config, environ))
     return ClientSecurity(protocol, ssl_context, mechanism, factory)
 
@@ -170,6 +210,89 @@ def sasl_login(config: Mapping[str, str],
     except JaasError as exc:
         raise ClientConfigError(str(exc)) from None
     return _login_from_entries(entries, f"the {CLIENT_JAAS_SECTION} section of {path}")
+
+
+def oauthbearer_login(config: Mapping[str, str],
+                      environ: Mapping[str, str] | None = None) -> OAuthBearerLogin:
+    """Where an OAUTHBEARER client's tokens come from: the OAuthBearerLoginModule entry
+    of `sasl.jaas.config`, else librdkafka's OAUTHBEARER settings, else the entry in the
+    KAFKA_OPTS JAAS file's KafkaClient section."""
+    environ = os.environ if environ is None else environ
+    system_properties = _system_properties(environ)
+    disallowed = disallowed_login_modules(system_properties)
+    jaas_config = config.get("sasl.jaas.config")
+    try:
+        if jaas_config is not None:
+            source = "sasl.jaas.config"
+            entries = [parse_single_login_module(jaas_config, disallowed)]
+        else:
+            source = "librdkafka's sasl.oauthbearer.* settings"
+            login = login_from_librdkafka(config)
+            if login is not None:
+                return login
+            path = jaas_file_from_kafka_opts(environ.get("KAFKA_OPTS", ""))
+            source = f"the {CLIENT_JAAS_SECTION} section of {path}"
+            sections = {} if path is None else load_jaas_file(path, system_properties)
+            _, entries = find_context(sections, CLIENT_JAAS_SECTION, jaas_file=path)
+            check_login_modules(entries, disallowed)
+        entry = next((e for e in entries if e.login_module == OAUTHBEARER_LOGIN_MODULE), None)
+        if entry is None:
+            raise ClientConfigError(
+                f"{source}: sasl.mechanism OAUTHBEARER logs in with "
+                f"{OAUTHBEARER_LOGIN_MODULE}, not {', '.join(e.login_module for e in entries)}")
+        return login_from_jaas(entry.options, config.get("sasl.login.callback.handler.class"),
+                               config)
+    except JaasError as exc:
+        raise ClientConfigError(str(exc)) from None
+    except OAuthBearerConfigError as exc:
+        raise ClientConfigError(f"{source}: {exc.key}: {exc.message}") from None
+
+
+def gssapi_login(config: Mapping[str, str],
+                 environ: Mapping[str, str] | None = None) -> KerberosClientLogin:
+    """A GSSAPI client's Kerberos login: the Krb5LoginModule entry of `sasl.jaas.config`,
+    else librdkafka's `sasl.kerberos.keytab`/`.principal` when set, else the entry in the
+    KAFKA_OPTS JAAS file's KafkaClient section, else, when librdkafka's
+    `sasl.kerberos.service.name` or `.kinit.cmd` is set, the ticket cache (librdkafka's
+    way); with none of these, Kafka's error for a missing KafkaClient section."""
+    environ = os.environ if environ is None else environ
+    system_properties = _system_properties(environ)
+    disallowed = disallowed_login_modules(system_properties)
+    path = jaas_file_from_kafka_opts(environ.get("KAFKA_OPTS", ""))
+    entries: list[JaasEntry] | None = None
+    source = "librdkafka's sasl.kerberos.* settings"
+    try:
+        if "sasl.jaas.config" in config:
+            source = "sasl.jaas.config"
+            entries = [parse_single_login_module(config["sasl.jaas.config"], disallowed)]
+        elif not any(key in config for key in ("sasl.kerberos.keytab",
+                                               "sasl.kerberos.principal")) and (
+                path is not None or not any(key in config for key in (
+                    "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd"))):
+            source = f"the {CLIENT_JAAS_SECTION} section of {path}"
+            sections = {} if path is None else load_jaas_file(path, system_properties)
+            _, entries = find_context(sections, CLIENT_JAAS_SECTION, jaas_file=path)
+            check_login_modules(entries, disallowed)
+        entry = next((e for e in entries or [] if e.login_module == KRB5_LOGIN_MODULE), None)
+        if entries is not None and entry is None:
+            raise ClientConfigError(
+                f"{source}: sasl.mechanism GSSAPI logs in with {KRB5_LOGIN_MODULE}, not "
+                f"{', '.join(e.login_module for e in entries)}")
+        return kerberos_client_login(entry.options if entry else None, config, source)
+    except JaasError as exc:
+        raise ClientConfigError(str(exc)) from None
+    except ValueError as exc:
+        raise ClientConfigError(str(exc)) from None
+
+
+def _gssapi_client(login: KerberosClientLogin) -> Callable[[], SaslClient]:
+    """The GSSAPI mechanism factory; the login is tried once here, so that a missing
+    ticket or a keytab the KDC refuses fails when the config is read."""
+    try:
+        login.credentials()
+    except (SaslMechanismError, GssapiUnavailable) as exc:
+        raise ClientConfigError(f"{login.source}: {exc}") from None
+    return login.client
 
 
 def _system_properties(environ: Mapping[str, str]) -> dict[str, str]:
@@ -279,7 +402,20 @@ def librdkafka_settings(config: Mapping[str, str],
            if k not in _JAVA_ONLY and not k.startswith(_JAVA_ONLY_PREFIXES)}
     if "security.protocol" in out:
         out["security.protocol"] = protocol
-    if protocol.startswith("SASL_"):
+    if protocol.startswith("SASL_") and sasl_mechanism(config, protocol) == OAUTHBEARER_MECHANISM:
+        try:
+            out.update(librdkafka_oauthbearer(oauthbearer_login(config, environ)))
+        except OAuthBearerConfigError as exc:
+            raise ClientConfigError(f"{exc.key}: {exc.message}") from None
+    elif protocol.startswith("SASL_") and sasl_mechanism(config, protocol) == GSSAPI_MECHANISM:
+        for key in ("sasl.kerberos.ticket.renew.window.factor",  # Java's, not librdkafka's
+                    "sasl.kerberos.ticket.renew.jitter"):
+            out.pop(key, None)
+        try:
+            out.update(gssapi_login(config, environ).librdkafka())
+        except ValueError as exc:
+            raise ClientConfigError(str(exc)) from None
+    elif protocol.startswith("SASL_"):
         mechanism = sasl_mechanism(config, protocol)
         login = sasl_login(config, environ)
         _mechanism_factory(mechanism, login)  # refuses what client_security refuses

@@ -11,6 +11,7 @@ methods (`await azk.call(azk.client.get_broker_ids)`) work as on any method:
 - `zk_topic_ops.py`: topics, their assignment and deletion, partition states;
 - `zk_config_ops.py`: entity configs and their change notifications;
 - `zk_user_ops.py`: user configs (SCRAM credentials and quotas), compare-and-set writes;
+- `zk_token_ops.py`: delegation tokens and their change notifications;
 - `zk_controller_ops.py`: the controller's election and the notifications sent to it.
 
 The znodes' paths and JSON are `zk_data.py`; the errors are `zk_errors.py`.
@@ -30,6 +31,7 @@ from moldau.cluster import (
     zk_broker_ops,
     zk_config_ops,
     zk_controller_ops,
+    zk_token_ops,
     zk_topic_ops,
     zk_user_ops,
 )
@@ -102,6 +104,16 @@ class KafkaZkClient(ZkSession):
     get_user_config = zk_user_ops.get_user_config
     get_all_user_configs = zk_user_ops.get_all_user_configs
     update_user_config = zk_user_ops.update_user_config
+
+    # -- delegation tokens and their change notifications (zk_token_ops) ---------------------
+    create_delegation_token_paths = zk_token_ops.create_delegation_token_paths
+    get_delegation_token_ids = zk_token_ops.get_delegation_token_ids
+    get_delegation_token = zk_token_ops.get_delegation_token
+    get_all_delegation_tokens = zk_token_ops.get_all_delegation_tokens
+    set_or_create_delegation_token = zk_token_ops.set_or_create_delegation_token
+    delete_delegation_token = zk_token_ops.delete_delegation_token
+    create_token_change_notification = zk_token_ops.create_token_change_notification
+    read_token_changes = zk_token_ops.read_token_changes
 
     # -- the controller and its notifications (zk_controller_ops) ------------------------------
     get_controller_id = zk_controller_ops.get_controller_id

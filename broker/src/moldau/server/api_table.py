@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from moldau.errors import (
     ClusterAuthorizationFailedError,
+    DelegationTokenAuthorizationFailedError,
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
@@ -37,6 +38,7 @@ TOPIC_DENIED = TopicAuthorizationFailedError.code  # 29
 GROUP_DENIED = GroupAuthorizationFailedError.code  # 30
 CLUSTER_DENIED = ClusterAuthorizationFailedError.code  # 31
 TRANSACTIONAL_ID_DENIED = TransactionalIdAuthorizationFailedError.code  # 53
+DELEGATION_TOKEN_DENIED = DelegationTokenAuthorizationFailedError.code  # 65
 
 
 class Scope(enum.Enum):
@@ -192,6 +194,17 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: ApiEntry(h.AlterUserScramCredentialsHandler, (
         _cluster("ALTER", when="on the active controller (another broker answers 41 for "
                  "every user, before authorizing)"),)),
+    # the four token APIs first refuse PLAINTEXT, anonymous SSL and token logins (64)
+    ApiKey.CREATE_DELEGATION_TOKEN: ApiEntry(h.CreateDelegationTokenHandler, (
+        Check("USER", "CREATE_TOKENS", DELEGATION_TOKEN_DENIED, Scope.REQUEST,
+              "a token for another owner (on User:<owner>)"),)),
+    # who may renew or expire is the token's own list (owner and renewers, else 63)
+    ApiKey.RENEW_DELEGATION_TOKEN: ApiEntry(h.RenewDelegationTokenHandler, ()),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: ApiEntry(h.ExpireDelegationTokenHandler, ()),
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: ApiEntry(h.DescribeDelegationTokenHandler, (
+        _fallback("DELEGATION_TOKEN", "DESCRIBE",
+                  "a token the requester neither owns, asked for nor renews"),
+        _filter("USER", "DESCRIBE_TOKENS", "such a token, on User:<its owner>"))),
 }
 
 # Allowed before a SASL connection has authenticated (Kafka's SaslServerAuthenticator):

@@ -54,6 +54,7 @@ from .broker_metrics import (
 from .config import ACL_AUTHORIZER, BrokerConfig
 from .controlled_shutdown import ShutdownServices, controlled_shutdown
 from .controller_channel import NetworkControllerChannel
+from .delegation_token_manager import DelegationTokenManager, TokenSettings
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
 from .handlers.services import BrokerState, HandlerServices
 from .listener_security import ListenerSecurity
@@ -128,6 +129,7 @@ class Broker:
         self.dynamic_config: DynamicBrokerConfig | None = None
         self.acl_authorizer: AclAuthorizer | None = None
         self.user_configs: UserConfigs | None = None
+        self.delegation_tokens: DelegationTokenManager | None = None
         self._stopped = asyncio.Event()
         self.started = False
 
@@ -193,6 +195,11 @@ class Broker:
         # and the SCRAM credentials (Kafka's UserConfigHandler)
         self.user_configs = UserConfigs(self.connected_zk, self.security.credentials)
         await self.user_configs.load_all()
+        # and the delegation tokens (Kafka's DelegationTokenManagerZk.startup)
+        self.delegation_tokens = DelegationTokenManager(
+            TokenSettings.from_config(config), self.connected_zk, self.security.tokens,
+            lambda: self.controller)
+        await self.delegation_tokens.start()
         register_handlers(self.dispatcher, self._handler_services())
         self.socket_server = SocketServer(
             self.dispatcher,
@@ -259,7 +266,7 @@ class Broker:
             metrics=self.metrics, partition_states=self.partition_states,
             controller=lambda: self.controller, tls_holders=self.tls_holders,
             advertised_versions=self.dispatcher.advertised_versions,
-            acl_authorizer=self.acl_authorizer)
+            acl_authorizer=self.acl_authorizer, delegation_tokens=self.delegation_tokens)
 
     async def _start_authorizer(self) -> AclAuthorizer | None:
         """Kafka's AclAuthorizer when authorizer.class.name names it (the config refuses
@@ -605,6 +612,8 @@ class Broker:
             await self.metrics_server.stop()
         if self.controller is not None:
             await self.controller.stop()
+        if self.delegation_tokens is not None:
+            await self.delegation_tokens.stop()
         if self.controller_channel is not None:
             self.controller_channel.close()
         if self.group_coordinator is not None:

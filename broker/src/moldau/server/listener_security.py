@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from moldau.client.security import ClientSecurity
 from moldau.security.credential_cache import ScramCredentialCache
+from moldau.security.delegation_tokens import DelegationTokenCache
 from moldau.security.principal import principal_from_certificate
 from moldau.security.ssl_settings import TlsConfigError
 from moldau.security.tls import TlsContextHolder, build_client_context
@@ -43,6 +44,7 @@ class ListenerSecurity:
         self.config = config
         self.tls_holders: dict[str, TlsContextHolder] = {}
         self.credentials = ScramCredentialCache()
+        self.tokens = DelegationTokenCache()  # filled by the delegation token manager
         try:
             self.sasl = sasl_listeners(config, kafka_opts)
             self._inter_broker_sasl = inter_broker_sasl(config, self.sasl)
@@ -65,7 +67,8 @@ class ListenerSecurity:
             context = self.tls_context(name) if protocol in ("SSL", "SASL_SSL") else None
             if name in self.sasl:
                 self.gates[name] = SaslGate(
-                    self.sasl[name], MechanismServers(self.sasl[name], self.credentials),
+                    self.sasl[name],
+                    MechanismServers(self.sasl[name], self.credentials, self.tokens),
                     serve, advertised)
             listeners.append(Listener(name, endpoint.host, endpoint.port, protocol, context))
         return listeners

@@ -43,13 +43,16 @@ from moldau.protocol.generated.sasl_handshake_request import SaslHandshakeReques
 from moldau.protocol.generated.sasl_handshake_response import SaslHandshakeResponse
 from moldau.protocol.headers import decode_request, unsupported_api_versions_response
 from moldau.security.credential_cache import ScramCredentialCache
+from moldau.security.delegation_tokens import DelegationTokenCache
 from moldau.security.sasl.errors import (
     SaslAuthenticationError,
     SaslMechanismError,
     generic_failure_message,
 )
+from moldau.security.sasl.gssapi import GSSAPI_MECHANISM, GssapiServer
 from moldau.security.sasl.jaas import plain_users
 from moldau.security.sasl.mechanism import SaslServer
+from moldau.security.sasl.oauthbearer import OAUTHBEARER_MECHANISM, OAuthBearerServer
 from moldau.security.sasl.plain import PlainServer
 from moldau.security.sasl.scram import ScramServer
 from moldau.security.sasl.scram_credentials import ScramMechanism
@@ -85,18 +88,34 @@ class State(enum.Enum):
 
 class MechanismServers:
     """A fresh mechanism server per exchange: PLAIN against its JAAS entry's `user_*`
-    options, SCRAM against the credentials in ZooKeeper (the broker's cache)."""
+    options, SCRAM against the credentials in ZooKeeper (the broker's cache), OAUTHBEARER
+    with the listener's token validator (unsecured or JWKS, from sasl_listeners.py),
+    GSSAPI with the listener's keytab and principal-to-local rules."""
 
-    def __init__(self, listener: SaslListener, credentials: ScramCredentialCache) -> None:
+    def __init__(self, listener: SaslListener, credentials: ScramCredentialCache,
+                 tokens: DelegationTokenCache | None = None) -> None:
+        """tokens: the delegation tokens SCRAM `tokenauth=true` logins are checked
+        against (None: every such login fails, as on a broker without tokens)."""
         self._plain_users = ({} if "PLAIN" not in listener.logins
                              else plain_users(listener.logins["PLAIN"]))
         self._credentials = credentials
+        self._tokens = tokens
+        self._oauthbearer = listener.oauthbearer
+        self._kerberos = listener.kerberos
 
     def new(self, mechanism: str) -> SaslServer:
+        if mechanism == OAUTHBEARER_MECHANISM:
+            assert self._oauthbearer is not None  # resolved with the listener's settings
+            return OAuthBearerServer(self._oauthbearer)
+        if mechanism == GSSAPI_MECHANISM:
+            assert self._kerberos is not None  # the keytab login and the to-local rules
+            return GssapiServer(self._kerberos.login.acceptor, self._kerberos.short_namer)
         scram = ScramMechanism.by_name(mechanism)
         if scram is not None:
-            cache = self._credentials
-            return ScramServer(scram, lambda user: cache.get(scram, user))
+            cache, tokens = self._credentials, self._tokens
+            return ScramServer(scram, lambda user: cache.get(scram, user), tokens=(
+                None if tokens is None else
+                lambda token_id: tokens.login(scram, token_id, int(time.time() * 1000))))
         return PlainServer(self._plain_users)
 
 
@@ -265,7 +284,8 @@ class SaslAuthenticator:
     # --- tokens --------------------------------------------------------------------------
 
     def _evaluate(self, token: bytes) -> tuple[bytes | None, str]:
-        """(the challenge, "") or (None, the failure message for the client)."""
+        """(the challenge or None for no answer, "") or (None, the failure message for the
+        client)."""
         if self._bad_mechanism:
             return None, self._bad_mechanism
         server = self._server
@@ -284,11 +304,12 @@ class SaslAuthenticator:
         if header.request_api_version >= 1:
             self._reauth_capable = True
         challenge, failure = self._evaluate(request.auth_bytes)
-        if challenge is None:
+        if failure:
             response = SaslAuthenticateResponse(error_code=SASL_AUTHENTICATION_FAILED,
                                                 error_message=failure)
             return self._fail(conn, failure, self._respond(header, response))
-        response = SaslAuthenticateResponse(error_code=0, auth_bytes=challenge)
+        # every SaslAuthenticate is answered, with empty bytes when the mechanism has none
+        response = SaslAuthenticateResponse(error_code=0, auth_bytes=challenge or b"")
         assert self._server is not None
         if self._server.complete:
             failure = self._complete(conn)
@@ -303,7 +324,7 @@ class SaslAuthenticator:
         """After SaslHandshake v0: size-prefixed tokens both ways; a failure can only
         close the connection."""
         challenge, failure = self._evaluate(token)
-        if challenge is None:
+        if failure:
             self._fail(conn, failure, None)
             return None
         assert self._server is not None
@@ -312,7 +333,7 @@ class SaslAuthenticator:
             if failure:
                 self._fail(conn, failure, None)
                 return None
-        return [size_prefixed(challenge)]
+        return None if challenge is None else [size_prefixed(challenge)]
 
     # --- the outcome ---------------------------------------------------------------------
 
@@ -333,9 +354,13 @@ class SaslAuthenticator:
         self._raw = False
         conn.session.principal = principal
         conn.session.authenticated = True
+        conn.session.token_authenticated = server.token_authenticated
         conn.authenticating = None
         conn.reader.max_frame_size = conn.server.max_request_size
         lifetime = self._lifetime_ms(server)
+        # a session ends when connections.max.reauth.ms says, or when its credential does
+        # (even at once: a token accepted within the clock skew after its exp)
+        ends = bool(lifetime) or server.credential_expiry_ms is not None
         self._session_lifetime_ms = lifetime if self._reauth_capable else 0
         if reauthenticating:
             self.stats.record("successful-reauthentication")
@@ -343,9 +368,9 @@ class SaslAuthenticator:
                 (time.monotonic_ns() - self._reauth_started_ns) / 1e6)
         else:
             self.stats.record("successful-authentication")
-            if not lifetime:
+            if not ends:
                 self.stats.record("successful-authentication-no-reauth")
-        self._arm_expiry(conn, lifetime)
+        self._arm_expiry(conn, lifetime if ends else None)
         return ""
 
     def _lifetime_ms(self, server: SaslServer) -> int:
@@ -357,11 +382,12 @@ class SaslAuthenticator:
             limit = min(limit, remaining) if limit else remaining
         return limit
 
-    def _arm_expiry(self, conn: Connection, lifetime_ms: int) -> None:
+    def _arm_expiry(self, conn: Connection, lifetime_ms: int | None) -> None:
+        """End the session after `lifetime_ms` (None: it never ends)."""
         if self._expiry is not None:
             self._expiry.cancel()
             self._expiry = None
-        if lifetime_ms:
+        if lifetime_ms is not None:
             self._expiry = asyncio.get_running_loop().call_later(
                 lifetime_ms / 1000, self._expired, conn)
 

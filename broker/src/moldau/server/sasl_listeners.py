@@ -9,15 +9,29 @@ file named by `-Djava.security.auth.login.config=` in KAFKA_OPTS, section
 `<l>.KafkaServer`, else `KafkaServer`; and `connections.max.reauth.ms` (with its listener
 and mechanism prefixes). The inter-broker listener's entry also holds the username and
 password this broker authenticates with towards the others.
+
+OAUTHBEARER also resolves its token validator here (security/sasl/oauthbearer_config.py):
+Kafka's unsecured one by default, with the `unsecuredValidator*` options of the entry, or
+the signed-JWT one when `listener.name.<l>.oauthbearer.sasl.server.callback.handler.class`
+names Kafka's OAuthBearerValidatorCallbackHandler, with the `sasl.oauthbearer.*` settings
+(each also as `listener.name.<l>.<key>` and `listener.name.<l>.oauthbearer.<key>`). A JWKS
+that cannot be read stops startup.
+
+GSSAPI logs the broker in from its Krb5LoginModule entry's keytab here, and reads the
+`sasl.kerberos.*` keys (server/kerberos_login.py); a failed login stops startup.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from moldau.security.sasl.gssapi import GSSAPI_MECHANISM, GssapiClient
 from moldau.security.sasl.jaas import (
     JAVA_LOGIN_CONFIG_PARAM,
+    KRB5_LOGIN_MODULE,
+    OAUTHBEARER_LOGIN_MODULE,
     PLAIN_LOGIN_MODULE,
     SCRAM_LOGIN_MODULE,
     JaasEntry,
@@ -32,17 +46,29 @@ from moldau.security.sasl.jaas import (
     system_properties_from_kafka_opts,
 )
 from moldau.security.sasl.mechanism import SaslClient
+from moldau.security.sasl.oauthbearer import OAUTHBEARER_MECHANISM, OAuthBearerClient
+from moldau.security.sasl.oauthbearer_config import Setting, server_token_validator
+from moldau.security.sasl.oauthbearer_login import login_from_jaas
+from moldau.security.sasl.oauthbearer_token import TokenValidator
+from moldau.security.sasl.oauthbearer_unsecured import (
+    OAuthBearerConfigError,
+    UnsecuredJwsValidator,
+)
 from moldau.security.sasl.plain import PlainClient
 from moldau.security.sasl.scram import ScramClient
 from moldau.security.sasl.scram_credentials import SCRAM_MECHANISM_NAMES, ScramMechanism
 
 from .config import BrokerConfig, ConfigValue
 from .config.errors import ConfigError
+from .kerberos_login import KerberosLogin, ListenerKerberos, listener_kerberos
 
 # the mechanisms Moldau's broker serves, and the login module each one's JAAS entry names
 LOGIN_MODULES = {"PLAIN": PLAIN_LOGIN_MODULE,
-                 **{name: SCRAM_LOGIN_MODULE for name in SCRAM_MECHANISM_NAMES}}
-NOT_YET = {"GSSAPI": "Kerberos (GSSAPI)", "OAUTHBEARER": "OAUTHBEARER"}
+                 **{name: SCRAM_LOGIN_MODULE for name in SCRAM_MECHANISM_NAMES},
+                 OAUTHBEARER_MECHANISM: OAUTHBEARER_LOGIN_MODULE,
+                 GSSAPI_MECHANISM: KRB5_LOGIN_MODULE}
+NOT_YET: dict[str, str] = {}  # Kafka's mechanisms Moldau does not serve yet: none
+CALLBACK_HANDLER_KEY = "sasl.server.callback.handler.class"
 SERVER_SECTION = "KafkaServer"
 
 
@@ -56,6 +82,8 @@ class SaslListener:
     reauth_ms: Mapping[str, int]  # mechanism -> connections.max.reauth.ms (0: never)
     max_receive_size: int  # sasl.server.max.receive.size: frames before authentication
     failed_delay_ms: int  # connection.failed.authentication.delay.ms
+    oauthbearer: TokenValidator | None = None  # with OAUTHBEARER enabled: its validator
+    kerberos: ListenerKerberos | None = None  # with GSSAPI enabled: keytab login, rules
 
 
 def listener_value(config: BrokerConfig, listener: str, key: str) -> ConfigValue:
@@ -78,7 +106,9 @@ def sasl_listeners(config: BrokerConfig, kafka_opts: str) -> dict[str, SaslListe
         except (JaasError, OSError) as exc:
             raise ConfigError("KAFKA_OPTS", f"-D{JAVA_LOGIN_CONFIG_PARAM}={jaas_path}",
                               f"the JAAS file does not load: {exc}") from None
+    _refuse_global_callback_handler(config)
     found: dict[str, SaslListener] = {}
+    kerberos_logins: dict[tuple[str, str], KerberosLogin] = {}  # one per principal+keytab
     for endpoint in config.listeners:
         if not endpoint.security_protocol.startswith("SASL_"):
             continue
@@ -88,11 +118,20 @@ def sasl_listeners(config: BrokerConfig, kafka_opts: str) -> dict[str, SaslListe
         for mechanism in mechanisms:
             logins[mechanism] = _login_entry(config, name, mechanism, jaas_file, jaas_path,
                                              disallowed)
+            _callback_handler(config, name, mechanism)
         reauth = {m: _reauth_ms(config, name, m) for m in mechanisms}
+        validator = (_oauthbearer_validator(config, name, logins[OAUTHBEARER_MECHANISM])
+                     if OAUTHBEARER_MECHANISM in logins else None)
+        kerberos = (listener_kerberos(
+            logins[GSSAPI_MECHANISM], _jaas_key(name, GSSAPI_MECHANISM),
+            functools.partial(listener_value, config, name), kerberos_logins,
+            system_properties_from_kafka_opts(kafka_opts))
+            if GSSAPI_MECHANISM in logins else None)
         found[name] = SaslListener(
             name, mechanisms, logins, reauth,
             _int(listener_value(config, name, "sasl.server.max.receive.size")),
-            int(config.values["connection.failed.authentication.delay.ms"]))
+            int(config.values["connection.failed.authentication.delay.ms"]), validator,
+            kerberos)
     return found
 
 
@@ -165,6 +204,57 @@ def _check_allowed(key: str, entries: Sequence[JaasEntry], disallowed: Sequence[
         raise ConfigError(key, "[hidden]", str(exc)) from None
 
 
+def _refuse_global_callback_handler(config: BrokerConfig) -> None:
+    """Kafka reads a server callback handler only per listener and mechanism, so a bare
+    `sasl.server.callback.handler.class` would be ignored: refuse it instead."""
+    handler = config.values.get(CALLBACK_HANDLER_KEY)
+    if handler is not None:
+        raise ConfigError(CALLBACK_HANDLER_KEY, handler, "Kafka ignores a server callback "
+                          "handler without a listener and mechanism prefix; set "
+                          f"listener.name.<listener>.oauthbearer.{CALLBACK_HANDLER_KEY}")
+
+
+def _callback_handler(config: BrokerConfig, listener: str, mechanism: str) -> str | None:
+    """`listener.name.<l>.<mechanism>.sasl.server.callback.handler.class`: the key table
+    admits only Kafka's OAUTHBEARER validators, so any other mechanism is refused."""
+    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.{CALLBACK_HANDLER_KEY}"
+    handler = config.listener_overrides.get(key)
+    if handler is None:
+        return None
+    if mechanism != OAUTHBEARER_MECHANISM:
+        raise ConfigError(key, handler, f"{handler} validates OAUTHBEARER tokens; Moldau "
+                          f"runs no custom server callback handler for {mechanism}")
+    return str(handler)
+
+
+def _oauthbearer_setting(config: BrokerConfig, listener: str) -> Setting:
+    """A `sasl.oauthbearer.*` key for the OAUTHBEARER validator of one listener:
+    `listener.name.<l>.oauthbearer.<key>`, else `listener.name.<l>.<key>`, else `<key>`."""
+    prefix = f"listener.name.{listener.lower()}."
+
+    def setting(key: str) -> tuple[str, object]:
+        for name in (f"{prefix}{OAUTHBEARER_MECHANISM.lower()}.{key}", f"{prefix}{key}"):
+            if name in config.listener_overrides:
+                return name, config.listener_overrides[name]
+        return key, config.values.get(key)
+
+    return setting
+
+
+def _oauthbearer_validator(config: BrokerConfig, listener: str,
+                           login: JaasEntry) -> TokenValidator:
+    try:
+        return server_token_validator(
+            _callback_handler(config, listener, OAUTHBEARER_MECHANISM), login.options,
+            _oauthbearer_setting(config, listener))
+    except OAuthBearerConfigError as exc:
+        if exc.key.startswith(("sasl.", "listener.name.")):
+            raise ConfigError(exc.key, exc.value, exc.message) from None
+        # an option of the JAAS entry: name the entry's key, not the secret-bearing value
+        raise ConfigError(_jaas_key(listener, OAUTHBEARER_MECHANISM), "[hidden]",
+                          f"{exc.key}: {exc.message}") from None
+
+
 def _reauth_ms(config: BrokerConfig, listener: str, mechanism: str) -> int:
     prefix = f"listener.name.{listener.lower()}."
     for key in (f"{prefix}{mechanism.lower()}.connections.max.reauth.ms",
@@ -196,6 +286,13 @@ def inter_broker_sasl(config: BrokerConfig, listeners: Mapping[str, SaslListener
         raise ConfigError(key, mechanism, f"{key} must be included in sasl.enabled.mechanisms "
                           "when SASL is used for inter-broker communication (listener "
                           f"{name} enables {', '.join(listener.mechanisms)})")
+    if mechanism == OAUTHBEARER_MECHANISM:
+        return _inter_broker_oauthbearer(listener)
+    if mechanism == GSSAPI_MECHANISM:
+        # towards <service name>/<the other broker's host>, with this broker's own TGT
+        kerberos = listener.kerberos
+        assert kerberos is not None  # resolved with the listener's GSSAPI entry
+        return lambda: GssapiClient(kerberos.service_name, kerberos.login.initiator)
     credentials = client_credentials(listener.logins[mechanism])
     if credentials is None:
         raise ConfigError(_jaas_key(name, mechanism), "[hidden]", "the inter-broker "
@@ -206,3 +303,21 @@ def inter_broker_sasl(config: BrokerConfig, listeners: Mapping[str, SaslListener
     if scram is not None:
         return lambda: ScramClient(scram, username, password)
     return lambda: PlainClient(username, password)
+
+
+def _inter_broker_oauthbearer(listener: SaslListener) -> Callable[[], SaslClient]:
+    """OAUTHBEARER between brokers: unsecured tokens made from the `unsecuredLogin*`
+    options of the listener's OAuthBearerLoginModule entry, as Kafka's broker makes them
+    by default (a listener that validates signed JWTs would refuse them)."""
+    key = _jaas_key(listener.name, OAUTHBEARER_MECHANISM)
+    if not isinstance(listener.oauthbearer, UnsecuredJwsValidator):
+        raise ConfigError("sasl.mechanism.inter.broker.protocol", OAUTHBEARER_MECHANISM,
+                          f"listener {listener.name} validates signed JWTs, and Moldau's "
+                          "brokers log in to each other only with unsecured OAUTHBEARER "
+                          "tokens; choose another inter-broker mechanism")
+    try:
+        login = login_from_jaas(listener.logins[OAUTHBEARER_MECHANISM].options, None, {})
+    except OAuthBearerConfigError as exc:
+        raise ConfigError(key, "[hidden]", "the inter-broker listener's OAUTHBEARER entry "
+                          f"makes no token for this broker ({exc.key}): {exc.message}") from None
+    return lambda: OAuthBearerClient(login.token, login.extensions)

@@ -15,7 +15,8 @@ class Session:
     acl_host: str = ""  # the client's IP as Java prints it: what ACL hosts are compared with
     listener: str = ""
     security_protocol: str = "PLAINTEXT"
-    authenticated: bool = True  # SASL will start connections unauthenticated
+    authenticated: bool = True  # a SASL connection starts unauthenticated
+    token_authenticated: bool = False  # logged in with a delegation token (SCRAM tokenauth)
     client_id: str = ""
     software_name: str = ""
     software_version: str = ""

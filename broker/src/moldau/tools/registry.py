@@ -27,6 +27,7 @@ TOOLS = {
     "producer-perf-test": "moldau.tools.perf:PRODUCER_TOOL",
     "consumer-perf-test": "moldau.tools.perf:CONSUMER_TOOL",
     "mirror-maker": "moldau.tools.mirror_maker",
+    "delegation-tokens": "moldau.tools.delegation_tokens",
 }
 
 

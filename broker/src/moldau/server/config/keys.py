@@ -9,6 +9,8 @@ components that read `BrokerConfig`. docs/broker-config.md is rendered from this
 
 from __future__ import annotations
 
+from moldau.security.sasl.oauthbearer_handlers import SERVER_CALLBACK_HANDLERS
+
 from .schema import KRAFT, ConfigKey, acc, impl, rej
 from .validators import (
     AuthorizerClass,
@@ -350,28 +352,41 @@ KEYS_LIST: list[ConfigKey] = [
     impl("ssl.allow.san.changes", "boolean", False, "L", note="checked on a keystore reload"),
     # ---- sasl.* and the rest of security
     impl("sasl.enabled.mechanisms", "list", ["GSSAPI"], "M",
-         note="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; also per listener (listener.name.<l>.); "
-         "GSSAPI and OAUTHBEARER on a SASL listener stop startup (not yet served)"),
+         note="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI (Kerberos: needs "
+         "the gssapi package); also per listener (listener.name.<l>.)"),
     impl("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", "M",
          note="when the inter-broker listener is SASL_*: one of its enabled mechanisms"),
     acc("sasl.jaas.config", "password", None, "M",
         "brokers read listener.name.<l>.<mechanism>.sasl.jaas.config or the JAAS file "
         "(KAFKA_OPTS -Djava.security.auth.login.config), as Kafka does"),
     acc("sasl.client.callback.handler.class", "class", None, "M", JVM_ONLY),
-    acc("sasl.server.callback.handler.class", "class", None, "M", JVM_ONLY,
-        Unenforced(None, "a custom SASL server callback handler cannot run in Moldau")),
+    impl("sasl.server.callback.handler.class", "class", None, "M",
+         OneOf(SERVER_CALLBACK_HANDLERS),
+         note="only as listener.name.<l>.oauthbearer.sasl.server.callback.handler.class "
+         "naming Kafka's OAuthBearerValidatorCallbackHandler (signed JWTs against a JWKS) or "
+         "its unsecured validator; any other class, mechanism or an unprefixed key stops "
+         "startup"),
     acc("sasl.login.callback.handler.class", "class", None, "M", JVM_ONLY,
         Unenforced(None, "a custom SASL login callback handler cannot run in Moldau")),
     acc("sasl.login.class", "class", None, "M", JVM_ONLY,
         Unenforced(None, "a custom SASL login class cannot run in Moldau")),
     impl("sasl.server.max.receive.size", "int", 524288, "M",
          note="the largest frame before authentication"),
-    acc("sasl.kerberos.service.name", "string", None, "M", P_SECURITY),
-    acc("sasl.kerberos.kinit.cmd", "string", "/usr/bin/kinit", "M", P_SECURITY),
-    acc("sasl.kerberos.ticket.renew.window.factor", "double", 0.8, "M", P_SECURITY),
-    acc("sasl.kerberos.ticket.renew.jitter", "double", 0.05, "M", P_SECURITY),
-    acc("sasl.kerberos.min.time.before.relogin", "long", 60000, "M", P_SECURITY),
-    acc("sasl.kerberos.principal.to.local.rules", "list", ["DEFAULT"], "M", P_SECURITY),
+    # GSSAPI listeners (server/kerberos_login.py); each also as listener.name.<l>.<key>
+    impl("sasl.kerberos.service.name", "string", None, "M",
+         note="required with GSSAPI (or the JAAS entry's serviceName; both set must agree): "
+         "the service of the brokers' principals, <name>/<host>@REALM"),
+    acc("sasl.kerberos.kinit.cmd", "string", "/usr/bin/kinit", "M",
+        "Kafka runs it only for a ticket-cache login; Moldau's broker logs in from its keytab"),
+    impl("sasl.kerberos.ticket.renew.window.factor", "double", 0.8, "M",
+         note="the broker's TGT is fetched again from its keytab at this share of its life"),
+    impl("sasl.kerberos.ticket.renew.jitter", "double", 0.05, "M",
+         note="random extra share of the TGT's life added to the refresh time"),
+    impl("sasl.kerberos.min.time.before.relogin", "long", 60000, "M",
+         note="the least time between two TGT refreshes, unless the ticket would expire"),
+    impl("sasl.kerberos.principal.to.local.rules", "list", ["DEFAULT"], "M",
+         note="GSSAPI principal -> User:<short name> (Kafka's auth_to_local rules; a name no "
+         "rule maps fails authentication); an invalid rule stops startup"),
     acc("sasl.login.refresh.window.factor", "double", 0.8, "M", P_SECURITY),
     acc("sasl.login.refresh.window.jitter", "double", 0.05, "M", P_SECURITY),
     acc("sasl.login.refresh.min.period.seconds", "short", 60, "M", P_SECURITY),
@@ -380,16 +395,29 @@ KEYS_LIST: list[ConfigKey] = [
     acc("sasl.login.read.timeout.ms", "int", None, "L", P_SECURITY),
     acc("sasl.login.retry.backoff.max.ms", "long", 10000, "L", P_SECURITY),
     acc("sasl.login.retry.backoff.ms", "long", 100, "L", P_SECURITY),
-    acc("sasl.oauthbearer.scope.claim.name", "string", "scope", "L", P_SECURITY),
-    acc("sasl.oauthbearer.sub.claim.name", "string", "sub", "L", P_SECURITY),
-    acc("sasl.oauthbearer.token.endpoint.url", "string", None, "M", P_SECURITY),
-    acc("sasl.oauthbearer.jwks.endpoint.url", "string", None, "M", P_SECURITY),
-    acc("sasl.oauthbearer.jwks.endpoint.refresh.ms", "long", 3600000, "L", P_SECURITY),
-    acc("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "long", 10000, "L", P_SECURITY),
-    acc("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "long", 100, "L", P_SECURITY),
-    acc("sasl.oauthbearer.clock.skew.seconds", "int", 30, "L", P_SECURITY),
-    acc("sasl.oauthbearer.expected.audience", "list", None, "L", P_SECURITY),
-    acc("sasl.oauthbearer.expected.issuer", "string", None, "L", P_SECURITY),
+    # read by the OAUTHBEARER validator of KIP-768 (security/sasl/oauthbearer_config.py),
+    # also as listener.name.<l>.<key> and listener.name.<l>.oauthbearer.<key>
+    impl("sasl.oauthbearer.scope.claim.name", "string", "scope", "L",
+         note="the scope claim of signed JWTs"),
+    impl("sasl.oauthbearer.sub.claim.name", "string", "sub", "L",
+         note="the claim of signed JWTs that names the principal (User:<value>)"),
+    acc("sasl.oauthbearer.token.endpoint.url", "string", None, "M",
+        "a client setting (Moldau's tools honour it); a broker logs in to the others with "
+        "unsecured OAUTHBEARER tokens only"),
+    impl("sasl.oauthbearer.jwks.endpoint.url", "string", None, "M",
+         note="file: (read at startup) or http(s) (fetched at startup, then refreshed); "
+         "required by OAuthBearerValidatorCallbackHandler"),
+    impl("sasl.oauthbearer.jwks.endpoint.refresh.ms", "long", 3600000, "L",
+         note="an http(s) JWKS; sooner when a token names an unknown kid"),
+    impl("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "long", 10000, "L"),
+    impl("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "long", 100, "L"),
+    impl("sasl.oauthbearer.clock.skew.seconds", "int", 30, "L",
+         note="leeway for exp and nbf of signed JWTs"),
+    impl("sasl.oauthbearer.expected.audience", "list", None, "L",
+         note="a signed JWT's aud must hold one; unset, a JWT with any aud is refused "
+         "(jose4j's rule)"),
+    impl("sasl.oauthbearer.expected.issuer", "string", None, "L",
+         note="a signed JWT's iss must equal it"),
     acc("security.providers", "string", None, "L", JVM_ONLY),
     acc("principal.builder.class", "class",
         "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", "M",
@@ -399,13 +427,14 @@ KEYS_LIST: list[ConfigKey] = [
     impl("super.users", "string", None, "L", PrincipalList(), note="AclAuthorizer property"),
     impl("allow.everyone.if.no.acl.found", "boolean", False, "L",
          note="AclAuthorizer property"),
-    acc("delegation.token.secret.key", "password", None, "M", P_SECURITY),
-    acc("delegation.token.max.lifetime.ms", "long", 7 * 24 * _HOUR_MS, "M", P_SECURITY,
-        at_least(1)),
-    acc("delegation.token.expiry.time.ms", "long", 24 * _HOUR_MS, "M", P_SECURITY,
-        at_least(1)),
-    acc("delegation.token.expiry.check.interval.ms", "long", _HOUR_MS, "L", P_SECURITY,
-        at_least(1)),
+    impl("delegation.token.secret.key", "password", None, "M",
+         note="enables delegation tokens (server/delegation_token_manager.py)"),
+    impl("delegation.token.master.key", "password", None, "M",
+         note="deprecated alias of delegation.token.secret.key, read when that is unset"),
+    impl("delegation.token.max.lifetime.ms", "long", 7 * 24 * _HOUR_MS, "M", at_least(1)),
+    impl("delegation.token.expiry.time.ms", "long", 24 * _HOUR_MS, "M", at_least(1)),
+    impl("delegation.token.expiry.check.interval.ms", "long", _HOUR_MS, "L", at_least(1),
+         note="the active controller removes expired tokens this often"),
     impl("password.encoder.secret", "password", None, "M",
          note="encrypts dynamic password configs in ZooKeeper"),
     impl("password.encoder.old.secret", "password", None, "M",

@@ -33,7 +33,7 @@ _LISTENER_OVERRIDE = re.compile(
 _MECHANISM_OVERRIDE = re.compile(
     r"listener\.name\.([^.]+)\.([a-z0-9-]+)\.(sasl\.jaas\.config|sasl\.login\.class|"
     r"sasl\.login\.callback\.handler\.class|sasl\.server\.callback\.handler\.class|"
-    r"connections\.max\.reauth\.ms)")
+    r"connections\.max\.reauth\.ms|sasl\.oauthbearer\.[a-z.]+)")
 
 
 def listener_override_base(name: str) -> ConfigKey | None:

@@ -16,6 +16,12 @@ from .controller_requests import (
     StopReplicaHandler,
     UpdateMetadataHandler,
 )
+from .delegation_tokens import (
+    CreateDelegationTokenHandler,
+    DescribeDelegationTokenHandler,
+    ExpireDelegationTokenHandler,
+    RenewDelegationTokenHandler,
+)
 from .elect_leaders import ElectLeadersHandler
 from .fetch import FetchHandler
 from .groups import (
@@ -56,6 +62,8 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
     control = (s.state, s.metadata, s.partition_states)
     groups = (s.group_coordinator, s.metadata)
     alter_configs = (broker_id, s.metadata, s.zk, s.dynamic_config, s.tls_holders)
+    # without a delegation token manager the token APIs answer DELEGATION_TOKEN_AUTH_DISABLED
+    tokens = s.delegation_tokens
     built: dict[ApiKey, Any] = {
         ApiKey.PRODUCE: ProduceHandler(appends),
         ApiKey.FETCH: FetchHandler(s.config, s.metadata, s.replica_manager, s.topic_stats,
@@ -102,5 +110,9 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: DescribeUserScramCredentialsHandler(s.zk),
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AlterUserScramCredentialsHandler(s.zk,
                                                                               s.controller),
+        ApiKey.CREATE_DELEGATION_TOKEN: CreateDelegationTokenHandler(tokens),
+        ApiKey.RENEW_DELEGATION_TOKEN: RenewDelegationTokenHandler(tokens),
+        ApiKey.EXPIRE_DELEGATION_TOKEN: ExpireDelegationTokenHandler(tokens),
+        ApiKey.DESCRIBE_DELEGATION_TOKEN: DescribeDelegationTokenHandler(tokens),
     }
     return built, appends

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from ..broker_metrics import BrokerTopicStats, DelayedOperations, NoTopicStats
     from ..config import BrokerConfig
+    from ..delegation_token_manager import DelegationTokenManager
     from ..dynamic_config import DynamicBrokerConfig
     from ..metadata_cache import MetadataCache
     from ..partition_states import PartitionStates
@@ -72,6 +73,8 @@ class HandlerServices:
     advertised_versions: Callable[[], dict[int, tuple[int, int]]]
     # Kafka's AclAuthorizer when authorizer.class.name names it; None: no authorizer
     acl_authorizer: AclAuthorizer | None = None
+    # the delegation tokens (server/delegation_token_manager.py); None: answered 61
+    delegation_tokens: DelegationTokenManager | None = None
 
 
 class Served(Protocol):

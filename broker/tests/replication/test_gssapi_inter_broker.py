@@ -1,0 +1,80 @@
+"""Two brokers whose inter-broker listener is SASL_PLAINTEXT with GSSAPI against a real MIT
+KDC (tests/kdc.py): each broker logs in from its own keytab as `kafka/localhost@REALM`
+(the two share the host, so the principal; the second keytab holds the same keys), and the
+controller's requests and the replica fetchers authenticate with the brokers' own tickets
+towards `kafka/localhost`. The principal the brokers see of each other is `User:kafka`."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kdc import REALM, TestKdc
+
+from moldau.devcluster.brokers import BrokerProcess, free_port
+
+KRB5_JAAS = ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true '
+             'storeKey=true keyTab="{keytab}" principal="kafka/localhost@' + REALM + '";')
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory,
+            zk_ensemble) -> Iterator[tuple[list[BrokerProcess], str]]:
+    directory = tmp_path_factory.mktemp("kdc-ib")
+    kdc = TestKdc(directory)
+    kdc.start()
+    connect = zk_ensemble.connect_string + f"/gssapi-ib-{uuid.uuid4().hex[:8]}"
+    brokers: list[BrokerProcess] = []
+    try:
+        kdc.add_principal("kafka/localhost")
+        for broker_id in (1, 2):
+            keytab = kdc.export_keytab("kafka/localhost", directory / f"broker{broker_id}.keytab",
+                                       new_keys=broker_id == 1)
+            plain, sasl = free_port(), free_port()
+            props = {
+                "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{plain},"
+                                        f"SASL_PLAINTEXT://localhost:{sasl}",
+                "inter.broker.listener.name": "SASL_PLAINTEXT",
+                "sasl.enabled.mechanisms": "GSSAPI",
+                "sasl.mechanism.inter.broker.protocol": "GSSAPI",
+                "sasl.kerberos.service.name": "kafka",
+                "listener.name.sasl_plaintext.gssapi.sasl.jaas.config":
+                    KRB5_JAAS.format(keytab=keytab),
+                "num.partitions": "1", "default.replication.factor": "2",
+                "offsets.topic.replication.factor": "2",
+            }
+            broker = BrokerProcess(str(tmp_path_factory.mktemp(f"gssapiib{broker_id}")),
+                                   broker_id, connect, port=plain, properties=props,
+                                   env=kdc.env(directory / f"broker{broker_id}.ccache"))
+            broker.start(wait=60)
+            brokers.append(broker)
+        yield brokers, f"127.0.0.1:{brokers[0].port}"
+    finally:
+        for broker in reversed(brokers):
+            assert broker.stop() == 0, broker.tail()
+        kdc.stop()
+
+
+def test_replication_and_controller_requests_over_gssapi(cluster) -> None:
+    brokers, bootstrap = cluster
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = f"gssapi-rf2-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 1, 2)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(50):
+        producer.produce(topic, f"v{i}".encode())
+    assert producer.flush(30) == 0  # acks=all: the follower fetched over GSSAPI
+    deadline = time.monotonic() + 20
+    while True:
+        metadata = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+        if sorted(metadata.isrs) == [1, 2]:
+            break
+        assert time.monotonic() < deadline, f"ISR {metadata.isrs}"
+        time.sleep(0.2)
+    for broker in brokers:
+        assert "Failed authentication" not in broker.tail(400)
