@@ -350,6 +350,7 @@ def test_reauthentication_on_the_same_connection(sasl_broker) -> None:
     """PLAIN on this listener has connections.max.reauth.ms=3000: a v1+ client learns the
     lifetime, re-authenticates on the same connection and goes on; a client that does not
     is closed at its first request after the session ended."""
+    before = _auth_metrics(sasl_broker)
     conn = _connect(sasl_broker)
     with conn:
         first = _authenticate(conn, PlainClient("alice", "alice-secret"))
@@ -385,6 +386,12 @@ def test_reauthentication_on_the_same_connection(sasl_broker) -> None:
         time.sleep(3.3)
         conn.send(ApiKey.METADATA, 9, MetadataRequest(topics=[]))
         assert _closed(conn)
+    after = _auth_metrics(sasl_broker)
+    assert after["successful-reauthentication-total"] >= before[
+        "successful-reauthentication-total"] + 1
+    assert after["failed-reauthentication-total"] >= before["failed-reauthentication-total"] + 2
+    assert after["expired-connections-killed-count"] >= before[
+        "expired-connections-killed-count"] + 1
     _assert_still_serving(sasl_broker)
 
 
@@ -417,19 +424,32 @@ def test_a_scram_user_added_on_a_running_broker_logs_in_within_2_s(sasl_broker) 
         zk.close()
 
 
-def test_authentication_metrics(sasl_broker) -> None:
-    """socket-server-metrics of the SASL listener count what the tests above did, under
-    Kafka's attribute names."""
+def _auth_metrics(sasl_broker) -> dict:
     url = (f"http://127.0.0.1:{sasl_broker['metrics_port']}/jmx?qry=kafka.server:"
            "type=socket-server-metrics,listener=SASL_PLAINTEXT,*")
     with urlopen(url, timeout=10) as answer:
         (bean,) = json.load(answer)["beans"]
-    assert bean["successful-authentication-total"] > 0
-    assert bean["failed-authentication-total"] > 0
-    assert bean["successful-reauthentication-total"] >= 1
-    assert bean["failed-reauthentication-total"] >= 1
-    assert bean["expired-connections-killed-count"] >= 1
-    assert bean["successful-authentication-no-reauth-total"] >= 1
+    return bean
+
+
+def test_authentication_metrics(sasl_broker) -> None:
+    """socket-server-metrics of the SASL listener count logins under Kafka's attribute
+    names."""
+    before = _auth_metrics(sasl_broker)
+    conn = _connect(sasl_broker)
+    with conn:
+        client = ScramClient(ScramMechanism.SCRAM_SHA_512, "bob", "bob-secret")
+        assert _authenticate(conn, client).error_code == 0
+    conn = _connect(sasl_broker)
+    with conn:
+        assert _authenticate(conn, PlainClient("alice", "wrong")).error_code == 58
+    after = _auth_metrics(sasl_broker)
+    for name in ("successful-authentication-total", "failed-authentication-total",
+                 "successful-authentication-no-reauth-total"):  # SCRAM: no session lifetime
+        assert after[name] == before[name] + 1, name
     for name in ("successful-authentication-rate", "failed-authentication-rate",
-                 "reauthentication-latency-avg", "reauthentication-latency-max"):
-        assert name in bean
+                 "successful-reauthentication-total", "failed-reauthentication-total",
+                 "successful-reauthentication-rate", "failed-reauthentication-rate",
+                 "reauthentication-latency-avg", "reauthentication-latency-max",
+                 "expired-connections-killed-count"):
+        assert name in after, name

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from moldau.security.kerberos_names import KerberosNameError
 from moldau.security.sasl.errors import SaslIllegalStateError, SaslMechanismError
-from moldau.security.sasl.mechanism import SaslClient
+from moldau.security.sasl.mechanism import NamedOnCompletion, SaslClient
 
 if TYPE_CHECKING:
     import gssapi
@@ -270,7 +270,7 @@ class _Stage(enum.Enum):
     FAILED = "failed"
 
 
-class GssapiServer:
+class GssapiServer(NamedOnCompletion):
     """The broker's side of one exchange. `credentials` are the acceptor's (the listener's
     keytab); `short_name` maps the authenticated principal to the name of `User:<name>`
     (a KerberosNameError, e.g. no rule for a foreign realm, fails the exchange)."""
@@ -351,20 +351,6 @@ class GssapiServer:
     def complete(self) -> bool:
         return self._stage is _Stage.COMPLETE
 
-    @property
-    def authorization_id(self) -> str:
-        if self._authorization_id is None:
-            raise SaslIllegalStateError("Authentication exchange has not completed")
-        return self._authorization_id
-
-    @property
-    def token_authenticated(self) -> bool:
-        return False
-
-    @property
-    def credential_expiry_ms(self) -> int | None:
-        # Kafka does not end a GSSAPI session when the client's ticket expires
-        return None
 
 
 # ---------------------------------------------------------------------------- client

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from .errors import SaslIllegalStateError
+
 
 class SaslServer(Protocol):
     """One server-side exchange (javax.security.sasl.SaslServer as Kafka uses it).
@@ -53,3 +55,24 @@ class SaslClient(Protocol):
 
     @property
     def complete(self) -> bool: ...
+
+
+class NamedOnCompletion:
+    """The identity half of a mechanism server whose exchange ends in a name and no more
+    (PLAIN, GSSAPI): a subclass sets `_authorization_id` when it completes."""
+
+    _authorization_id: str | None = None
+
+    @property
+    def authorization_id(self) -> str:
+        if self._authorization_id is None:
+            raise SaslIllegalStateError("Authentication exchange has not completed")
+        return self._authorization_id
+
+    @property
+    def token_authenticated(self) -> bool:
+        return False
+
+    @property
+    def credential_expiry_ms(self) -> int | None:
+        return None  # the credential does not end the session (Kafka keeps no expiry)

@@ -10,6 +10,7 @@ import hmac
 from collections.abc import Mapping
 
 from moldau.security.sasl.errors import SaslAuthenticationError, SaslIllegalStateError
+from moldau.security.sasl.mechanism import NamedOnCompletion
 
 PLAIN_MECHANISM = "PLAIN"
 _NUL = "\x00"
@@ -31,7 +32,7 @@ def _passwords_equal(given: str, expected: str) -> bool:
                                expected.encode("utf-8", "surrogatepass"))
 
 
-class PlainServer:
+class PlainServer(NamedOnCompletion):
     """The broker's side; `users` maps a user name to its password (the JAAS
     `user_<name>="<password>"` options of the listener's PlainLoginModule entry)."""
 
@@ -76,19 +77,6 @@ class PlainServer:
     def complete(self) -> bool:
         return self._authorization_id is not None
 
-    @property
-    def authorization_id(self) -> str:
-        if self._authorization_id is None:
-            raise SaslIllegalStateError("Authentication exchange has not completed")
-        return self._authorization_id
-
-    @property
-    def token_authenticated(self) -> bool:
-        return False
-
-    @property
-    def credential_expiry_ms(self) -> int | None:
-        return None
 
 
 class PlainClient:
