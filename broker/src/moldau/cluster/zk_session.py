@@ -315,6 +315,13 @@ class ZkSession:
     def ensure_path(self, path: str) -> None:
         self._call(self._client().ensure_path, path, self._acl(path))
 
+    def ensure_parents(self, path: str) -> None:
+        """Create the missing ancestors of `path`, each with its own ACL (kazoo's makepath
+        would give them the child's: a creator-only /config under /config/users)."""
+        parts = path.strip("/").split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            self.ensure_path("/" + "/".join(parts[:depth]))
+
     def delete_recursive(self, path: str) -> None:
         """Delete a znode and its subtree; a missing znode is fine."""
         zk = self._client()

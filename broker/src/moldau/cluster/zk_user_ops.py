@@ -64,7 +64,8 @@ def update_user_config(self: ZkSession, user: str,
         expected = -1 if found is None else found[1].version
         try:
             if found is None:
-                self._call(zk.create, path, data, self._acl(path), makepath=True)
+                self.ensure_parents(path)
+                self._call(zk.create, path, data, self._acl(path))
             else:
                 self._call(zk.set, path, data, version=expected)
             break
