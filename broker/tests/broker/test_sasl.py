@@ -71,6 +71,8 @@ def sasl_broker(tmp_path_factory, zk_ensemble, tls: TlsMaterial) -> Iterator[dic
         "ssl.keystore.type": "PKCS12",
         "ssl.keystore.location": str(tls.server_p12),
         "ssl.keystore.password": tls.store_password,
+        # broker-wide; a SASL_SSL listener takes only its own (KIP-684): no client certificate
+        "ssl.client.auth": "required",
         "connection.failed.authentication.delay.ms": str(FAILURE_DELAY_MS),
         "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "3000",
         "num.partitions": "1",

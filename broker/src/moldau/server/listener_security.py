@@ -77,11 +77,21 @@ class ListenerSecurity:
         """The listener's TLS context; a holder per listener lets dynamic configs swap the
         key material without a restart (new connections get the new one)."""
         try:
-            holder = TlsContextHolder(self._ssl_settings(listener))
+            holder = TlsContextHolder(self._listener_tls(listener))
         except TlsConfigError as exc:
             raise StartupError(f"listener {listener}: {exc}") from exc
         self.tls_holders[listener] = holder
         return holder.listener_context
+
+    def _listener_tls(self, listener: str) -> dict[str, ConfigValue]:
+        """A listener's ssl.* settings; on SASL_SSL the broker-wide ssl.client.auth does
+        not apply, only the listener's own (KIP-684): SASL authenticates the client."""
+        settings = dict(self._ssl_settings(listener))
+        own = f"listener.name.{listener.lower()}.ssl.client.auth"
+        if (self.config.protocol_map.get(listener) == "SASL_SSL"
+                and own not in self.config.listener_overrides):
+            settings["ssl.client.auth"] = "none"
+        return settings
 
     def reload_listener_tls(self, listener: str) -> None:
         """New key material for a listener (dynamic listener.name.<l>.ssl.* configs):
@@ -90,7 +100,7 @@ class ListenerSecurity:
         if holder is None:
             return
         try:
-            holder.reload(self._ssl_settings(listener.upper()))
+            holder.reload(self._listener_tls(listener.upper()))
             log.info("Reloaded the TLS key material of listener %s", listener)
         except (TlsConfigError, ValueError, OSError) as exc:
             log.error("Keeping the old TLS key material of listener %s: %s", listener, exc)
