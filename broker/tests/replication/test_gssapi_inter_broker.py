@@ -6,16 +6,15 @@ towards `kafka/localhost`. The principal the brokers see of each other is `User:
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 from kdc import REALM, TestKdc
 
 from moldau.devcluster.brokers import BrokerProcess, free_port
+
+from .inter_broker_check import assert_two_brokers_replicate
 
 KRB5_JAAS = ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true '
              'storeKey=true keyTab="{keytab}" principal="kafka/localhost@' + REALM + '";')
@@ -62,19 +61,4 @@ def cluster(tmp_path_factory: pytest.TempPathFactory,
 
 def test_replication_and_controller_requests_over_gssapi(cluster) -> None:
     brokers, bootstrap = cluster
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    topic = f"gssapi-rf2-{uuid.uuid4().hex[:6]}"
-    admin.create_topics([NewTopic(topic, 1, 2)])[topic].result(30)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-    for i in range(50):
-        producer.produce(topic, f"v{i}".encode())
-    assert producer.flush(30) == 0  # acks=all: the follower fetched over GSSAPI
-    deadline = time.monotonic() + 20
-    while True:
-        metadata = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
-        if sorted(metadata.isrs) == [1, 2]:
-            break
-        assert time.monotonic() < deadline, f"ISR {metadata.isrs}"
-        time.sleep(0.2)
-    for broker in brokers:
-        assert "Failed authentication" not in broker.tail(400)
+    assert_two_brokers_replicate(brokers, bootstrap, "gssapi-rf2")

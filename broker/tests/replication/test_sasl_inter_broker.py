@@ -5,17 +5,16 @@ as the `broker` user, bootstrapped into ZooKeeper before either broker starts (a
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from moldau.cluster.zk_client import KafkaZkClient
 from moldau.devcluster.brokers import BrokerProcess, free_port
 from moldau.security.sasl.scram_credentials import ScramMechanism, derive_credential
+
+from .inter_broker_check import assert_two_brokers_replicate
 
 BROKER_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
                'username="broker" password="broker-secret";')
@@ -56,19 +55,4 @@ def cluster(tmp_path_factory, zk_ensemble) -> Iterator[tuple[list[BrokerProcess]
 
 def test_replication_and_controller_requests_over_scram(cluster) -> None:
     brokers, bootstrap = cluster
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    topic = f"sasl-rf2-{uuid.uuid4().hex[:6]}"
-    admin.create_topics([NewTopic(topic, 1, 2)])[topic].result(30)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-    for i in range(50):
-        producer.produce(topic, f"v{i}".encode())
-    assert producer.flush(30) == 0  # acks=all: the follower fetched over SASL
-    deadline = time.monotonic() + 20
-    while True:
-        metadata = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
-        if sorted(metadata.isrs) == [1, 2]:
-            break
-        assert time.monotonic() < deadline, f"ISR {metadata.isrs}"
-        time.sleep(0.2)
-    for broker in brokers:
-        assert "Failed authentication" not in broker.tail(400)
+    assert_two_brokers_replicate(brokers, bootstrap, "sasl-rf2")
