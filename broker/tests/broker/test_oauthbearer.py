@@ -29,6 +29,8 @@ from moldau.protocol.generated.sasl_handshake_request import SaslHandshakeReques
 from moldau.security.sasl.oauthbearer import OAuthBearerClient
 from moldau.security.sasl.oauthbearer_unsecured import unsecured_login_token
 
+from .round_trip import confluent_round_trip
+
 LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 AUDIENCE, ISSUER = "kafka-cluster", "https://issuer.example"
@@ -88,24 +90,8 @@ def signed_token(key: rsa.RSAPrivateKey, sub: str = "alice", lifetime_s: int = 6
 
 def _round_trip(producer_config: dict[str, Any], consumer_config: dict[str, Any],
                 n: int = 10) -> list[bytes]:
-    from confluent_kafka import Consumer, Producer, TopicPartition
-
-    topic = f"oauth-{uuid.uuid4().hex[:8]}"
-    producer = Producer(producer_config)
-    for i in range(n):
-        producer.produce(topic, f"v{i}".encode())
-    assert producer.flush(30) == 0
-    consumer = Consumer({**consumer_config, "group.id": f"g-{topic}",
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < n and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value())
-    consumer.close()
-    return got
+    return confluent_round_trip(producer_config, consumer_config,
+                                f"oauth-{uuid.uuid4().hex[:8]}", n)
 
 
 def test_confluent_kafka_with_unsecured_tokens(oauth_broker) -> None:

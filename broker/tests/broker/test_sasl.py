@@ -29,6 +29,8 @@ from moldau.security.sasl.plain import PlainClient
 from moldau.security.sasl.scram import ScramClient
 from moldau.security.sasl.scram_credentials import ScramMechanism, derive_credential
 
+from .round_trip import confluent_round_trip
+
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
               'username="admin" password="admin-secret" user_admin="admin-secret" '
               'user_alice="alice-secret";')
@@ -88,23 +90,8 @@ def sasl_broker(tmp_path_factory, zk_ensemble, tls: TlsMaterial) -> Iterator[dic
     assert broker.stop() == 0, broker.tail()
 
 
-def _confluent_round_trip(common: dict[str, str], topic: str, n: int = 10) -> list[bytes]:
-    from confluent_kafka import Consumer, Producer, TopicPartition
-
-    producer = Producer(common)
-    for i in range(n):
-        producer.produce(topic, f"v{i}".encode())
-    assert producer.flush(30) == 0
-    consumer = Consumer({**common, "group.id": f"g-{topic}", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < n and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value())
-    consumer.close()
-    return got
+def _confluent_round_trip(common: dict[str, str], topic: str) -> list[bytes]:
+    return confluent_round_trip(common, common, topic)
 
 
 @pytest.mark.parametrize("mechanism,user,password", [
