@@ -9,8 +9,10 @@ import pytest
 
 from moldau.cluster import zk_data
 from moldau.cluster.controller import PartitionDecision
+from moldau.protocol._runtime import ZERO_UUID
 from moldau.protocol.fit import fit_to_version
 from moldau.protocol.generated.api import ApiKey
+from moldau.protocol.generated.metadata_response import MetadataResponse
 from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import decode_request, encode_request
 from moldau.replication.protocol_versions import (
@@ -19,6 +21,7 @@ from moldau.replication.protocol_versions import (
     versions_for,
 )
 from moldau.server import controller_channel as cc
+from moldau.server.metadata_cache import BrokerEndpoints, MetadataCache, TopicInfo
 
 TOPIC_ID = uuid.uuid4()
 DECISIONS = [PartitionDecision("t", TOPIC_ID, 0, 1, 3, [1, 2], [1, 2, 3], 7, 2),
@@ -86,3 +89,30 @@ def test_inter_broker_protocol_gates_the_versions() -> None:
     for bad in ("2.7", "3.10", "banana", ""):
         with pytest.raises(UnknownProtocolVersionError):
             parse(bad)
+
+
+def no_ids(name: str) -> None:
+    return None  # a broker that has not seen the topic yet
+
+
+@pytest.mark.parametrize(("api_key", "version"), [(ApiKey.LEADER_AND_ISR, 4),
+                                                  (ApiKey.UPDATE_METADATA, 6)])
+def test_below_ibp_2_8_iv1_an_unknown_topic_gets_the_zero_id(api_key: int, version: int) -> None:
+    """LeaderAndIsr v4 and UpdateMetadata v6 (IBP 2.8-IV0) carry no topic ids: a topic the
+    broker has not seen gets Kafka's zero id, which Metadata v10+ can encode, not None."""
+    if api_key == ApiKey.LEADER_AND_ISR:
+        back = round_trip(api_key, version, cc.leader_and_isr_request(DECISIONS, 1, 55, [], 5))
+        decisions = cc.decisions_from_leader_and_isr(back, version, no_ids)
+    else:
+        back = round_trip(api_key, version,
+                          cc.update_metadata_request(DECISIONS, [], [BROKER], 1, 55, 2))
+        decisions = cc.read_update_metadata(back, version, no_ids)[1]
+    assert {d.topic_id for d in decisions} == {ZERO_UUID}
+    cache = MetadataCache(1)
+    cache.set_brokers([BrokerEndpoints(1, {"PLAINTEXT": ("h1", 9092)}, None)])
+    for name in ("t", "u"):
+        cache.put_topic(TopicInfo(name, ZERO_UUID))
+    assert cache.topic_names == {}  # the zero id names no topic
+    response = MetadataResponse(topics=[MetadataResponse.MetadataResponseTopic(
+        name="t", topic_id=cache.topic_id("t"), partitions=[])])
+    assert MetadataResponse.decode(response.encode(12), 12).topics[0].topic_id == ZERO_UUID

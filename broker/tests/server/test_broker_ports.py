@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from moldau.cluster.controller import PartitionDecision
 from moldau.cluster.controller_events import OfflineReplicas
 from moldau.cluster.zk_async import AsyncZk
 from moldau.cluster.zk_client import KafkaZkClient
 from moldau.errors import KafkaStorageError
 from moldau.metrics.registry import MetricsRegistry
+from moldau.protocol._runtime import ZERO_UUID
 from moldau.replication.protocol_versions import versions_for
 from moldau.server.broker_metrics import MetricSources, register_broker_metrics
 from moldau.server.config import BrokerConfig
@@ -64,6 +67,7 @@ class PartitionStates:
     def __init__(self, failed: list[TopicPartition]) -> None:
         self.failed = failed
         self.applied: list[tuple[str, object]] = []
+        self.metadata_decisions: list[PartitionDecision] = []
 
     async def load_topic_overrides(self, topics: set[str]) -> None:
         self.applied.append(("overrides", topics))
@@ -72,9 +76,10 @@ class PartitionStates:
         self.applied.append(("leader_and_isr", decisions))
         return dict.fromkeys(self.failed, KafkaStorageError.code)
 
-    def apply_update_metadata(self, live: list[object], decisions: list[object],
+    def apply_update_metadata(self, live: list[object], decisions: list[PartitionDecision],
                               deleted: list[str]) -> None:
         self.applied.append(("update_metadata", deleted))
+        self.metadata_decisions = decisions
 
     async def apply_stop_replica(self, partitions: list[TopicPartition], delete: bool) -> None:
         self.applied.append(("stop_replica", (partitions, delete)))
@@ -103,6 +108,30 @@ def test_the_controller_channel_applies_its_own_brokers_requests_in_place() -> N
     assert channel.senders == {}  # nothing went over the network
     channel.controller_moved(2)
     assert metadata.controller_id == 2
+
+
+@pytest.mark.parametrize(("ibp", "carries_ids"), [("2.8-IV0", False), ("2.8-IV1", True)])
+def test_the_controllers_own_broker_sees_the_ids_the_wire_would_carry(
+        ibp: str, carries_ids: bool) -> None:
+    """Below IBP 2.8-IV1 LeaderAndIsr and UpdateMetadata carry no topic ids: the
+    controller's own broker gets the zero id too, as every other broker does."""
+    states = PartitionStates(failed=[])
+    cfg = config(**{"inter.broker.protocol.version": ibp})
+    channel = NetworkControllerChannel(
+        ME, cfg, versions_for(ibp), lambda: None, states, MetadataCache(ME),
+        lambda: Controller())  # type: ignore[arg-type,return-value]
+    topic_id = uuid.uuid4()
+    decisions = [PartitionDecision("orders", topic_id, 0, ME, 0, [ME], [ME], 0, 1)]
+
+    async def run() -> None:
+        await channel.leader_and_isr(ME, decisions)
+        await channel.update_metadata([ME], [], decisions, [])
+
+    asyncio.run(run())
+    expected = topic_id if carries_ids else ZERO_UUID
+    [(_, applied)] = [a for a in states.applied if a[0] == "leader_and_isr"]
+    assert [d.topic_id for d in applied] == [expected]  # type: ignore[attr-defined]
+    assert [d.topic_id for d in states.metadata_decisions] == [expected]
 
 
 def _value(registry: MetricsRegistry, mbean: str) -> object:

@@ -10,6 +10,7 @@ it queues and moves on, as Kafka's does.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ from moldau.cluster import zk_data
 from moldau.cluster.controller import PartitionDecision
 from moldau.cluster.controller_events import OfflineReplicas
 from moldau.errors import KafkaStorageError
+from moldau.protocol._runtime import ZERO_UUID
 from moldau.protocol.fit import fit_to_version
 from moldau.protocol.generated.api import ApiKey
 from moldau.protocol.generated.leader_and_isr_request import LeaderAndIsrRequest
@@ -40,7 +42,6 @@ log = logging.getLogger("kafka.controller.RequestSendThread")
 
 LEADER_DURING_DELETE = -2  # UpdateMetadata's mark of a topic being deleted
 RETRY_BACKOFF_S = 0.1
-ZERO_UUID = UUID(int=0)
 KAFKA_STORAGE_ERROR = KafkaStorageError.code
 ControllerRequest = LeaderAndIsrRequest | UpdateMetadataRequest | StopReplicaRequest
 # only LeaderAndIsr's answer is read back (the replicas on a failed log dir)
@@ -155,7 +156,8 @@ class NetworkControllerChannel:
     async def leader_and_isr(self, broker_id: int, decisions: list[PartitionDecision]) -> None:
         if broker_id == self.local_id:
             await self.partition_states.load_topic_overrides({d.topic for d in decisions})
-            errors = await self.partition_states.apply_leader_and_isr(decisions)
+            errors = await self.partition_states.apply_leader_and_isr(
+                _as_carried(decisions, self.versions.leader_and_isr >= 5))
             self._report_offline(broker_id, [tp for tp, code in errors.items()
                                              if code == KAFKA_STORAGE_ERROR])
             return
@@ -182,8 +184,9 @@ class NetworkControllerChannel:
         self.set_live_brokers(live_brokers)
         for broker_id in broker_ids:
             if broker_id == self.local_id:
-                self.partition_states.apply_update_metadata(live_brokers, decisions,
-                                                                 deleted_topics)
+                self.partition_states.apply_update_metadata(
+                    live_brokers, _as_carried(decisions, self.versions.update_metadata >= 7),
+                    deleted_topics)
                 continue
             self._send(broker_id, ApiKey.UPDATE_METADATA, self.versions.update_metadata,
                        update_metadata_request(decisions, deleted_topics, live_brokers,
@@ -272,6 +275,16 @@ def offline_partitions(response: LeaderAndIsrResponse, version: int, names: dict
             if e.error_code == KAFKA_STORAGE_ERROR]
 
 
+def _as_carried(decisions: list[PartitionDecision], with_ids: bool
+                ) -> list[PartitionDecision]:
+    """The decisions as the request's version carries them to a remote broker, so that
+    the controller's own broker sees the same: below IBP 2.8-IV1 LeaderAndIsr and
+    UpdateMetadata have no topic ids, and every broker answers Kafka's zero id."""
+    if with_ids:
+        return decisions
+    return [dataclasses.replace(d, topic_id=ZERO_UUID) for d in decisions]
+
+
 def decisions_from_leader_and_isr(request: LeaderAndIsrRequest, version: int,
                                   topic_ids: Callable[[str], UUID | None]
                                   ) -> list[PartitionDecision]:
@@ -281,13 +294,11 @@ def decisions_from_leader_and_isr(request: LeaderAndIsrRequest, version: int,
     else:
         pairs = [(p.topic_name, topic_ids(p.topic_name), p)
                  for p in request.ungrouped_partition_states]
-    # Known bug (issue 34): before v5 (IBP 2.8-IV0) the ids come from this broker's
-    # metadata, which has none for a topic it has not seen, yet PartitionDecision.topic_id
-    # does not allow None
-    return [PartitionDecision(name, topic_id,  # type: ignore[arg-type]
-                              p.partition_index, p.leader, p.leader_epoch,
-                              list(p.isr), list(p.replicas), p.partition_epoch,
-                              p.controller_epoch, list(p.adding_replicas))
+    # before v5 (IBP below 2.8-IV1) the request has no ids: this broker's metadata may
+    # know one; a topic it has not seen gets Kafka's zero id ("none")
+    return [PartitionDecision(name, topic_id or ZERO_UUID, p.partition_index, p.leader,
+                              p.leader_epoch, list(p.isr), list(p.replicas),
+                              p.partition_epoch, p.controller_epoch, list(p.adding_replicas))
             for name, topic_id, p in pairs]
 
 
@@ -344,12 +355,9 @@ def read_update_metadata(request: UpdateMetadataRequest, version: int,
             if name not in deleted:
                 deleted.append(name)
             continue
-        # Known bug (issue 34), as in decisions_from_leader_and_isr: before v7 a topic this
-        # broker has not seen gets None, which its metadata keeps and Metadata v10+ cannot
-        # encode
+        # before v7 the request has no ids, as in decisions_from_leader_and_isr
         decisions.append(PartitionDecision(
-            name, topic_id if topic_id is not None else topic_ids(name),  # type: ignore[arg-type]
-            p.partition_index,
+            name, topic_id or topic_ids(name) or ZERO_UUID, p.partition_index,
             p.leader, p.leader_epoch, list(p.isr), list(p.replicas), p.zk_version,
             p.controller_epoch))
     return live, decisions, deleted

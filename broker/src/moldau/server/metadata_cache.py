@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from uuid import UUID
 
+from moldau.protocol._runtime import ZERO_UUID
+
 
 @dataclass(frozen=True)
 class BrokerEndpoints:
@@ -64,7 +66,8 @@ class MetadataCache:
         if old is not None and old.topic_id != info.topic_id:
             self.topic_names.pop(old.topic_id, None)
         self.topics[info.name] = info
-        self.topic_names[info.topic_id] = info.name
+        if info.topic_id != ZERO_UUID:  # Kafka's "no id" (IBP below 2.8-IV1) names nothing
+            self.topic_names[info.topic_id] = info.name
 
     def update_partition(self, topic: str, info: PartitionInfo) -> None:
         self.topics[topic].partitions[info.partition] = info

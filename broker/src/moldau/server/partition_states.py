@@ -19,6 +19,7 @@ from moldau.cluster import zk_data
 from moldau.cluster.zk_client import ZkBadVersionError
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC
 from moldau.errors import KafkaStorageError
+from moldau.protocol._runtime import ZERO_UUID
 from moldau.replication.replica_manager import LeaderAndIsr, RecordedIsr
 
 from .cooperative import CooperativePause
@@ -149,7 +150,8 @@ class PartitionStates:
                                and self.fetchers.follows((d.topic, d.partition), d.leader))
             try:
                 partition = self.replica_manager.become_leader_or_follower(
-                    d.topic, d.partition, d.topic_id, state,
+                    d.topic, d.partition, None if d.topic_id == ZERO_UUID else d.topic_id,
+                    state,
                     self.topic_configs.log_config(d.topic))
             except Exception as exc:
                 state_change_log.error(

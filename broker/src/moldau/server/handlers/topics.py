@@ -16,7 +16,6 @@ import asyncio
 import logging
 from collections import Counter
 from typing import TYPE_CHECKING
-from uuid import UUID
 
 from moldau.cluster import zk_data
 from moldau.errors import (
@@ -35,6 +34,7 @@ from moldau.errors import (
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
+from moldau.protocol._runtime import ZERO_UUID
 from moldau.protocol.generated.create_partitions_response import CreatePartitionsResponse
 from moldau.protocol.generated.create_topics_response import CreateTopicsResponse
 from moldau.protocol.generated.delete_topics_response import DeleteTopicsResponse
@@ -66,7 +66,6 @@ log = logging.getLogger("kafka.server.ZkAdminManager")
 CLUSTER_NAME = "kafka-cluster"
 NO_NUM_PARTITIONS = -1
 NO_REPLICATION_FACTOR = -1
-ZERO_UUID = UUID(int=0)
 
 TopicResult = CreateTopicsResponse.CreatableTopicResult
 TopicConfigs_ = CreateTopicsResponse.CreatableTopicConfigs
