@@ -307,6 +307,105 @@ def test_kafka_acls_through_zookeeper_logs_in_and_secures_its_znodes(
     assert "requires SASL authentication" in refused.stderr + refused.stdout, refused
 
 
+# -- zookeeper-security-migration.sh -------------------------------------------------------
+
+
+def test_the_migration_tool_secures_what_was_created_open_and_opens_it_again(
+        sasl_zk: ZooKeeperEnsemble, tmp_path: Path) -> None:
+    """Kafka's last step of securing ZooKeeper: a cluster's znodes made before
+    zookeeper.set.acl=true get Kafka's ACLs; `unsecure` opens them again."""
+    chroot = f"/migrate-{uuid.uuid4().hex[:8]}"
+    client = KafkaZkClient(sasl_zk.connect_string, chroot, session_timeout_ms=6000,
+                           sasl=login())  # logged in, but zookeeper.set.acl=false
+    client.start()
+    try:
+        client.ensure_persistent_paths()
+        client.set_entity_config(zd.ConfigType.TOPIC, "t", {"cleanup.policy": "compact"})
+        client.update_user_config("alice", lambda config: {**config, "SCRAM-SHA-256": "x"})
+        client.kazoo.create("/brokers/topics/t/partitions/0/state", b"{}", makepath=True)
+        open_all = {("world", "anyone", 31)}
+        assert acl_ids(client, "/config/users/alice") == open_all
+        connect = sasl_zk.connect_string + chroot
+        env = {"KAFKA_OPTS": kafka_opts(jaas_file(tmp_path))}
+        done = run_tool("zookeeper-security-migration.sh", "--zookeeper.acl=secure",
+                        "--zookeeper.connect", connect, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        everyone_reads = {("sasl", BROKER_USER, 31), ("world", "anyone", 1)}
+        for path in ("/", "/brokers/topics/t/partitions/0/state", "/config/topics/t",
+                     "/kafka-acl", "/kafka-acl-extended/prefixed", "/feature"):
+            assert acl_ids(client, path) == everyone_reads, path
+        for sensitive in ("/config/users", "/config/users/alice"):
+            assert acl_ids(client, sensitive) == {("sasl", BROKER_USER, 31)}, sensitive
+        assert acl_ids(client, "/consumers") == open_all  # not a secure root, as in Kafka
+        assert not client.exists("/controller")  # never created by the tool
+
+        other = kazoo(sasl_zk, chroot, OTHER_USER, OTHER_PASSWORD)
+        try:
+            assert other.get("/config/topics/t")[0]
+            with pytest.raises(NoAuthError):
+                other.get("/config/users/alice")
+            with pytest.raises(NoAuthError):
+                other.set("/brokers/topics/t/partitions/0/state", b"{}")
+        finally:
+            closing(other)
+
+        again = run_tool("zookeeper-security-migration.sh", "--zookeeper.acl=unsecure",
+                         "--zookeeper.connect", connect, env=env)
+        assert again.returncode == 0, again.stdout + again.stderr
+        for path in ("/", "/config/users/alice", "/brokers/topics/t/partitions/0/state"):
+            assert acl_ids(client, path) == open_all, path
+    finally:
+        client.close()
+
+
+def test_the_migration_tool_refuses_without_an_identity_or_a_mode(
+        sasl_zk: ZooKeeperEnsemble, tmp_path: Path) -> None:
+    connect = sasl_zk.connect_string + f"/migrate-{uuid.uuid4().hex[:8]}"
+    bare = run_tool("zookeeper-security-migration.sh", "--zookeeper.acl=secure",
+                    "--zookeeper.connect", connect)
+    assert bare.returncode == 1 and bare.stdout == ""
+    assert bare.stderr.splitlines() == [
+        "ERROR: No JAAS configuration file has been specified and no TLS client certificate "
+        "has been specified. Please make sure that you set the system property "
+        "java.security.auth.login.config or provide a ZooKeeper client TLS configuration "
+        "via --zk-tls-config-file <filename> identifying at least "
+        "zookeeper.ssl.client.enable, zookeeper.clientCnxnSocket, and "
+        "zookeeper.ssl.keystore.location",
+        "java.lang.IllegalArgumentException: Incorrect configuration"]
+
+    no_client = tmp_path / "kafka-server-only.conf"
+    no_client.write_text('KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule'
+                         ' required username="a" password="b";\n};\n')
+    insecure = run_tool("zookeeper-security-migration.sh", "--zookeeper.acl=secure",
+                        "--zookeeper.connect", connect,
+                        env={"KAFKA_OPTS": kafka_opts(no_client)})
+    assert insecure.returncode == 1
+    assert insecure.stdout == ("ERROR: Security isn't enabled, most likely the file isn't "
+                               f"set properly: {no_client}\n")
+
+    env = {"KAFKA_OPTS": kafka_opts(jaas_file(tmp_path))}
+    no_mode = run_tool("zookeeper-security-migration.sh", "--zookeeper.connect", connect,
+                       env=env)
+    assert no_mode.returncode == 1
+    assert no_mode.stderr.startswith("ZooKeeper Migration Tool Help.")
+    assert "--zookeeper.acl" in no_mode.stderr
+
+    checked = run_tool("zookeeper-security-migration.sh", "--zookeeper.acl=secure",
+                       "--zookeeper.connect", connect, "--enable.path.check", env=env)
+    assert checked.returncode == 1
+    lines = checked.stdout.splitlines()
+    assert lines[0].startswith("Warning: The following secure root paths do not exist in "
+                               "ZooKeeper: /admin,/brokers,/cluster,/config,/controller,")
+    assert lines[1:] == ["That might be due to an incorrect chroot is specified when "
+                         "executing the command.", "Exit the command."]
+    client = KafkaZkClient(connect, session_timeout_ms=6000, sasl=login())
+    client.start()
+    try:
+        assert client.get_children("/") == []  # no root was created
+    finally:
+        client.close()
+
+
 # -- reconnections (last: they restart the module's ZooKeeper) -------------------------
 
 

@@ -22,6 +22,7 @@ TOOLS = {
     "preferred-replica-election": "moldau.tools.leader_election:PREFERRED_TOOL",
     "reassign-partitions": "moldau.tools.reassign_partitions",
     "zookeeper-shell": "moldau.tools.zookeeper_shell",
+    "zookeeper-security-migration": "moldau.tools.zk_security_migration",
     "dump-log": "moldau.tools.dump_log",
     "run-class": "moldau.tools.run_class",
     "producer-perf-test": "moldau.tools.perf:PRODUCER_TOOL",

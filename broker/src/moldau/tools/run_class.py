@@ -34,6 +34,7 @@ CLASSES = {
     "org.apache.kafka.tools.ClusterTool": "cluster",
     "org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka": "zookeeper-shell",
     "org.apache.zookeeper.ZooKeeperMain": "zookeeper-shell",
+    "kafka.admin.ZkSecurityMigrator": "zookeeper-security-migration",
 }
 
 
