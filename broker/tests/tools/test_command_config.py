@@ -81,3 +81,17 @@ def test_bad_tls_configs_fail_with_one_line_and_create_nothing(
         assert needle in lines[0] and "ERROR" in out.err, (name, out.out, out.err)
     listed = topics(ssl_bootstrap, properties(tmp_path / "good.properties", good), "--list")
     assert not [t for t in listed.out.splitlines() if t.startswith("bad-")]
+
+
+def test_missing_client_certificate_is_kafkas_ssl_handshake_failure(
+        ssl_bootstrap: str, tls: TlsMaterial, tmp_path: Path) -> None:
+    """The listener requires a client certificate and the config has none: with TLS 1.3
+    the refusal comes after the handshake, as the connection's end; Kafka 3.9 reports it
+    as SslAuthenticationException "SSL handshake failed" (issue 41 item 7)."""
+    config = properties(tmp_path / "no-keystore.properties", {
+        "security.protocol": "SSL", "ssl.truststore.location": str(tls.ca_cert)})
+    out = topics(ssl_bootstrap, config, "--list")
+    assert (out.code, out.out) == (1, "Error while executing topic command : SSL handshake "
+                                      "failed\n")
+    assert "ERROR org.apache.kafka.common.errors.SslAuthenticationException: SSL handshake " \
+           "failed" in out.err

@@ -31,6 +31,15 @@ if TYPE_CHECKING:
 _INT32 = struct.Struct(">i")
 
 
+class SslHandshakeFailed(ConnectionError):
+    """A TLS connection the broker ended before its first answer: with TLS 1.3 a refused
+    client certificate (or none sent to a listener that requires one) only shows then.
+    Kafka's clients report it as SslAuthenticationException, "SSL handshake failed"."""
+
+    def __init__(self) -> None:
+        super().__init__("SSL handshake failed")
+
+
 class BlockingConnection:
     """sasl: makes a fresh mechanism client; given, the connection authenticates right
     after connecting (after the TLS handshake), raising SaslAuthenticationFailed when the
@@ -45,6 +54,7 @@ class BlockingConnection:
             if ssl_context is not None:
                 sock = ssl_context.wrap_socket(sock, server_hostname=host)
             self.sock = sock
+            self._tls_unconfirmed = ssl_context is not None  # until the first answer
             self.client_id = client_id
             self._correlation = 0
             self._sasl = sasl
@@ -54,7 +64,7 @@ class BlockingConnection:
             if sasl is not None:
                 try:
                     self._authenticate()
-                except SaslAuthenticationFailed:
+                except (SaslAuthenticationFailed, SslHandshakeFailed):
                     raise
                 except ConnectionError as exc:
                     raise ConnectionError(
@@ -85,13 +95,22 @@ class BlockingConnection:
 
     def read_frame(self) -> bytes:
         size = _INT32.unpack(self._read_exact(4))[0]
-        return self._read_exact(size)
+        frame = self._read_exact(size)
+        self._tls_unconfirmed = False
+        return frame
 
     def _read_exact(self, n: int) -> bytes:
         chunks = []
         while n:
-            chunk = self.sock.recv(min(n, 1 << 20))
+            try:
+                chunk = self.sock.recv(min(n, 1 << 20))
+            except (ssl.SSLError, ConnectionResetError):
+                if self._tls_unconfirmed:
+                    raise SslHandshakeFailed() from None
+                raise
             if not chunk:
+                if self._tls_unconfirmed:
+                    raise SslHandshakeFailed()
                 raise ConnectionError("connection closed by the broker")
             chunks.append(chunk)
             n -= len(chunk)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from moldau.client.blocking import BlockingConnection
+from moldau.client.blocking import BlockingConnection, SslHandshakeFailed
 from moldau.client.sasl_authenticate import SaslAuthenticationFailed
 from moldau.client.security import ClientConfigError, ClientSecurity, client_security
 from moldau.errors import NotControllerError
@@ -51,6 +51,15 @@ def _security(config: dict[str, str]) -> ClientSecurity:
         return client_security(config)
     except ClientConfigError as exc:
         raise ToolError(str(exc)) from None
+
+
+class SslAuthenticationError(KafkaToolError):
+    """Kafka's SslAuthenticationException, which has no error code of its own."""
+
+    def __init__(self, message: str) -> None:
+        ToolError.__init__(self, message)
+        self.code, self.name = -1, "SSL_AUTHENTICATION"
+        self.exception_class = "org.apache.kafka.common.errors.SslAuthenticationException"
 
 
 class Admin:
@@ -93,6 +102,8 @@ class Admin:
                                       sasl=self.security.sasl)
         except SaslAuthenticationFailed as exc:
             raise KafkaToolError(exc.error_code, exc.message) from None
+        except SslHandshakeFailed as exc:  # during SASL over TLS
+            raise SslAuthenticationError(str(exc)) from None
 
     def bootstrap(self) -> BlockingConnection:
         if self._bootstrap_conn is None:
@@ -141,6 +152,9 @@ class Admin:
         except SaslAuthenticationFailed as exc:  # re-authenticating before the request
             self._drop(node_id)
             raise KafkaToolError(exc.error_code, exc.message) from None
+        except SslHandshakeFailed as exc:  # a refused client certificate, as Kafka words it
+            self._drop(node_id)
+            raise SslAuthenticationError(str(exc)) from None
         except (OSError, ConnectionError, ProtocolError) as exc:
             self._drop(node_id)
             raise ToolError(f"{name} request failed: {exc}") from None

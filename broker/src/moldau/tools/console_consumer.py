@@ -16,18 +16,20 @@ from moldau.protocol.generated.fetch_request import FetchRequest
 from moldau.protocol.generated.fetch_response import FetchResponse
 from moldau.protocol.records import Record, iter_batches
 from moldau.tools.admin import Admin, list_offsets, partition_leaders
+from moldau.tools.client_configs import CONFIG_EXCEPTION, CONSUMER, ConfigError, parse_config
 from moldau.tools.common import client_config
 from moldau.tools.console_producer import parse_pairs
 from moldau.tools.group_member import GroupMember
 from moldau.tools.kafka_errors import check
 from moldau.tools.options import Opt, Options, UsageError
-from moldau.tools.runner import ArgumentError, Tool
+from moldau.tools.runner import ArgumentError, Tool, log4j_error
 
 LATEST, EARLIEST = -1, -2
 TP = tuple[str, int]
 # a fetched record: (topic, partition, record, timestamp type)
 Fetched = tuple[str, int, Record, int]
-COMMIT_INTERVAL = 5.0  # seconds, Kafka's auto.commit.interval.ms default
+CONSUMER_LOGGER = "org.apache.kafka.clients.consumer.ConsumerConfig"
+TOOL_LOGGER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 
 OPTIONS = [
     Opt("bootstrap-server", "REQUIRED: The server(s) to connect to.", "server to connect to"),
@@ -132,8 +134,9 @@ def check_args(options: Options) -> None:
 
 
 class Fetcher:
-    def __init__(self, admin: Admin, isolation: int) -> None:
-        self.admin, self.isolation = admin, isolation
+    def __init__(self, admin: Admin, config: dict[str, Any]) -> None:
+        self.admin, self.config = admin, config
+        self.isolation = 1 if config["isolation.level"] == "read_committed" else 0
         self.positions: dict[TP, int] = {}
         self.leaders: dict[TP, int] = {}
 
@@ -157,10 +160,11 @@ class Fetcher:
                 topics.setdefault(topic, []).append(FetchRequest.FetchPartition(
                     partition=partition, current_leader_epoch=-1,
                     fetch_offset=self.positions[(topic, partition)], log_start_offset=-1,
-                    partition_max_bytes=1 << 20))
+                    partition_max_bytes=self.config["max.partition.fetch.bytes"]))
             answer = self.admin.call(
                 "Fetch", 12, leader, replica_id=-1, max_wait_ms=wait_ms // len(by_leader),
-                min_bytes=1, max_bytes=50 << 20, isolation_level=self.isolation,
+                min_bytes=self.config["fetch.min.bytes"],
+                max_bytes=self.config["fetch.max.bytes"], isolation_level=self.isolation,
                 session_id=0, session_epoch=-1, rack_id="",
                 topics=[FetchRequest.FetchTopic(topic=t, partitions=ps)
                         for t, ps in topics.items()], forgotten_topics_data=[])
@@ -175,8 +179,9 @@ class Fetcher:
         if p.error_code in (5, 6):  # leadership moved: look the leaders up again
             self.leaders = partition_leaders(self.admin, sorted({t for t, _ in self.positions}))
             return []
-        if p.error_code == 1:  # out of range: Kafka's auto.offset.reset=latest default
-            self.positions[tp] = list_offsets(self.admin, [tp], LATEST)[tp]
+        if p.error_code == 1:  # out of range: where auto.offset.reset says
+            self.positions[tp] = reset_offsets(self.admin, [tp],
+                                               self.config["auto.offset.reset"])[tp]
             return []
         check(p.error_code)
         out = []
@@ -191,16 +196,74 @@ class Fetcher:
         return out
 
 
-def start_positions(admin: Admin, options: Options, tps: list[TP],
-                    committed: dict[TP, int]) -> dict[TP, int]:
+def reset_offsets(admin: Admin, tps: list[TP], policy: str) -> dict[TP, int]:
+    """Where partitions without a position start (auto.offset.reset); `none` is Kafka's
+    NoOffsetForPartitionException."""
+    if policy == "none":
+        names = ", ".join(f"{t}-{p}" for t, p in tps)
+        raise ArgumentError(_logged(
+            "org.apache.kafka.clients.consumer.NoOffsetForPartitionException: Undefined "
+            f"offset with no reset policy for partitions: [{names}]"))
+    return list_offsets(admin, tps, EARLIEST if policy == "earliest" else LATEST)
+
+
+def start_positions(admin: Admin, options: Options, tps: list[TP], committed: dict[TP, int],
+                    policy: str) -> dict[TP, int]:
     offset = options.get("offset")
     if options.has("partition") and offset not in ("earliest", "latest"):
         return {tp: int(offset) for tp in tps}
-    earliest = options.has("from-beginning") or (options.has("partition")
-                                                  and offset == "earliest")
+    if options.has("partition") and options.has("offset"):
+        policy = offset
     missing = [tp for tp in tps if tp not in committed]
-    found = list_offsets(admin, missing, EARLIEST if earliest else LATEST) if missing else {}
+    found = reset_offsets(admin, missing, policy) if missing else {}
     return {tp: committed.get(tp, found.get(tp, 0)) for tp in tps}
+
+
+def _logged(exception_line: str) -> str:
+    """A failure as 3.9's ConsoleConsumer.main logs it (its frames left out)."""
+    return log4j_error("Unknown error when running consumer: ", TOOL_LOGGER) + "\n" + \
+        exception_line
+
+
+def consumer_props(options: Options) -> dict[str, str]:
+    """3.9's ConsoleConsumerOptions: the file, then --consumer-property, one group id
+    wherever it is given, auto.offset.reset from --from-beginning unless set, the client
+    id console-consumer unless set, --isolation-level merged as Kafka merges options."""
+    from_file = client_config(options, "consumer.config")
+    extra = parse_pairs(options.all("consumer-property"), "consumer property")
+    groups = list(dict.fromkeys(g for g in (options.get("group"), from_file.get("group.id"),
+                                            extra.get("group.id")) if g is not None))
+    if len(groups) > 1:
+        raise UsageError("The group ids provided in different places (directly using "
+                         "'--group', via '--consumer-property', or via '--consumer.config') "
+                         "do not match. Detected group ids: "
+                         + ", ".join(f"'{g}'" for g in groups))
+    if groups and options.has("partition"):
+        raise UsageError("Options group and partition cannot be specified together.")
+    props = {**from_file, **extra}
+    reset = props.get("auto.offset.reset")
+    if reset is None:
+        props["auto.offset.reset"] = "earliest" if options.has("from-beginning") else "latest"
+    elif options.has("from-beginning") and reset != "earliest":
+        raise ArgumentError(f"Can't simultaneously specify --from-beginning and "
+                            f"'auto.offset.reset={reset}', please remove one option")
+    props["bootstrap.servers"] = options.get("bootstrap-server")
+    props.setdefault("client.id", "console-consumer")
+    if options.has("isolation-level") or "isolation.level" not in props:
+        props["isolation.level"] = options.get("isolation-level")
+    if groups:
+        props["group.id"] = groups[0]
+    else:  # no group: Moldau assigns the partitions itself and commits nothing
+        props.pop("group.id", None)
+        props.setdefault("enable.auto.commit", "false")
+    return props
+
+
+def consumer_config(props: dict[str, str]) -> dict[str, Any]:
+    try:
+        return parse_config(props, CONSUMER, CONSUMER_LOGGER)
+    except ConfigError as exc:
+        raise ArgumentError(_logged(f"{CONFIG_EXCEPTION}: {exc}")) from None
 
 
 def subscribed_topics(admin: Admin, options: Options) -> list[str]:
@@ -213,17 +276,19 @@ def subscribed_topics(admin: Admin, options: Options) -> list[str]:
 
 def run(options: Options) -> int:
     check_args(options)
-    config = client_config(options, "consumer.config")
-    config.update(parse_pairs(options.all("consumer-property"), "consumer property"))
-    group_id = options.get("group") or config.get("group.id")
+    props = consumer_props(options)
+    config = consumer_config(props)
+    group_id = config["group.id"]
+    commits = bool(group_id) and config["enable.auto.commit"]
     formatter = Formatter(parse_pairs(options.all("property"), "property"))
-    isolation = 1 if options.get("isolation-level") == "read_committed" else 0
     limit, timeout_ms = options.get("max-messages"), options.get("timeout-ms")
+    commit_interval = config["auto.commit.interval.ms"] / 1000
     count = 0
-    with Admin(options.get("bootstrap-server"), config) as admin:
+    with Admin(options.get("bootstrap-server"), props) as admin:
         topics = subscribed_topics(admin, options)
-        member = GroupMember(admin, group_id, topics) if group_id else None
-        fetcher = Fetcher(admin, isolation)
+        member = GroupMember(admin, group_id, topics,
+                             config["session.timeout.ms"]) if group_id else None
+        fetcher = Fetcher(admin, config)
 
         def assign() -> None:
             if member is not None:
@@ -236,14 +301,16 @@ def run(options: Options) -> int:
                 tps = ([(options.get("topic"), options.get("partition"))]
                        if options.has("partition") else sorted(leaders))
                 committed = {}
-            fetcher.assign(start_positions(admin, options, tps, committed))
+            fetcher.assign(start_positions(admin, options, tps, committed,
+                                           config["auto.offset.reset"]))
 
         assign()
         last_message, last_commit = time.monotonic(), time.monotonic()
         stop = StopSignals()
         try:
             while not stop.requested and (limit is None or count < limit):
-                for topic, partition, record, kind in fetcher.fetch(500):
+                for topic, partition, record, kind in fetcher.fetch(
+                        config["fetch.max.wait.ms"]):
                     sys.stdout.write(formatter.format(topic, partition, record, kind))
                     count += 1
                     last_message = time.monotonic()
@@ -257,18 +324,20 @@ def run(options: Options) -> int:
                           file=sys.stderr)
                     break
                 if member is not None:
-                    if time.monotonic() - last_commit > COMMIT_INTERVAL:
+                    if commits and time.monotonic() - last_commit > commit_interval:
                         member.commit(fetcher.positions)
                         last_commit = time.monotonic()
                     if member.heartbeat_due() and not member.heartbeat():
-                        member.commit(fetcher.positions)
+                        if commits:
+                            member.commit(fetcher.positions)
                         assign()
         except KeyboardInterrupt:
             pass
         finally:
             stop.restore()
             if member is not None:
-                member.commit(fetcher.positions)
+                if commits:
+                    member.commit(fetcher.positions)
                 member.leave()
             print(f"Processed a total of {count} messages", file=sys.stderr)
     return 0

@@ -1,27 +1,39 @@
 """kafka-console-producer: one record per input line (keys with parse.key=true), sent
-in v2 batches with Produce to each partition's leader; keyed records go to the partition
-Kafka's default partitioner picks (murmur2 of the key)."""
+as Kafka 3.9's console producer sends them: the tool's options merged into the producer
+properties, every setting checked as ProducerConfig does, then batching, acks, retries,
+compression and idempotence as KafkaProducer (moldau.tools.record_sender)."""
 
 from __future__ import annotations
 
-import select
+import queue
 import sys
+import threading
 import time
-from collections.abc import Iterator
-from typing import TextIO
+from typing import Any, TextIO
 
-from moldau.protocol.generated.produce_request import ProduceRequest
-from moldau.protocol.records import build_batch
 from moldau.tools.admin import Admin
+from moldau.tools.client_configs import (
+    CONFIG_EXCEPTION,
+    PRODUCER,
+    ConfigError,
+    idempotence,
+    parse_config,
+)
 from moldau.tools.common import client_config
-from moldau.tools.kafka_errors import check, error_text
-from moldau.tools.options import Opt, Options, ToolError, UsageError, require
+from moldau.tools.options import LONG, Opt, Options, ToolError, UsageError, require
+from moldau.tools.record_sender import Accumulator, LineRecord, Partitioner, Sender
 from moldau.tools.runner import Tool
 
-CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-RETRIABLE = {5, 6, 7, 19}
-# one input line as a record: (key, value, headers)
-LineRecord = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]
+PRODUCER_LOGGER = "org.apache.kafka.clients.producer.ProducerConfig"
+# the producer keys the tool's own options set (ConsoleProducerOptions.producerProps)
+MERGED_OPTIONS = [
+    ("linger.ms", "timeout"), ("acks", "request-required-acks"),
+    ("request.timeout.ms", "request-timeout-ms"), ("retries", "message-send-max-retries"),
+    ("retry.backoff.ms", "retry-backoff-ms"), ("send.buffer.bytes", "socket-buffer-size"),
+    ("buffer.memory", "max-memory-bytes"), ("batch.size", "batch-size"),
+    ("batch.size", "max-partition-memory-bytes"), ("metadata.max.age.ms", "metadata-expiry-ms"),
+    ("max.block.ms", "max-block-ms"),
+]
 
 OPTIONS = [
     Opt("bootstrap-server", "REQUIRED unless --broker-list(deprecated) is specified. The "
@@ -45,48 +57,38 @@ OPTIONS = [
     Opt("request-timeout-ms", "The ack timeout of the producer requests. Value must be "
         "non-negative and non-zero.", "request timeout ms", int, 1500),
     Opt("batch-size", "Number of messages to send in a single batch if they are not being "
-        "sent synchronously.", "size", int, 16384),
+        "sent synchronously. please note that this option will be replaced if "
+        "max-partition-memory-bytes is also set", "size", int, 16384),
     Opt("sync", "If set message send requests to the brokers are synchronously, one at a "
         "time as they arrive."),
     Opt("timeout", "If set and the producer is running in asynchronous mode, this gives the "
-        "maximum amount of time a message will queue awaiting sufficient batch size.",
-        "timeout_ms", int, 1000),
-    Opt("message-send-max-retries", "Number of retries before the producer gives up.",
-        "Integer", int, 3),
+        "maximum amount of time a message will queue awaiting sufficient batch size. The "
+        "value is given in ms. This is the option to control `linger.ms` in producer "
+        "configs.", "timeout_ms", LONG, 1000),
+    Opt("message-send-max-retries", "This property specifies the number of retries before "
+        "the producer give up and drop this message. This is the option to control "
+        "`retries` in producer configs.", "Integer", int, 3),
+    Opt("retry-backoff-ms", "The amount of time that the producer waits before refreshing "
+        "the metadata. This is the option to control `retry.backoff.ms` in producer "
+        "configs.", "Long", LONG, 100),
+    Opt("metadata-expiry-ms", "The period of time in milliseconds after which we force a "
+        "refresh of metadata. This is the option to control `metadata.max.age.ms` in "
+        "producer configs.", "metadata expiration interval", LONG, 300000),
+    Opt("max-block-ms", "The max time that the producer will block for during a send "
+        "request.", "max block on send", LONG, 60000),
+    Opt("max-memory-bytes", "The total memory used by the producer to buffer records "
+        "waiting to be sent to the server. This is the option to control `buffer.memory` "
+        "in producer configs.", "total memory in bytes", LONG, 33554432),
+    Opt("max-partition-memory-bytes", "The buffer size allocated for a partition. This is "
+        "the option to control `batch.size` in producer configs.",
+        "memory in bytes per partition", int, 16384),
+    Opt("socket-buffer-size", "The size of the tcp RECV size. This is the option to "
+        "control `send.buffer.bytes` in producer configs.", "size", int, 102400),
+    Opt("reader-config", "Config properties file for the message reader. Note that "
+        "[property] takes precedence over this config.", "config file"),
     Opt("line-reader", "The class name of the class to use for reading lines from standard "
         "in (only the default reader is supported).", "reader_class"),
 ]
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's Utils.murmur2 (seed 0x9747b28c), as a signed 32-bit int."""
-    m, r, mask = 0x5BD1E995, 24, 0xFFFFFFFF
-    length = len(data)
-    h = (0x9747B28C ^ length) & mask
-    for i in range(0, length - length % 4, 4):
-        k = int.from_bytes(data[i:i + 4], "little")
-        k = (k * m) & mask
-        k ^= k >> r
-        k = (k * m) & mask
-        h = (h * m) & mask
-        h ^= k
-    tail = length % 4
-    base = length - tail
-    if tail == 3:
-        h ^= data[base + 2] << 16
-    if tail >= 2:
-        h ^= data[base + 1] << 8
-    if tail >= 1:
-        h ^= data[base]
-        h = (h * m) & mask
-    h ^= h >> 13
-    h = (h * m) & mask
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def key_partition(key: bytes, count: int) -> int:
-    return (murmur2(key) & 0x7FFFFFFF) % count
 
 
 def parse_pairs(values: list[str], what: str) -> dict[str, str]:
@@ -135,109 +137,102 @@ class LineReader:
         return key, self._nullable(line), headers
 
 
-def batches(stream: TextIO, size: int, sync: bool) -> Iterator[list[str]]:
-    """Lines in groups: up to `size`, or what has arrived when input pauses."""
-    pending: list[str] = []
-    for line in stream:
-        pending.append(line.rstrip("\n").rstrip("\r"))
-        if sync or len(pending) >= size or not _more_ready(stream):
-            yield pending
-            pending = []
-    if pending:
-        yield pending
+def merge_option(props: dict[str, str], key: str, options: Options, name: str) -> None:
+    """Kafka's CommandLineUtils.maybeMergeOptions: an option given on the command line
+    wins; its default applies only when the property is absent."""
+    if options.has(name) or key not in props:
+        value = options.get(name)
+        if value is None:
+            props.pop(key, None)
+        else:
+            props[key] = str(value)
 
 
-def _more_ready(stream: TextIO) -> bool:
+def compression_codec(options: Options) -> str:
+    """As 3.9's ConsoleProducer: the option's codec (gzip without a value), else none;
+    it replaces any compression.type of the producer properties."""
+    if options.has("compression-codec"):
+        return options.get("compression-codec") or "gzip"
+    return "none"
+
+
+def producer_props(options: Options) -> dict[str, str]:
+    """The producer's properties as 3.9's ConsoleProducerOptions.producerProps builds
+    them: the file, then --producer-property, then the tool's own options."""
+    props = client_config(options, "producer.config")
+    props.update(parse_pairs(options.all("producer-property"), "producer property"))
+    props["bootstrap.servers"] = options.get("bootstrap-server") or options.get("broker-list")
+    props["compression.type"] = compression_codec(options)
+    props.setdefault("client.id", "console-producer")
+    for key, name in MERGED_OPTIONS:
+        merge_option(props, key, options, name)
+    return props
+
+
+def producer_config(props: dict[str, str]) -> tuple[dict[str, Any], bool]:
+    """The typed settings and whether the producer is idempotent; a refused value is
+    Kafka's ConfigException, raised where KafkaProducer's constructor raises it."""
     try:
-        return bool(select.select([stream], [], [], 0)[0])
-    except (ValueError, OSError, TypeError):
-        return True
+        config = parse_config(props, PRODUCER, PRODUCER_LOGGER)
+    except ConfigError as exc:
+        raise ToolError(f"{CONFIG_EXCEPTION}: {exc}") from None
+    idempotent = idempotence(config, props)
+    floor = config["linger.ms"] + config["request.timeout.ms"]
+    if config["delivery.timeout.ms"] < floor:  # KafkaProducer.configureDeliveryTimeout
+        if "delivery.timeout.ms" in props:
+            raise ToolError(f"{CONFIG_EXCEPTION}: delivery.timeout.ms should be equal to or "
+                            "larger than linger.ms + request.timeout.ms")
+        config["delivery.timeout.ms"] = floor
+    return config, idempotent
 
 
-class Sender:
-    def __init__(self, admin: Admin, topic: str, acks: int, codec: int, timeout_ms: int,
-                 retries: int) -> None:
-        self.admin, self.topic, self.acks, self.codec = admin, topic, acks, codec
-        self.timeout_ms, self.retries = timeout_ms, retries
-        self.leaders: dict[int, int] = {}
-        self.next_partition = 0
-        self.refresh()
-
-    def refresh(self) -> None:
-        for _ in range(50):
-            topic = self.admin.metadata([self.topic], auto_create=True).topics[0]
-            if topic.error_code == 0 and all(p.leader_id >= 0 for p in topic.partitions):
-                self.leaders = {p.partition_index: p.leader_id for p in topic.partitions}
-                return
-            if topic.error_code not in (3, 5):  # not yet created / electing: ask again
-                check(topic.error_code)
-            time.sleep(0.2)
-        raise ToolError(f"Topic {self.topic} not present in metadata after "
-                        f"{self.admin.timeout * 1000:.0f} ms.")
-
-    def send(self, records: list[LineRecord]) -> None:
-        count = len(self.leaders)
-        by_partition: dict[int, list[LineRecord]] = {}
-        unkeyed = self.next_partition % count
-        self.next_partition += 1
-        for key, value, headers in records:
-            partition = key_partition(key, count) if key is not None else unkeyed
-            by_partition.setdefault(partition, []).append((key, value, headers))
-        for partition, items in sorted(by_partition.items()):
-            self._send_partition(partition, items)
-
-    def _send_partition(self, partition: int, items: list[LineRecord]) -> None:
-        batch = build_batch(items, compression=self.codec)
-        for attempt in range(self.retries + 1):
-            answer = self.admin.call(
-                "Produce", 9, self.leaders[partition], transactional_id=None, acks=self.acks,
-                timeout_ms=self.timeout_ms, topic_data=[ProduceRequest.TopicProduceData(
-                    name=self.topic, partition_data=[ProduceRequest.PartitionProduceData(
-                        index=partition, records=batch)])]) if self.acks != 0 else None
-            if answer is None:
-                return
-            result = answer.responses[0].partition_responses[0]
-            if result.error_code in RETRIABLE and attempt < self.retries:
-                self.refresh()
-                continue
-            if result.error_code:
-                key = items[0][0]
-                raise ToolError(
-                    f"Error when sending message to topic {self.topic} with key: "
-                    f"{'null' if key is None else f'{len(key)} bytes'}, value: "
-                    f"{len(items[0][1] or b'')} bytes with error: "
-                    + error_text(result.error_code, result.error_message))
-            return
+def _read_lines(stream: TextIO, lines: queue.Queue[str | None]) -> None:
+    for line in stream:
+        lines.put(line.rstrip("\n").rstrip("\r"))
+    lines.put(None)
 
 
 def run(options: Options) -> int:
     if not options.has("bootstrap-server") and not options.has("broker-list"):
         raise UsageError('Missing required argument "[bootstrap-server]"')
     require(options, "topic")
-    config = client_config(options, "producer.config")
-    config.update(parse_pairs(options.all("producer-property"), "producer property"))
-    codec_name = options.get("compression-codec")
-    codec_name = "gzip" if codec_name == "" else codec_name or config.get(
-        "compression.type", "none")
-    if codec_name not in CODECS:
-        raise ToolError(f"Invalid compression codec: {codec_name}")
-    acks = options.get("request-required-acks")
-    acks = -1 if acks == "all" else int(acks)
-    reader = LineReader(parse_pairs(options.all("property"), "property"))
-    servers = options.get("bootstrap-server") or options.get("broker-list")
-    with Admin(servers, config) as admin:
-        sender = Sender(admin, options.get("topic"), acks, CODECS[codec_name],
-                        options.get("request-timeout-ms"), options.get(
-                            "message-send-max-retries"))
+    reader_props = client_config(options, "reader-config")
+    reader_props.update(parse_pairs(options.all("property"), "property"))
+    reader = LineReader(reader_props)
+    props = producer_props(options)
+    config, idempotent = producer_config(props)
+    sync = options.has("sync")
+    with Admin(props["bootstrap.servers"], props) as admin:
+        sender = Sender(admin, options.get("topic"), config, idempotent)
+        partitioner = Partitioner(len(sender.leaders), config["batch.size"],
+                                  config["partitioner.ignore.keys"])
+        accumulator = Accumulator(config["batch.size"], config["linger.ms"])
+        # a reader thread, so lingering batches leave on time while stdin is quiet
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_read_lines, args=(sys.stdin, lines), daemon=True).start()
         number = 0
-        for lines in batches(sys.stdin, options.get("batch-size"), options.has("sync")):
-            records = []
-            for line in lines:
-                number += 1
-                records.append(reader.record(line, number))
-            sender.send(records)
+        while True:
+            deadline = accumulator.next_deadline()
+            try:
+                line = lines.get(timeout=None if deadline is None
+                                 else max(deadline - time.monotonic(), 0))
+            except queue.Empty:
+                sender.send(accumulator.drain())
+                continue
+            if line is None:
+                break
+            number += 1
+            record = reader.record(line, number)
+            batch = accumulator.append(partitioner.partition(record), record)
+            if sync:  # send(record).get(): this record's batch leaves, then the next line
+                while not accumulator.is_ready(batch, time.monotonic()):
+                    time.sleep(max(batch.created + accumulator.linger - time.monotonic(), 0))
+                while accumulator.pending():
+                    sender.send(accumulator.drain(flush=True))
+            sender.send(accumulator.drain())
+        while accumulator.pending():  # close(): what is left goes out at once
+            sender.send(accumulator.drain(flush=True))
     return 0
-
 
 TOOL = Tool("console-producer", "This tool helps to read data from standard input and "
             "publish it to Kafka.", OPTIONS, run)

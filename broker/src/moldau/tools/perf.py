@@ -9,6 +9,15 @@ import uuid
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from moldau.tools.client_configs import (
+    CONFIG_EXCEPTION,
+    CONSUMER,
+    PRODUCER,
+    ConfigError,
+    Key,
+    idempotence,
+    parse_config,
+)
 from moldau.tools.common import client_config, librdkafka_config
 from moldau.tools.console_producer import parse_pairs
 from moldau.tools.options import LONG, Opt, Options, ToolError, UsageError, require
@@ -19,6 +28,33 @@ if TYPE_CHECKING:  # imported by _confluent() when a perf tool runs
 
 MB = 1024 * 1024
 REPORT_MS = 5000
+# Java client keys librdkafka has no setting for: checked, then left out
+JAVA_ONLY = {
+    "max.block.ms", "buffer.memory", "key.serializer", "value.serializer",
+    "key.deserializer", "value.deserializer", "metadata.max.idle.ms", "partitioner.class",
+    "partitioner.ignore.keys", "partitioner.adaptive.partitioning.enable",
+    "partitioner.availability.timeout.ms", "compression.gzip.level", "compression.lz4.level",
+    "compression.zstd.level", "auto.include.jmx.reporter", "enable.metrics.push",
+    "metric.reporters", "metrics.num.samples", "metrics.sample.window.ms",
+    "metrics.recording.level", "interceptor.classes", "send.buffer.bytes",
+    "receive.buffer.bytes", "socket.connection.setup.timeout.max.ms",
+    "default.api.timeout.ms", "exclude.internal.topics", "max.poll.records",
+    "partition.assignment.strategy", "group.protocol",
+}
+
+
+def checked_settings(props: dict[str, str], table: dict[str, Key], logger: str) -> dict[str, str]:
+    """The properties checked as Kafka's client checks them (its ConfigException, uncaught
+    in Kafka's perf tools, is the tool's failure), then as librdkafka settings."""
+    try:
+        config = parse_config(props, table, logger)
+        if table is PRODUCER:
+            idempotence(config, props)
+    except ConfigError as exc:
+        raise ToolError(f'Exception in thread "main" {CONFIG_EXCEPTION}: {exc}') from None
+    except ToolError as exc:
+        raise ToolError(f'Exception in thread "main" {exc}') from None
+    return librdkafka_config({k: v for k, v in props.items() if k not in JAVA_ONLY})
 
 
 def _confluent() -> ModuleType:
@@ -129,7 +165,9 @@ def run_producer(options: Options) -> int:
     if "bootstrap.servers" not in config:
         raise UsageError("bootstrap.servers must be given in --producer-props or "
                          "--producer.config")
-    producer = _confluent().Producer(librdkafka_config(config))
+    settings = checked_settings(config, PRODUCER,
+                                "org.apache.kafka.clients.producer.ProducerConfig")
+    producer = _confluent().Producer(settings)
     payloads = _payloads(options)
     records, throughput = options.get("num-records"), options.get("throughput")
     topic = options.get("topic")
@@ -209,10 +247,13 @@ def run_consumer(options: Options) -> int:
     config.update({"bootstrap.servers": servers,
                    "group.id": options.get("group") or f"perf-consumer-{uuid.uuid4().int % 100000}",
                    "auto.offset.reset": "latest" if options.has("from-latest") else "earliest",
-                   "fetch.max.bytes": str(max(options.get("fetch-size"), 1024)),
-                   "enable.auto.commit": "true"})
+                   "max.partition.fetch.bytes": str(options.get("fetch-size")),
+                   "check.crcs": "false"})
+    config.setdefault("client.id", "perf-consumer-client")
+    settings = checked_settings(config, CONSUMER,
+                                "org.apache.kafka.clients.consumer.ConsumerConfig")
     wanted, timeout = options.get("messages"), options.get("timeout") / 1000
-    consumer = _confluent().Consumer(librdkafka_config(config))
+    consumer = _confluent().Consumer(settings)
     assigned_at: list[float] = []
     consumer.subscribe([options.get("topic")],
                        on_assign=lambda c, ps: assigned_at.append(time.monotonic()))

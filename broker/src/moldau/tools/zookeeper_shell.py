@@ -149,6 +149,8 @@ class ZooKeeperShell:
             print(f"Unable to connect to {connect}: {exc or 'timed out'}", file=sys.stderr)
             return 1
         try:
+            if not words:  # ZooKeeperMain's interactive mode, without jline in Kafka 3.9
+                print("Welcome to ZooKeeper!\nJLine support is disabled")
             print("\nWATCHER::\n\nWatchedEvent state:SyncConnected type:None path:null")
             if words:
                 return execute(zk, words)
