@@ -149,6 +149,13 @@ class DuplicateSequenceError(
 class InvalidProducerEpochError(
         KafkaError, code=47, name="INVALID_PRODUCER_EPOCH",
         message="Producer attempted to produce with an old epoch."): ...
+class InvalidTxnStateError(
+        KafkaError, code=48, name="INVALID_TXN_STATE",
+        message="The producer attempted a transactional operation in an invalid state."): ...
+class TransactionCoordinatorFencedError(
+        KafkaError, code=52, name="TRANSACTION_COORDINATOR_FENCED",
+        message="Indicates that the transaction coordinator sending a WriteTxnMarker is no "
+                "longer the current coordinator for a given producer."): ...
 class KafkaStorageError(
         KafkaError, code=56, retriable=True, name="KAFKA_STORAGE_ERROR",
         message="Disk error when trying to access log file on the disk."): ...
@@ -243,6 +250,10 @@ class DelegationTokenExpiredError(
 class InvalidPrincipalTypeError(
         KafkaError, code=67, name="INVALID_PRINCIPAL_TYPE",
         message="Supplied principalType is not supported."): ...
+class ProducerFencedError(
+        KafkaError, code=90, name="PRODUCER_FENCED",
+        message="There is a newer producer with the same transactionalId which fences the "
+                "current one."): ...
 class ResourceNotFoundError(
         KafkaError, code=91, name="RESOURCE_NOT_FOUND",
         message="A request illegally referred to a resource that does not exist."): ...

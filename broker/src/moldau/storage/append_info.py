@@ -5,16 +5,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from moldau.protocol.records import NO_SEQUENCE, RecordBatch
+from moldau.errors import InvalidRecordError
+from moldau.protocol.errors import ProtocolError
+from moldau.protocol.records import (
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    NO_SEQUENCE,
+    RecordBatch,
+)
 
 from .segment_positions import BatchHeader, batch_header
 
 _INT32_MAX = 0x7FFFFFFF
 
 
+# (control type, coordinator epoch) of a transaction marker: CONTROL_ABORT or CONTROL_COMMIT
+EndTxnMarker = tuple[int, int]
+
+
 @dataclass(slots=True)
 class ProducerBatch:
-    """The idempotence fields of one appended batch, for the producer state."""
+    """The idempotence fields of one appended batch, for the producer state; a control
+    batch also carries its transaction marker (None: an empty control batch, which the
+    cleaner leaves behind, or a control type that is no marker)."""
 
     producer_id: int
     producer_epoch: int
@@ -24,6 +37,8 @@ class ProducerBatch:
     last_offset: int
     max_timestamp: int
     is_transactional: bool
+    is_control: bool = False
+    marker: EndTxnMarker | None = None
 
 
 @dataclass(slots=True)
@@ -77,6 +92,23 @@ def add_batch(info: AppendInfo, batch: RecordBatch, position: int) -> None:
                 batch.last_offset,
                 batch.max_timestamp,
                 batch.is_transactional,
+                batch.is_control,
+                end_txn_marker(batch) if batch.is_control else None,
             )
         )
+
+
+def end_txn_marker(batch: RecordBatch) -> EndTxnMarker | None:
+    """The marker of a control batch, from its first record (as Kafka reads it). Raises
+    InvalidRecordError when the control record does not decode."""
+    try:
+        for record in batch.control_records():
+            if record.control_type in (CONTROL_ABORT, CONTROL_COMMIT):
+                assert record.coordinator_epoch is not None  # decoded for these types
+                return record.control_type, record.coordinator_epoch
+            return None
+    except ProtocolError as exc:
+        raise InvalidRecordError(f"invalid control batch at offset {batch.base_offset}: "
+                                 f"{exc}") from None
+    return None
 

@@ -39,6 +39,7 @@ from .log_timestamps import EARLIEST_TIMESTAMP as EARLIEST_TIMESTAMP
 from .log_timestamps import LATEST_TIMESTAMP as LATEST_TIMESTAMP
 from .log_timestamps import MAX_TIMESTAMP as MAX_TIMESTAMP
 from .producer_state import ProducerStateManager
+from .producer_txns import last_stable_offset
 from .segment import LogSegment
 from .segment_positions import FileSlice, OffsetMetadata
 from .validation import AppendInfo, validate_for_follower, validate_for_leader
@@ -144,6 +145,8 @@ class PartitionLog:
     def _rebuild_producer_state(self) -> None:
         rebuild_producer_state(self.producer_state, self.segments, self._bases,
                                self.log_start_offset, self.log_end_offset, now_ms())
+        # transactions decided below the high watermark are stable already
+        self.producer_state.txns.on_high_watermark_updated(self.high_watermark)
 
     def _open_segment(self, base: int, lazy_indexes: bool = False) -> LogSegment:
         jitter_ms = min(self.config.segment_jitter_ms, self.config.segment_ms)  # as Kafka
@@ -176,9 +179,11 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        """The first offset of an undecided transaction; without transactions (not yet
-        supported) it is the high watermark, as in Kafka for non-transactional logs."""
-        return self.high_watermark
+        """The first offset of a transaction that is open or whose marker is not yet below
+        the high watermark, capped at the high watermark (which it is for a log without
+        transactions)."""
+        return last_stable_offset(self.producer_state.first_unstable_offset(),
+                                  self.high_watermark, self.log_start_offset)
 
     def fetch_upper_bound(self, isolation: int | None) -> int:
         """Where a read stops: the log end for a follower (None), the high watermark for
@@ -190,6 +195,8 @@ class PartitionLog:
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to [log start, log end]; returns it."""
         offset = min(max(offset, self.log_start_offset), self.log_end_offset)
+        if self.producer_state.txns.unreplicated:  # decided transactions may become stable
+            self.producer_state.txns.on_high_watermark_updated(offset)
         if offset == self.log_end_offset:
             self._high_watermark = OffsetMetadata(offset, self._log_end.segment_base_offset,
                                                   self._log_end.position)
@@ -237,7 +244,8 @@ class PartitionLog:
         if latest is None or latest.epoch != leader_epoch or latest.start_offset > first_offset:
             self.epochs.assign(leader_epoch, first_offset)
         if info.producer_batches:
-            track_appended(self.producer_state, info.producer_batches)
+            track_appended(self.producer_state, info.producer_batches,
+                           self.active_segment.txn_index)
         return info
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
@@ -253,7 +261,8 @@ class PartitionLog:
             for batch in info.batches:
                 self.epochs.assign(batch.partition_leader_epoch, batch.base_offset)
             if info.producer_batches:
-                track_appended(self.producer_state, info.producer_batches)
+                track_appended(self.producer_state, info.producer_batches,
+                               self.active_segment.txn_index)
         return info
 
     def _append(self, info: AppendInfo, now: int) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import time
 from collections.abc import Callable
 from uuid import UUID
 
@@ -17,6 +18,7 @@ from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .segment import LogSegment
 from .segment_files import CLEANED_SUFFIX, DELETED_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, base_offset_of
+from .txn_index_recovery import TxnIndexRebuild
 
 # Opens the segment of a base offset, mapping its indexes lazily when told to.
 OpenSegment = Callable[[int, bool], LogSegment]
@@ -73,7 +75,7 @@ class LogLoader:
                 segment.recover(max_batch_size=0)
             self._add(segment)
         if not clean_shutdown:
-            self._recover_from(recovery_point)
+            self._recover_from(recovery_point, log_start_offset)
         if self.segments and segment_end(self.segments[-1]) < log_start_offset:
             # Recovery cut the log below its start offset (or files were removed): like
             # Kafka, drop everything and start empty at the log start offset, rather than
@@ -127,15 +129,21 @@ class LogLoader:
                 path = os.path.join(self.directory, name)
                 os.replace(path, path.removesuffix(SWAP_SUFFIX))
 
-    def _recover_from(self, recovery_point: int) -> None:
-        """Rescan every segment holding offsets past the recovery point; at the first invalid
-        batch cut the log there and drop every later segment."""
+    def _recover_from(self, recovery_point: int, log_start_offset: int) -> None:
+        """Rescan every segment holding offsets past the recovery point, rebuilding their
+        transaction indexes; at the first invalid batch cut the log there and drop every
+        later segment."""
         start = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
+        txn_indexes = TxnIndexRebuild(self.directory, log_start_offset, int(time.time() * 1000))
+
+        def on_batch(batch: RecordBatch) -> None:
+            self._on_recovered_batch(batch)
+            txn_indexes.on_batch(batch)
+
         for i in range(start, len(self.segments)):
             segment = self.segments[i]
-            truncated = segment.recover(
-                on_batch=self._on_recovered_batch, max_batch_size=0
-            )
+            truncated = segment.recover(on_batch=on_batch, max_batch_size=0)
+            txn_indexes.finish_segment(segment, self.segments[:i], self._bases[:i])
             if truncated:
                 for later in self.segments[i + 1 :]:
                     later.delete()

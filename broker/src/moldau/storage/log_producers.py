@@ -1,17 +1,28 @@
-"""The log's side of idempotent producers: checking an append against the producer state,
-recording what was appended, and rebuilding the state from the log after a restart or a
-truncation (Kafka's rebuildProducerState)."""
+"""The log's side of idempotent and transactional producers: checking an append against
+the producer state, recording what was appended (transaction markers close transactions,
+and an aborted one goes into the txn index of the segment the marker was written to), and
+rebuilding the state from the log after a restart or a truncation (Kafka's
+rebuildProducerState)."""
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
 
-from moldau.protocol.records import HEADER, HEADER_SIZE
+from moldau.protocol.records import (
+    CONTROL_ABORT,
+    CONTROL_MASK,
+    HEADER,
+    HEADER_SIZE,
+    TRANSACTIONAL_MASK,
+    RecordBatch,
+)
 
-from .append_info import AppendInfo, ProducerBatch
+from .append_info import AppendInfo, ProducerBatch, end_txn_marker
 from .producer_state import ProducerStateManager
+from .producer_txns import CompletedTxn
 from .segment import LogSegment
+from .txn_index import AbortedTxn, TransactionIndex
 
 _INT32_MAX = 0x7FFFFFFF
 
@@ -22,6 +33,11 @@ def find_duplicate_append(state: ProducerStateManager, info: AppendInfo) -> Appe
     sequence numbers raises. Returns the duplicate's AppendInfo, if any."""
     pending: dict[int, tuple[int, int]] = {}
     for pb in info.producer_batches:
+        if pb.is_control:  # a coordinator's marker: epoch checks only, never a duplicate
+            if pb.marker is not None:
+                state.check_marker(pb.producer_id, pb.producer_epoch, pb.marker[1],
+                                   pb.first_offset)
+            continue
         duplicate = state.find_duplicate(
             pb.producer_id, pb.producer_epoch, pb.first_sequence, pb.last_sequence
         )
@@ -32,17 +48,39 @@ def find_duplicate_append(state: ProducerStateManager, info: AppendInfo) -> Appe
                 max_timestamp=duplicate.timestamp,
             )
         state.check(pb.producer_id, pb.producer_epoch, pb.first_sequence, pb.first_offset,
-                    pending)
+                    pending, pb.is_transactional)
         pending[pb.producer_id] = (pb.producer_epoch, pb.last_sequence)
     return None
 
 
-def track_appended(state: ProducerStateManager, batches: Iterable[ProducerBatch]) -> None:
-    """Record the producers' batches an append wrote."""
+def track_appended(state: ProducerStateManager, batches: Iterable[ProducerBatch],
+                   txn_index: TransactionIndex) -> None:
+    """Record the producers' batches an append wrote, in log order; txn_index is the one
+    of the segment they were written to."""
     for pb in batches:  # _track, inlined: the append path pays for each call
-        if pb.producer_id >= 0:
+        if pb.is_control:
+            if pb.marker is not None:  # None: an empty control batch changes nothing
+                completed = state.apply_marker(
+                    pb.producer_id, pb.producer_epoch, pb.marker[1],
+                    pb.marker[0] == CONTROL_ABORT, pb.first_offset, pb.max_timestamp)
+                if completed is not None:
+                    complete_txn(state, completed, txn_index)
+        elif pb.producer_id >= 0:
             state.update(pb.producer_id, pb.producer_epoch, pb.first_sequence,
-                         pb.last_sequence, pb.last_offset, pb.max_timestamp)
+                         pb.last_sequence, pb.last_offset, pb.max_timestamp,
+                         first_offset=pb.first_offset, is_transactional=pb.is_transactional)
+
+
+def complete_txn(state: ProducerStateManager, completed: CompletedTxn,
+                 txn_index: TransactionIndex | None) -> None:
+    """A marker closed a transaction: an aborted one is indexed with the LSO of that
+    moment (computed before it completes, as Kafka does), then it waits for the high
+    watermark. txn_index None: the index is not being written (replaying the log)."""
+    if completed.is_aborted and txn_index is not None:
+        txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset,
+                                    completed.last_offset,
+                                    state.txns.last_stable_offset(completed)))
+    state.txns.complete(completed)
 
 
 def rebuild_producer_state(state: ProducerStateManager, segments: list[LogSegment],
@@ -52,23 +90,48 @@ def rebuild_producer_state(state: ProducerStateManager, segments: list[LogSegmen
     rebuildProducerState); a clean shutdown leaves a snapshot at the log end. bases are
     the segments' base offsets."""
     start = state.load(log_start_offset, log_end_offset, now_ms)
-    if start >= log_end_offset:
+    replay_headers(state, segments, bases, start, log_end_offset)
+
+
+def replay_headers(state: ProducerStateManager, segments: list[LogSegment], bases: list[int],
+                   start: int, end: int) -> None:
+    """Feed the batches of [start, end) to the producer state, from their headers (and a
+    marker's one record)."""
+    if start >= end:
         return
     first = max(0, bisect.bisect_right(bases, start) - 1)
     for segment in segments[first:]:
+        if segment.base_offset >= end:
+            return
         found = segment.translate_offset(start) if segment.base_offset < start else None
         for header in segment.scan_headers(found.position if found else 0):
+            if header.base_offset >= end:
+                return
             # The batch header alone holds the producer fields.
             fields = HEADER.unpack(segment.read_bytes(header.position, HEADER_SIZE))
             producer_id, epoch, first_seq = fields[9], fields[10], fields[11]
             if producer_id < 0:
                 continue
+            attributes = fields[5]
+            if attributes & CONTROL_MASK:
+                _replay_marker(state, segment, header.position, header.size)
+                continue
             last_seq = (first_seq + fields[6]) & _INT32_MAX if first_seq >= 0 else first_seq
-            _track(state, producer_id, epoch, first_seq, last_seq, header.last_offset,
-                   header.max_timestamp)
+            state.update(producer_id, epoch, first_seq, last_seq, header.last_offset,
+                         header.max_timestamp, first_offset=fields[0],
+                         is_transactional=bool(attributes & TRANSACTIONAL_MASK))
 
 
-def _track(state: ProducerStateManager, producer_id: int, epoch: int, first_seq: int,
-           last_seq: int, last_offset: int, timestamp: int) -> None:
-    if producer_id >= 0:
-        state.update(producer_id, epoch, first_seq, last_seq, last_offset, timestamp)
+def _replay_marker(state: ProducerStateManager, segment: LogSegment, position: int,
+                   size: int) -> None:
+    """A marker found while replaying: it closes its transaction (the txn index on disk
+    already holds it, so nothing is indexed)."""
+    batch = RecordBatch(segment.read_bytes(position, size))
+    marker = end_txn_marker(batch)
+    if marker is None:
+        return
+    completed = state.apply_marker(batch.producer_id, batch.producer_epoch, marker[1],
+                                   marker[0] == CONTROL_ABORT, batch.base_offset,
+                                   batch.max_timestamp)
+    if completed is not None:
+        complete_txn(state, completed, None)

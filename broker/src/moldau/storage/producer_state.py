@@ -1,5 +1,4 @@
-"""Idempotent producer state of one partition (Kafka's ProducerStateManager, without
-transactions yet).
+"""Producer state of one partition (Kafka's ProducerStateManager).
 
 For each producer id: its epoch and the metadata of its last five batches, so that a
 retried batch is recognised as a duplicate (and answered with its original offsets), a
@@ -7,6 +6,13 @@ gap in sequence numbers is refused as OUT_OF_ORDER_SEQUENCE_NUMBER, and a zombie
 older epoch is fenced with INVALID_PRODUCER_EPOCH. Snapshots (`<offset>.snapshot`, Kafka's
 version-1 format) let a restart rebuild the state by scanning only the log after the
 latest snapshot.
+
+Transactions: a producer's first transactional batch opens its transaction here (its
+first offset, kept in snapshots as `current_txn_first_offset`), and a marker
+(`check_marker`, then `apply_marker` once written) closes it with a `CompletedTxn`; the
+partition's open and unreplicated transactions, the first unstable offset and the LSO
+computations are in `self.txns` (producer_txns.py). A producer that never writes a
+transactional batch never touches any of it.
 """
 
 from __future__ import annotations
@@ -17,10 +23,16 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from moldau.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from moldau.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
 
 from .crc import crc32c
 from .files import atomic_write
+from .producer_txns import CompletedTxn, PartitionTransactions
 from .segment_files import segment_file_name
 
 SNAPSHOT_SUFFIX = ".snapshot"
@@ -83,6 +95,7 @@ class ProducerStateManager:
         self.expiration_ms = expiration_ms  # producer.id.expiration.ms
         self.producers: dict[int, ProducerEntry] = {}
         self.map_end_offset = 0  # the state reflects the log up to here
+        self.txns = PartitionTransactions()
 
     # --- validation and update --------------------------------------------------------
 
@@ -93,9 +106,12 @@ class ProducerStateManager:
         return entry.find_duplicate(epoch, first_seq, last_seq) if entry else None
 
     def check(self, producer_id: int, epoch: int, first_seq: int, offset: int,
-              pending: dict[int, tuple[int, int]] | None = None) -> None:
+              pending: dict[int, tuple[int, int]] | None = None,
+              is_transactional: bool | None = None) -> None:
         """Kafka's epoch and sequence rules for a batch a client produced to the leader.
-        `pending` holds (epoch, last seq) of batches earlier in the same request."""
+        `pending` holds (epoch, last seq) of batches earlier in the same request. A
+        non-transactional batch (is_transactional False) from a producer with an open
+        transaction is refused with INVALID_TXN_STATE."""
         entry = self.producers.get(producer_id)
         current_epoch, last_seq = (
             pending[producer_id] if pending and producer_id in pending
@@ -120,10 +136,18 @@ class ProducerStateManager:
                 f"out of order sequence number for producer {producer_id} at offset {offset}: "
                 f"{first_seq} (incoming seq. number), {last_seq} (current end sequence number)"
             )
+        # after the epoch and sequence checks, as Kafka's ProducerAppendInfo
+        if is_transactional is False and entry is not None and entry.current_txn_first_offset >= 0:
+            raise InvalidTxnStateError(
+                f"Expected transactional write from producer {producer_id} at offset {offset} "
+                f"in partition {os.path.basename(self.directory)}")
 
     def update(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
-               last_offset: int, timestamp: int) -> None:
-        """Record an appended batch (leader, follower and recovery alike)."""
+               last_offset: int, timestamp: int, *, first_offset: int = -1,
+               is_transactional: bool = False) -> None:
+        """Record an appended data batch (leader, follower and recovery alike); a
+        transactional one opens its producer's transaction at first_offset unless one is
+        open."""
         entry = self.producers.get(producer_id)
         if entry is None:
             entry = self.producers[producer_id] = ProducerEntry(producer_id)
@@ -132,6 +156,55 @@ class ProducerStateManager:
             entry.batches.clear()
         entry.batches.append(BatchMetadata(first_seq, last_seq, last_offset, timestamp))
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
+        if is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = first_offset
+            self.txns.start(producer_id, first_offset)
+
+    # --- transaction markers ----------------------------------------------------------
+
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int,
+                     offset: int) -> None:
+        """Kafka's checks of a marker the coordinator writes (a follower applies what its
+        leader wrote without them): an older producer epoch is INVALID_PRODUCER_EPOCH, an
+        older coordinator epoch TRANSACTION_COORDINATOR_FENCED. A producer without an open
+        transaction, or unknown here, may still get a marker."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"Epoch of producer {producer_id} at offset {offset} in "
+                f"{os.path.basename(self.directory)} is {epoch}, which is smaller than the "
+                f"last seen epoch {entry.epoch}")
+        if entry.coordinator_epoch > coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"Invalid coordinator epoch for producerId {producer_id} at offset {offset} in "
+                f"partition {os.path.basename(self.directory)}: {coordinator_epoch} (zombie), "
+                f"{entry.coordinator_epoch} (current)")
+
+    def apply_marker(self, producer_id: int, epoch: int, coordinator_epoch: int,
+                     is_abort: bool, offset: int, timestamp: int) -> CompletedTxn | None:
+        """Record a written marker at offset: the producer's transaction closes (the
+        CompletedTxn, None when it had none open: such a marker changes no LSO and no txn
+        index). The caller then writes an aborted transaction to the txn index with
+        `txns.last_stable_offset(completed)` and calls `txns.complete(completed)`."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerEntry(producer_id)
+        completed = None
+        if entry.current_txn_first_offset >= 0:
+            completed = CompletedTxn(producer_id, entry.current_txn_first_offset, offset,
+                                     is_abort)
+        if epoch != entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
+        entry.coordinator_epoch = coordinator_epoch
+        entry.current_txn_first_offset = -1
+        entry.last_timestamp = timestamp
+        return completed
+
+    def first_unstable_offset(self) -> int | None:
+        return self.txns.first_unstable_offset()
 
     def remove_expired(self, now_ms: int, expiration_ms: int | None = None) -> None:
         """Forget producers whose last batch is older than producer.id.expiration.ms (the
@@ -161,23 +234,33 @@ class ProducerStateManager:
         atomic_write(self.snapshot_path(offset), encode_snapshot(self.producers.values()),
                      sync=sync)
 
-    def load(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> int:
+    def load(self, log_start_offset: int, log_end_offset: int, now_ms: int, *,
+             prune: bool = True) -> int:
         """Load the latest usable snapshot at or below log_end_offset; returns the offset
-        from which the log must be replayed (snapshot offset, or the log start)."""
+        from which the log must be replayed (snapshot offset, or the log start). Snapshots
+        out of range or corrupt are deleted, unless prune is False (a temporary state
+        that recovery builds up to a segment, beside the real one)."""
         self.producers.clear()
+        self.txns.clear()
         for offset in reversed(self.snapshot_offsets()):
             if offset > log_end_offset or offset < log_start_offset:
-                os.remove(self.snapshot_path(offset))  # out of range: useless or stale
+                if prune:
+                    os.remove(self.snapshot_path(offset))  # out of range: useless or stale
                 continue
             try:
                 with open(self.snapshot_path(offset), "rb") as f:
                     entries = decode_snapshot(f.read())
             except CorruptSnapshotError:
-                os.remove(self.snapshot_path(offset))
+                if prune:
+                    os.remove(self.snapshot_path(offset))
                 continue
             for entry in entries:
-                if now_ms - entry.last_timestamp < self.expiration_ms:
+                # a producer with an open transaction never expires
+                if (entry.current_txn_first_offset >= 0
+                        or now_ms - entry.last_timestamp < self.expiration_ms):
                     self.producers[entry.producer_id] = entry
+            self.txns.load([(e.producer_id, e.current_txn_first_offset)
+                            for e in self.producers.values() if e.current_txn_first_offset >= 0])
             self.map_end_offset = offset
             return offset
         self.map_end_offset = log_start_offset
@@ -192,23 +275,28 @@ class ProducerStateManager:
     def truncate(self) -> None:
         """Forget everything (truncation): the caller replays from a snapshot."""
         self.producers.clear()
+        self.txns.clear()
 
 
 def encode_snapshot(entries: Iterable[ProducerEntry]) -> bytes:
     """Kafka's snapshot v1: version int16, crc uint32 (CRC-32C of what follows it), then an
     array of (producer id int64, epoch int16, last sequence int32, last offset int64,
     offset delta int32, timestamp int64, coordinator epoch int32, current txn first
-    offset int64). Only each producer's last batch survives, as in Kafka."""
+    offset int64). Only each producer's last batch survives, as in Kafka; a producer
+    known only from a marker (no batch at its epoch) is written with sequence and offset
+    -1, as Kafka writes it."""
     body = bytearray()
-    items = [e for e in entries if e.batches]
+    items = list(entries)
     body += struct.pack(">i", len(items))
     for e in items:
-        last = e.batches[-1]
-        body += _ENTRY.pack(
-            e.producer_id, e.epoch, last.last_seq, last.last_offset,
-            last.last_seq - last.first_seq, last.timestamp, e.coordinator_epoch,
-            e.current_txn_first_offset,
-        )
+        if e.batches:
+            last = e.batches[-1]
+            fields = (last.last_seq, last.last_offset, last.last_seq - last.first_seq,
+                      last.timestamp)
+        else:
+            fields = (NO_SEQUENCE, -1, 0, e.last_timestamp)
+        body += _ENTRY.pack(e.producer_id, e.epoch, *fields, e.coordinator_epoch,
+                            e.current_txn_first_offset)
     crc = crc32c(bytes(body))
     return struct.pack(">hI", SNAPSHOT_VERSION, crc) + bytes(body)
 
@@ -228,7 +316,10 @@ def decode_snapshot(data: bytes) -> list[ProducerEntry]:
         (pid, epoch, last_seq, last_offset, delta, timestamp, coordinator_epoch,
          txn_first) = _ENTRY.unpack_from(data, _HEADER.size + i * _ENTRY.size)
         entry = ProducerEntry(pid, epoch, coordinator_epoch=coordinator_epoch,
-                              current_txn_first_offset=txn_first, last_timestamp=timestamp)
-        entry.batches.append(BatchMetadata(last_seq - delta, last_seq, last_offset, timestamp))
+                              current_txn_first_offset=max(txn_first, -1),
+                              last_timestamp=timestamp)
+        if last_offset >= 0:  # -1: no batch at this epoch (Kafka reads it the same way)
+            entry.batches.append(BatchMetadata(last_seq - delta, last_seq, last_offset,
+                                               timestamp))
         entries.append(entry)
     return entries

@@ -1,4 +1,5 @@
-"""A log segment: a `.log` file of v2 record batches with its offset and time indexes.
+"""A log segment: a `.log` file of v2 record batches with its offset and time indexes,
+and the transaction index of the aborted transactions whose markers it holds.
 
 Batches are stored byte for byte as they arrived (offsets already assigned). The offset
 index maps the last offset of a batch to the batch's file position every
@@ -50,6 +51,7 @@ from .segment_positions import (
 )
 from .segment_recovery import recover_segment, truncate_segment
 from .time_index import TimeIndex, read_last_entry
+from .txn_index import TransactionIndex
 
 # Imported from here by the tools, the benchmarks and the tests.
 __all__ = ["MAPPED_INDEXES", "BatchHeader", "LogSegment", "scan_batch_headers"]
@@ -81,6 +83,8 @@ class LogSegment:
         self.roll_jitter_ms = roll_jitter_ms
         self.suffix = suffix
         self.log_path = self._path(LOG_SUFFIX)
+        # No file until the first aborted transaction: a segment without one has none.
+        self.txn_index = TransactionIndex(self._path(TXN_INDEX_SUFFIX), base_offset)
         # A missing index next to a non-empty .log must be rebuilt, not trusted as empty
         # (Kafka's sanityCheck raises NoSuchFileException and the loader recovers).
         self.missing_index = not (
@@ -442,6 +446,7 @@ class LogSegment:
                 for suffix in (OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                     fsync_path(self._path(suffix))
                 self._indexes_unsynced = False
+            self.txn_index.flush()  # only when appended to since the last flush
         except OSError as exc:
             raise KafkaStorageError(f"flushing {self.log_path} failed: {exc}") from exc
 
@@ -462,12 +467,12 @@ class LogSegment:
 
     def change_suffix(self, new_suffix: str) -> None:
         """Rename the segment's files (e.g. to .deleted); open handles stay valid."""
-        old = {kind: self._path(kind) for kind in (LOG_SUFFIX, TXN_INDEX_SUFFIX)}
+        old_log = self._path(LOG_SUFFIX)
         old_offset_index = self._path(OFFSET_INDEX_SUFFIX)
         old_time_index = self._path(TIME_INDEX_SUFFIX)
         self.suffix = new_suffix
         try:
-            os.rename(old[LOG_SUFFIX], self._path(LOG_SUFFIX))
+            os.rename(old_log, self._path(LOG_SUFFIX))
             for index, suffix, previous in (
                 (self._offset_index, OFFSET_INDEX_SUFFIX, old_offset_index),
                 (self._time_index, TIME_INDEX_SUFFIX, old_time_index),
@@ -476,9 +481,9 @@ class LogSegment:
                     index.rename_to(self._path(suffix))
                 else:
                     rename_if_present(previous, self._path(suffix))
-            rename_if_present(old[TXN_INDEX_SUFFIX], self._path(TXN_INDEX_SUFFIX))
+            self.txn_index.rename_to(self._path(TXN_INDEX_SUFFIX))
         except OSError as exc:
-            raise KafkaStorageError(f"renaming {old[LOG_SUFFIX]} failed: {exc}") from exc
+            raise KafkaStorageError(f"renaming {old_log} failed: {exc}") from exc
         self.log_path = self._path(LOG_SUFFIX)
 
     def delete(self) -> None:

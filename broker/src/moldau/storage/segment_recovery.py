@@ -29,6 +29,7 @@ from .time_index import NO_TIMESTAMP
 if TYPE_CHECKING:
     from .offset_index import OffsetIndex
     from .time_index import TimeIndex
+    from .txn_index import TransactionIndex
 
 
 class LogSegment(Protocol):
@@ -51,6 +52,8 @@ class LogSegment(Protocol):
 
     @property
     def time_index(self) -> TimeIndex: ...
+
+    txn_index: TransactionIndex
 
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None: ...
 
@@ -122,6 +125,9 @@ def recover_segment(
     truncated = segment.size - valid
     if truncated:
         segment.truncate_file(valid)
+        # markers cut off with their batches leave the index too (its rebuild from the
+        # batches is the log loader's, with the producer state: see docs/transactions.md)
+        segment.txn_index.truncate_to(next_offset)
     # As Kafka: trim both indexes, and first give the time index the final entry a clean
     # close would have written. Trimming it without that entry made close() raise
     # IndexFullError (no slot left for the final entry) after every recovery.
@@ -165,6 +171,7 @@ def truncate_segment(segment: LogSegment, offset: int) -> int:
     header = segment.translate_offset(offset)
     segment.offset_index.truncate_to(offset)
     segment.time_index.truncate_to(offset)
+    segment.txn_index.truncate_to(offset)  # no file, no work: most segments have none
     # The segment may become the active one again: its indexes were trimmed on roll and
     # would read as full, rolling on the next append. Kafka regrows them here too.
     segment.offset_index.resize(segment.offset_index.max_index_size)

@@ -39,12 +39,19 @@ from moldau.protocol.records import (
     MAGIC_OFFSET,
     MIN_BATCH_LENGTH,
     TRANSACTIONAL_MASK,
+    RecordBatch,
     iter_batches,
     patch_batch,
     set_max_timestamp,
 )
 
-from .append_info import AppendInfo, ProducerBatch, add_batch, last_sequence
+from .append_info import (
+    AppendInfo,
+    ProducerBatch,
+    add_batch,
+    end_txn_marker,
+    last_sequence,
+)
 from .batch_checks import (
     bad_count,
     bad_crc,
@@ -214,18 +221,21 @@ def validate_for_leader(
             max_timestamp = batch_max_timestamp
             offset_of_max_timestamp = last_offset
         if producer_id >= 0:
-            producer_batches.append(
-                ProducerBatch(
-                    producer_id,
-                    producer_epoch,
-                    base_sequence,
-                    last_sequence(base_sequence, last_offset_delta),
-                    offset,
-                    last_offset,
-                    batch_max_timestamp,
-                    bool(attributes & TRANSACTIONAL_MASK),
-                )
+            producer_batch = ProducerBatch(
+                producer_id,
+                producer_epoch,
+                base_sequence,
+                last_sequence(base_sequence, last_offset_delta),
+                offset,
+                last_offset,
+                batch_max_timestamp,
+                bool(attributes & TRANSACTIONAL_MASK),
             )
+            if attributes & CONTROL_MASK:  # a transaction marker, written by a coordinator
+                producer_batch.is_control = True
+                batch_view = view[position : position + size]
+                producer_batch.marker = end_txn_marker(RecordBatch(batch_view))
+            producer_batches.append(producer_batch)
         position += size
         offset = last_offset + 1
     # Kafka checks this after validation, on the bytes to be written (recompression and
@@ -366,18 +376,21 @@ def validate_for_follower(records: bytes | bytearray | memoryview, next_offset: 
             max_timestamp = batch_max_timestamp
             offset_of_max_timestamp = last_offset
         if producer_id >= 0:
-            producer_batches.append(
-                ProducerBatch(
-                    producer_id,
-                    producer_epoch,
-                    base_sequence,
-                    last_sequence(base_sequence, last_offset_delta),
-                    base_offset,
-                    last_offset,
-                    batch_max_timestamp,
-                    bool(attributes & TRANSACTIONAL_MASK),
-                )
+            producer_batch = ProducerBatch(
+                producer_id,
+                producer_epoch,
+                base_sequence,
+                last_sequence(base_sequence, last_offset_delta),
+                base_offset,
+                last_offset,
+                batch_max_timestamp,
+                bool(attributes & TRANSACTIONAL_MASK),
             )
+            if attributes & CONTROL_MASK:  # a transaction marker, written by a coordinator
+                producer_batch.is_control = True
+                batch_view = view[position : position + size]
+                producer_batch.marker = end_txn_marker(RecordBatch(batch_view))
+            producer_batches.append(producer_batch)
         position += size
         next_offset = last_offset + 1
     return AppendInfo(
