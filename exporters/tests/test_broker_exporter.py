@@ -111,6 +111,9 @@ REQUEST_PATH_NAMES = {
     "kafka_server_delayedoperationpurgatory_numdelayedoperations",
     "kafka_server_replicafetchermanager_maxlag",
     "kafka_server_socket_server_metrics_connection_count",
+    "kafka_server_socket_server_metrics_connection_creation_total",
+    "kafka_server_socket_server_metrics_connection_close_rate",
+    "kafka_network_acceptor_acceptorblockedpercent_count",
     "kafka_log_logflushstats_logflushrateandtimems_count",
 }
 

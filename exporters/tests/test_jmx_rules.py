@@ -58,6 +58,12 @@ def test_the_default_rules_give_the_jmx_exporters_kafka_names() -> None:
                                                           ("quantile", "0.99"))),
         ("kafka.controller:type=KafkaController,name=ActiveControllerCount", "Value"):
             ("kafka_controller_kafkacontroller_activecontrollercount", ()),
+        ("kafka.network:type=Acceptor,name=AcceptorBlockedPercent,listener=CLIENT", "Count"):
+            ("kafka_network_acceptor_acceptorblockedpercent_count", (("listener", "CLIENT"),)),
+        ("kafka.server:type=socket-server-metrics,listener=CLIENT,networkProcessor=0",
+         "connection-creation-rate"):
+            ("kafka_server_socket_server_metrics_connection_creation_rate",
+             (("listener", "CLIENT"), ("networkProcessor", "0"))),
     }
     for (mbean, attribute), expected in cases.items():
         [sample] = rules.apply(mbean, {attribute: 1})
@@ -77,3 +83,27 @@ def test_the_certificate_expiry_of_a_listener_is_a_labelled_gauge() -> None:
         "moldau:type=Tls,name=CertificateNotAfterSeconds,listener=SSL", {"Value": 1.8e9})
     assert [(s.name, s.labels, s.value, s.type) for s in samples] == [
         ("moldau_tls_certificate_not_after_seconds", (("listener", "SSL"),), 1.8e9, "GAUGE")]
+
+
+def test_client_quota_beans_get_the_jmx_exporters_quota_names() -> None:
+    """Kafka's quota sensors (a user tag, a client-id tag or both) as kafka_server_quota_*
+    with the quota type as `resource`; queue-size and exempt-request-time, which those
+    rules leave out, stay out."""
+    rules = default_rules()
+    cases = {
+        ("kafka.server:type=Produce,client-id=clueful", "byte-rate"):
+            ("kafka_server_quota_byte_rate", (("resource", "Produce"), ("clientId", "clueful"))),
+        ("kafka.server:type=Request,user=alice,client-id=app", "request-time"):
+            ("kafka_server_quota_request_time",
+             (("resource", "Request"), ("user", "alice"), ("clientId", "app"))),
+        ("kafka.server:type=Fetch,user=alice", "throttle-time"):
+            ("kafka_server_quota_throttle_time", (("resource", "Fetch"), ("user", "alice"))),
+        ("kafka.server:type=ControllerMutation,client-id=ops", "tokens"):
+            ("kafka_server_quota_tokens", (("resource", "ControllerMutation"),
+                                           ("clientId", "ops"))),
+    }
+    for (mbean, attribute), expected in cases.items():
+        [sample] = rules.apply(mbean, {attribute: 1.0})
+        assert (sample.name, sample.labels) == expected
+    assert rules.apply("kafka.server:type=Produce", {"queue-size": 1}) == []
+    assert rules.apply("kafka.server:type=Request", {"exempt-request-time": 1.0}) == []

@@ -27,6 +27,7 @@ from moldau.client.blocking import BlockingConnection
 from moldau.devcluster.brokers import BrokerProcess, free_port
 from moldau.protocol._runtime import Message
 from moldau.protocol.generated import (
+    AlterClientQuotasRequest,
     AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
     AlterUserScramCredentialsRequest,
@@ -41,6 +42,7 @@ from moldau.protocol.generated import (
     DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeAclsRequest,
+    DescribeClientQuotasRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeDelegationTokenRequest,
@@ -1146,6 +1148,30 @@ def scram_results(code: int) -> Callable[[World, Any], None]:
     return check
 
 
+# ---- DescribeClientQuotas (48), AlterClientQuotas (49)
+
+QUOTA_CLIENT = "quota-probe"  # never given a quota; the alter only validates
+
+
+def describe_quotas(w: World) -> Any:
+    D = DescribeClientQuotasRequest
+    return w.ask(ApiKey.DESCRIBE_CLIENT_QUOTAS, D(strict=True, components=[
+        D.ComponentData(entity_type="client-id", match_type=0, match=QUOTA_CLIENT)]))
+
+
+def describe_quotas_checks(code: int) -> Callable[[World, Any], None]:
+    def check(w: World, answer: Any) -> None:
+        assert (answer.error_code, answer.entries) == (code, None if code else [])
+    return check
+
+
+def alter_quotas(w: World) -> Any:
+    A = AlterClientQuotasRequest
+    return w.ask(ApiKey.ALTER_CLIENT_QUOTAS, A(validate_only=True, entries=[A.EntryData(
+        entity=[A.EntityData(entity_type="client-id", entity_name=QUOTA_CLIENT)],
+        ops=[A.OpData(key="producer_byte_rate", value=1048576.0, remove=False)])]))
+
+
 # ---- the table
 
 _R, _W, _D, _C = AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE, AclOperation.CREATE
@@ -1264,6 +1290,12 @@ ROWS: tuple[Row, ...] = (
     Row(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, alter_scram,
         lambda n: (cluster(AclOperation.ALTER),),
         scram_results(CLUSTER_DENIED), scram_results(RESOURCE_NOT_FOUND)),
+    Row(ApiKey.DESCRIBE_CLIENT_QUOTAS, describe_quotas,
+        lambda n: (cluster(AclOperation.DESCRIBE_CONFIGS),),
+        describe_quotas_checks(CLUSTER_DENIED), describe_quotas_checks(NONE)),
+    Row(ApiKey.ALTER_CLIENT_QUOTAS, alter_quotas,
+        lambda n: (cluster(AclOperation.ALTER_CONFIGS),),
+        each_result(CLUSTER_DENIED, "entries"), each_result(NONE, "entries")),
 )
 
 

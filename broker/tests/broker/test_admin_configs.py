@@ -454,8 +454,6 @@ def test_broker_config_changes_kafka_refuses(broker) -> None:
     assert alter(broker, BROKER, "1", [("log.cleaner.threads", APPEND, "2")]) == (
         INVALID_CONFIG, "Config value append is not allowed for config key: "
         "log.cleaner.threads")
-    status, message = alter(broker, BROKER, "", [("max.connection.creation.rate", SET, "5")])
-    assert status == INVALID_REQUEST and "not enforced yet" in message
     # validate_only: accepted, not applied
     assert alter(broker, BROKER, "1", [("log.cleaner.threads", SET, "4")],
                  validate_only=True) == (0, None)

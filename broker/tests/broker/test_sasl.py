@@ -415,7 +415,7 @@ def test_a_scram_user_added_on_a_running_broker_logs_in_within_2_s(sasl_broker) 
 
 def _auth_metrics(sasl_broker) -> dict:
     url = (f"http://127.0.0.1:{sasl_broker['metrics_port']}/jmx?qry=kafka.server:"
-           "type=socket-server-metrics,listener=SASL_PLAINTEXT,*")
+           "type=socket-server-metrics,listener=SASL_PLAINTEXT,networkProcessor=0")
     with urlopen(url, timeout=10) as answer:
         (bean,) = json.load(answer)["beans"]
     return bean

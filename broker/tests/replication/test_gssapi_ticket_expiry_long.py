@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kdc import REALM, TestKdc, kdc_available
-from metrics.jmx import beans
+from metrics.jmx import broker_beans
 
 from moldau.devcluster.brokers import BrokerProcess, free_port
 
@@ -78,10 +78,12 @@ def pair(tmp_path_factory: pytest.TempPathFactory,
 
 def _sasl_counts(broker: BrokerProcess) -> dict[str, float]:
     """The SASL listener's socket-server-metrics, summed over its network processors."""
-    found = beans(int(broker.env["MOLDAU_METRICS_PORT"]),
-                  "kafka.server:type=socket-server-metrics,listener=SASL_PLAINTEXT,*")
+    found = broker_beans(broker,
+                         "kafka.server:type=socket-server-metrics,listener=SASL_PLAINTEXT,*")
     totals: dict[str, float] = {}
-    for bean in found.values():
+    for bean_name, bean in found.items():
+        if "networkProcessor=" not in bean_name:
+            continue  # the listener's own bean counts connections, not logins
         for name, value in bean.items():
             if name.endswith("-total"):
                 totals[name] = totals.get(name, 0) + value

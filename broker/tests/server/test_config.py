@@ -246,7 +246,7 @@ def test_kraft_keys_rejected(key: str) -> None:
 
 
 @pytest.mark.parametrize("key,text", [
-    ("max.connection.creation.rate", "10"),
+    ("sasl.login.class", "com.example.Login"),
 ])
 def test_security_keys_moldau_cannot_enforce_stop_startup(key: str, text: str) -> None:
     err = raises_on(key, f"{key}={text}\n", text)

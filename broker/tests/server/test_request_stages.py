@@ -23,7 +23,7 @@ from moldau.protocol.generated.metadata_response import MetadataResponse
 from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.headers import decode_response, encode_request
 from moldau.server.network import Listener, Session, SocketServer
-from moldau.server.quotas import Quota
+from moldau.server.quotas import NoQuotas, Quota
 from moldau.server.requests import RequestContext, RequestDispatcher
 
 THROTTLE_MS = 300
@@ -36,7 +36,7 @@ class Recorded:
     handler_ns: int
 
 
-class FixedThrottle:
+class FixedThrottle(NoQuotas):
     """A quota recorder that throttles every NORMAL request by a fixed time."""
 
     def __init__(self, ms: int) -> None:
@@ -118,9 +118,10 @@ def test_the_quota_stage_sees_each_request_with_its_quota_class() -> None:
     assert response.throttle_time_ms == THROTTLE_MS
 
 
-def test_a_quota_recorder_turns_the_fast_produce_path_off() -> None:
+def test_the_fast_produce_path_stays_on_with_a_quota_recorder() -> None:
+    """It records the client quotas itself (handlers/produce_fast.py)."""
     assert dispatcher_with().plain_responses()
-    assert not dispatcher_with(FixedThrottle(0)).plain_responses()
+    assert dispatcher_with(FixedThrottle(0)).plain_responses()
 
 
 def _leader_and_isr() -> Message:

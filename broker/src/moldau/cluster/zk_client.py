@@ -11,6 +11,7 @@ methods (`await azk.call(azk.client.get_broker_ids)`) work as on any method:
 - `zk_topic_ops.py`: topics, their assignment and deletion, partition states;
 - `zk_config_ops.py`: entity configs and their change notifications;
 - `zk_user_ops.py`: user configs (SCRAM credentials and quotas), compare-and-set writes;
+- `zk_quota_ops.py`: client quota entities (users, users' client ids, client ids, ips);
 - `zk_token_ops.py`: delegation tokens and their change notifications;
 - `zk_controller_ops.py`: the controller's election and the notifications sent to it.
 
@@ -31,6 +32,7 @@ from moldau.cluster import (
     zk_broker_ops,
     zk_config_ops,
     zk_controller_ops,
+    zk_quota_ops,
     zk_token_ops,
     zk_topic_ops,
     zk_user_ops,
@@ -104,6 +106,14 @@ class KafkaZkClient(ZkSession):
     get_user_config = zk_user_ops.get_user_config
     get_all_user_configs = zk_user_ops.get_all_user_configs
     update_user_config = zk_user_ops.update_user_config
+
+    # -- client quota entities, written through zk_user_ops' compare-and-set (zk_quota_ops) --
+    get_quota_entity_config = zk_quota_ops.get_quota_entity_config
+    get_ip_quota_config = zk_quota_ops.get_ip_quota_config
+    get_all_quota_entity_configs = zk_quota_ops.get_all_quota_entity_configs
+    get_all_ip_quota_configs = zk_quota_ops.get_all_ip_quota_configs
+    update_quota_entity_config = zk_quota_ops.update_quota_entity_config
+    update_ip_quota_config = zk_quota_ops.update_ip_quota_config
 
     # -- delegation tokens and their change notifications (zk_token_ops) ---------------------
     create_delegation_token_paths = zk_token_ops.create_delegation_token_paths

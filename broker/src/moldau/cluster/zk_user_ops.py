@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
 
 from moldau.cluster import zk_data as zd
 from moldau.cluster.zk_config_ops import create_config_change_notification
@@ -55,13 +55,30 @@ def update_user_config(self: ZkSession, user: str,
     the new one. The write succeeds only if nobody wrote the znode since it was read:
     otherwise the map is read again and `change` is called again, so it must depend on
     nothing but the map it is given. An exception from `change` writes nothing."""
-    path = zd.config_entity_path(zd.ConfigType.USER, _user_entity_name(user))
+    entity_path = f"{zd.ConfigType.USER}/{_user_entity_name(user)}"
+    return update_config_map(self, entity_path, change)
+
+
+def update_config_map(self: ZkSession, entity_path: str,
+                      change: Callable[[dict[str, str]], dict[str, str]],
+                      drop_if_empty: bool = False) -> str:
+    """The compare-and-set write of `/config/<entity_path>` behind update_user_config, for
+    any config entity whose keys several writers share (a user's znode: credentials and
+    quotas; zk_quota_ops writes the quota entities through it). `entity_path` is the
+    sanitized path below /config (`users/alice`, `users/alice/clients/app`). With
+    `drop_if_empty`, a map that becomes empty removes the znode when it has no children
+    (AdminZkClient's cleanup of quota entities); the notification is written either way.
+    Returns the notification's sequence name."""
+    path = f"{zd.CONFIG_PATH}/{entity_path}"
     zk = self._client()
     while True:
         found = self.get(path)
         current = zd.decode_entity_config(found[0]) if found else {}
-        data = zd.encode_entity_config(change(dict(current)))
+        wanted = change(dict(current))
+        data = zd.encode_entity_config(wanted)
         expected = -1 if found is None else found[1].version
+        if drop_if_empty and not wanted and (found is None or _dropped(self, path, expected)):
+            break
         try:
             if found is None:
                 self.ensure_parents(path)
@@ -73,8 +90,20 @@ def update_user_config(self: ZkSession, user: str,
             if _landed(self, path, data, expected):
                 break
             continue  # another writer came first (or deleted the znode): read again
-    return create_config_change_notification(
-        self, f"{zd.ConfigType.USER}/{_user_entity_name(user)}")
+    return create_config_change_notification(self, entity_path)
+
+
+def _dropped(self: ZkSession, path: str, expected: int) -> bool:
+    """Delete the znode of an emptied entity if nobody wrote it since it was read and it
+    has no child entities; False leaves it to the caller to write the empty map (a child
+    exists) or to read again (a concurrent write: BadVersion is retried by the set)."""
+    try:
+        self._call(self._client().delete, path, version=expected)
+    except NoNodeError:
+        return True
+    except (NotEmptyError, BadVersionError):
+        return False
+    return True
 
 
 def _landed(self: ZkSession, path: str, data: bytes, expected: int) -> bool:

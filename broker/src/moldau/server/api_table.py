@@ -194,6 +194,10 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: ApiEntry(h.AlterUserScramCredentialsHandler, (
         _cluster("ALTER", when="on the active controller (another broker answers 41 for "
                  "every user, before authorizing)"),)),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: ApiEntry(h.DescribeClientQuotasHandler,
+                                            (_cluster("DESCRIBE_CONFIGS"),)),
+    ApiKey.ALTER_CLIENT_QUOTAS: ApiEntry(h.AlterClientQuotasHandler, (
+        _cluster("ALTER_CONFIGS", when="a denial answers 31 in every entry"),)),
     # the four token APIs first refuse PLAINTEXT, anonymous SSL and token logins (64)
     ApiKey.CREATE_DELEGATION_TOKEN: ApiEntry(h.CreateDelegationTokenHandler, (
         Check("USER", "CREATE_TOKENS", DELEGATION_TOKEN_DENIED, Scope.REQUEST,

@@ -51,7 +51,10 @@ from .broker_metrics import (
     metrics_enabled,
     register_broker_metrics,
 )
+from .client_quota_configs import ClientQuotaConfigs
 from .config import ACL_AUTHORIZER, BrokerConfig
+from .connection_limit_configs import connection_limits, is_connection_limit_key
+from .connection_metrics import register_connection_metrics
 from .controlled_shutdown import ShutdownServices, controlled_shutdown
 from .controller_channel import NetworkControllerChannel
 from .delegation_token_manager import DelegationTokenManager, TokenSettings
@@ -62,6 +65,8 @@ from .metadata_cache import MetadataCache
 from .network import ConnectionLimits, SocketServer, SocketSettings
 from .partition_states import IsrWriter, PartitionStates
 from .producer_ids import ProducerIdManager
+from .quota_config_handler import QuotaConfigHandler
+from .quotas import install_client_quotas
 from .request_metrics import RequestMetrics
 from .requests import RequestDispatcher
 from .routes import register_handlers
@@ -75,10 +80,6 @@ log = logging.getLogger("kafka.server.KafkaServer")
 T = TypeVar("T")
 
 __all__ = ["Broker", "StartupError"]
-
-
-CONNECTION_LIMIT_KEYS = frozenset({"max.connections", "max.connections.per.ip",
-                                   "max.connections.per.ip.overrides"})
 
 
 class Broker:
@@ -129,6 +130,14 @@ class Broker:
         self.dynamic_config: DynamicBrokerConfig | None = None
         self.acl_authorizer: AclAuthorizer | None = None
         self.user_configs: UserConfigs | None = None
+        # the live client quota configs (users, client ids, ips): the quota managers and
+        # the connection limits read them; quota_config_handler fills them from ZooKeeper
+        self.client_quota_configs = ClientQuotaConfigs()
+        # the client quotas' enforcement follows them (server/quotas.py)
+        self.client_quotas = install_client_quotas(self.dispatcher, self.client_quota_configs,
+                                                   config)
+        self.metrics.add_provider(self.client_quotas.beans)
+        self.quota_config_handler: QuotaConfigHandler | None = None
         self.delegation_tokens: DelegationTokenManager | None = None
         self._stopped = asyncio.Event()
         self.started = False
@@ -195,6 +204,10 @@ class Broker:
         # and the SCRAM credentials (Kafka's UserConfigHandler)
         self.user_configs = UserConfigs(self.connected_zk, self.security.credentials)
         await self.user_configs.load_all()
+        # and the client quotas (Kafka's ClientIdConfigHandler, UserConfigHandler, IpConfigHandler)
+        self.quota_config_handler = QuotaConfigHandler(self.connected_zk,
+                                                       self.client_quota_configs)
+        await self.quota_config_handler.load_all()
         # and the delegation tokens (Kafka's DelegationTokenManagerZk.startup)
         self.delegation_tokens = DelegationTokenManager(
             TokenSettings.from_config(config), self.connected_zk, self.security.tokens,
@@ -210,6 +223,8 @@ class Broker:
             settings=SocketSettings.from_config(config),
         )
         self.socket_server.limits = self._connection_limits()
+        self.socket_server.use_ip_rates(self.client_quota_configs.ip_connection_rates)
+        register_connection_metrics(self.metrics, self.socket_server)
         if self.dispatcher.metrics is not None:
             self.socket_server.on_sent = RequestMetrics.sent
         listeners = self.security.listeners(self.dispatcher.serve,
@@ -226,6 +241,7 @@ class Broker:
         self.config_changes.add_handler(self._on_config_change)
         self.config_changes.add_handler(self.dynamic_config.on_change)
         self.config_changes.add_handler(self.user_configs.on_config_change)
+        self.config_changes.add_handler(self.quota_config_handler.on_config_change)
         self.dynamic_config.on_log_defaults_change(lambda lc: apply_log_defaults(
             lc, self.topic_configs, self.log_manager, self.replica_manager))
         self.dynamic_config.on_listener_ssl_change(self.security.reload_listener_tls)
@@ -514,18 +530,19 @@ class Broker:
         if "producer.id.expiration.ms" in changed:  # DynamicProducerStateManagerConfig
             self.started_part(self.log_manager).config.producer_id_expiration_ms = (
                 self.started_part(self.dynamic_config).effective("producer.id.expiration.ms"))
-        if changed & CONNECTION_LIMIT_KEYS:  # SocketServer.ReconfigurableConfigs
+        if any(map(is_connection_limit_key, changed)):  # SocketServer's, listeners'
             self.started_part(self.socket_server).limits = self._connection_limits()
 
     def _connection_limits(self) -> ConnectionLimits:
         dynamic = getattr(self, "dynamic_config", None)
-        value = dynamic.effective if dynamic is not None else self.config.get
-        return ConnectionLimits(
-            max_connections=value("max.connections"),
-            per_ip=value("max.connections.per.ip"),
-            per_ip_overrides=ConnectionLimits.parse_overrides(
-                value("max.connections.per.ip.overrides")),
-            inter_broker_listener=self.config.inter_broker_listener_name)
+        effective = dynamic.effective if dynamic is not None else self.config.get
+
+        def lookup(name: str) -> object:
+            value = effective(name)
+            return value if value is not None else self.config.listener_overrides.get(name)
+
+        return connection_limits(lookup, (e.listener for e in self.config.listeners),
+                                 self.config.inter_broker_listener_name)
 
     async def _on_config_change(self, entity_type: str, name: str) -> None:
         if entity_type == "topics":

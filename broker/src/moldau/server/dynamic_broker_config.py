@@ -21,6 +21,7 @@ from moldau.storage.config import LogConfig
 
 from .config import KEYS, KEYS_LIST, BrokerConfig, ConfigError, ConfigValue
 from .config_rendering import render
+from .connection_limit_configs import check_listener_limits
 from .dynamic_config_error import DynamicConfigError
 from .dynamic_keys import (
     ALL_DYNAMIC_CONFIGS,
@@ -202,8 +203,20 @@ class DynamicBrokerConfig:
         else:
             merged = self._merge(props, self.broker_props)
         validate_merged(merged)
+        check_listener_limits((e.listener for e in self.static.listeners),
+                              self._lookup(self._merged), self._lookup(merged))
         if per_broker and tls_holders:
             self.validate_listener_tls(props, tls_holders)
+
+    def _lookup(self, merged: Mapping[str, str]) -> Callable[[str], object]:
+        """A value by name from merged levels, then the static listener overrides and
+        Kafka's defaults."""
+        def lookup(name: str) -> object:
+            for level in (merged, self.static.listener_overrides, self.default_values):
+                if name in level:
+                    return level[name]
+            return None
+        return lookup
 
     def validate_listener_tls(self, props: Mapping[str, str],
                               tls_holders: Mapping[str, TlsContextHolder]) -> None:

@@ -6,8 +6,9 @@
   handler takes it, not until it is answered: as in Kafka, where a request in purgatory
   has left the request queue, so that the parked long-poll fetches of idle consumers
   cannot stall every other client.
-* Kafka's connection quotas (`ConnectionLimits`): per client address and broker-wide;
-  `socket_server.SocketServer.admit` applies them.
+* Kafka's connection quotas (`ConnectionLimits`): the configured limits on connections
+  per client address, per listener and broker-wide, and on their creation rate;
+  connection_quotas.ConnectionQuotas counts against them.
 """
 
 from __future__ import annotations
@@ -60,15 +61,36 @@ INT_MAX = 2**31 - 1
 
 @dataclass(frozen=True)
 class ConnectionLimits:
-    """Kafka's connection quotas: `max.connections.per.ip` (with
-    `max.connections.per.ip.overrides`, "host:count,...") on every listener, and
-    `max.connections` across the listeners other than the inter-broker one, whose
-    connections Kafka never refuses."""
+    """Kafka's connection quotas (SocketServerConfigs), as the connection_quotas module
+    applies them:
+
+    * `max.connections.per.ip` (with `max.connections.per.ip.overrides`, "host:count,...")
+      on every listener: a connection over it is closed at once;
+    * `max.connections` across the listeners and `listener.name.<l>.max.connections`
+      (which defaults to the broker-wide value, as Kafka's valuesWithPrefixOverride
+      gives it): the listener's acceptor waits for a free slot. The inter-broker
+      listener, when there are others, is held to its own limit only;
+    * `max.connection.creation.rate` across the listeners (not the inter-broker one) and
+      `listener.name.<l>.max.connection.creation.rate` (defaulting to the broker-wide
+      rate): the acceptor waits out the throttle, measured over `quota.window.num`
+      windows of `quota.window.size.seconds` and at most one window long.
+    """
 
     max_connections: int = INT_MAX
     per_ip: int = INT_MAX
     per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
     inter_broker_listener: str = ""
+    listener_max_connections: Mapping[str, int] = field(default_factory=dict)
+    max_connection_rate: int = INT_MAX
+    listener_connection_rates: Mapping[str, int] = field(default_factory=dict)
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
+
+    def for_listener(self, listener: str) -> int:
+        return self.listener_max_connections.get(listener, self.max_connections)
+
+    def rate_for_listener(self, listener: str) -> int:
+        return self.listener_connection_rates.get(listener, self.max_connection_rate)
 
     def for_ip(self, address: str) -> int:
         return self.per_ip_overrides.get(address, self.per_ip)

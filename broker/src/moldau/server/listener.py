@@ -1,11 +1,11 @@
 """One listener of the socket server: its name, address, security protocol and TLS
-context, and the asyncio server accepting on it once started."""
+context, and the sockets it listens on once started (acceptor.bind)."""
 
 from __future__ import annotations
 
-import asyncio
+import socket
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -15,10 +15,10 @@ class Listener:
     port: int
     security_protocol: str
     ssl_context: ssl.SSLContext | None = None
-    server: asyncio.base_events.Server | None = None
+    sockets: list[socket.socket] = field(default_factory=list)
 
     @property
     def bound_port(self) -> int:
-        if self.server is None or not self.server.sockets:
+        if not self.sockets or self.sockets[0].fileno() == -1:
             return self.port
-        return self.server.sockets[0].getsockname()[1]
+        return int(self.sockets[0].getsockname()[1])

@@ -3,12 +3,18 @@
 This module gathers the names of the network layer, which the broker, the request
 dispatcher and the tests import from here; each job has its module:
 
-- `socket_server.py`: `SocketServer` (binding the listeners, accepting, the connection
-  quotas, idle closing, the accept-error message);
+- `socket_server.py`: `SocketServer` (the listeners' acceptors, the connections they
+  admit, closing connections over `max.connections`, idle closing);
+- `acceptor.py`: `Acceptor` (one listener's listening sockets; holds back or closes
+  what the connection quotas say);
+- `connection_quotas.py`: `ConnectionQuotas` (Kafka's counts and creation rates per
+  listener, broker and address), with the client quotas' rates (`rate_sensors.py`);
 - `connection.py`: `Connection` (frames in, responses out in request order, flow
   control, sendfile and TCP_CORK, coalesced writes) and the `RequestHandler` it calls;
 - `limits.py`: `RequestQueueBound` (`queued.max.requests`/`queued.max.request.bytes`)
-  and `ConnectionLimits` (`max.connections`, `max.connections.per.ip`);
+  and `ConnectionLimits` (`max.connections`, `max.connections.per.ip`,
+  `max.connection.creation.rate`, per listener too), which
+  `connection_limit_configs.py` builds from the broker's configs;
 - `socket_settings.py`: `SocketSettings` (Kafka's socket.* and connections.max.idle.ms);
 - `listener.py`: `Listener` (one endpoint and its asyncio server);
 - `session.py`: `Session` (the principal and client the authorizer and quotas see).

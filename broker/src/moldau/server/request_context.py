@@ -14,6 +14,8 @@ from moldau.security.acls import AclOperation, Action, ResourceType
 
 from .authorization import Authorizer
 from .network import Connection, Session
+from .quota_managers import MutationQuota
+from .quotas import NO_QUOTAS, QuotaRecorder
 
 
 @dataclass(slots=True)
@@ -23,6 +25,12 @@ class RequestContext:
     api_version: int
     received_ns: int
     authorizer: Authorizer
+    # the quota stage (server/quotas.py): its recorder, what it needs to know of the
+    # request, and what it decided
+    quotas: QuotaRecorder = NO_QUOTAS
+    request_size: int = 0  # the request's bytes (Produce counts them)
+    mutation_quota: MutationQuota | None = None  # CreateTopics etc.: the handler's quota
+    throttle_ms: int = 0
 
     @property
     def session(self) -> Session:

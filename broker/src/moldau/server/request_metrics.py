@@ -11,7 +11,8 @@ and histograms of where the time went, in milliseconds:
   in one write with it (moldau.server.network);
 - ResponseSendTimeMs: that write to the socket (or the transport's buffer), sendfile
   ranges included;
-- TotalTimeMs: arrival to the response being sent.
+- TotalTimeMs: arrival to the response being sent;
+- ThrottleTimeMs: the client quota throttle time the response carried (0 mostly).
 
 Fetch is split into FetchConsumer and FetchFollower, as in Kafka. The errors of a
 response are its `error_code` fields, counted wherever they sit in the response (one per
@@ -129,6 +130,7 @@ class _Metrics:
     response_queue: Histogram
     send: Histogram
     total: Histogram
+    throttle: Histogram
     errors: dict[int, Meter]
 
 
@@ -141,7 +143,8 @@ class RequestMetrics:
     def record(self, api_key: int, version: int, body: Message | None, arrived_ns: int,
                started_ns: int, local_ns: int, remote_ns: int, response: Message | None,
                done_ns: int | None = None,
-               error_counts: dict[int, int] | None = None) -> tuple[_Metrics, int, int]:
+               error_counts: dict[int, int] | None = None,
+               throttle_ms: int = 0) -> tuple[_Metrics, int, int]:
         """Count a handled request; the (metrics, arrival, done) that `sent` takes once
         the response went out. done_ns: when the handler's answer was ready (now when
         not given). error_counts: the response's error codes, for an answer that is
@@ -162,6 +165,7 @@ class RequestMetrics:
         metrics.queue.update((started_ns - arrived_ns) / 1e6)
         metrics.local.update(local_ns / 1e6)
         metrics.remote.update(remote_ns / 1e6)
+        metrics.throttle.update(throttle_ms)
         counts = error_counts
         if response is not None:
             counts = {}
@@ -205,4 +209,5 @@ class RequestMetrics:
             r.meter(NETWORK, "RequestMetrics", "RequestsPerSec", (*tag, ("version", str(version)))),
             histogram("RequestQueueTimeMs"), histogram("LocalTimeMs"),
             histogram("RemoteTimeMs"), histogram("ResponseQueueTimeMs"),
-            histogram("ResponseSendTimeMs"), histogram("TotalTimeMs"), {})
+            histogram("ResponseSendTimeMs"), histogram("TotalTimeMs"),
+            histogram("ThrottleTimeMs"), {})

@@ -14,8 +14,9 @@ Every request passes the same stages, in Kafka's order (docs/architecture.md):
    exchange; any other request closes the connection;
 3. handler: it authorizes each resource it names through the request context
    (`ctx.authorize`) and answers the denied ones with Kafka's errors;
-4. quota: the recorder sees the request, the response and the handler time and
-   decides the throttle time (server/quotas.py);
+4. quota: the recorder sees the request, the response and the request's loop time
+   (decoding and handler; the encoding's is added after it) and decides the throttle
+   time (server/quotas.py); while no client quota exists, the stage is skipped;
 5. response: sent at once with `throttle_time_ms`, then the connection is muted for
    that long (KIP-219); the request log and the request metrics record it.
 A handler's failure answers its request (error_responses.py): one bad request does not
@@ -100,9 +101,9 @@ class RequestDispatcher:
         return dict(self._advertised)
 
     def plain_responses(self) -> bool:
-        """Whether responses go out as handlers make them: no quota to record (so no
-        throttle time to fill in), and no request details for kafka-request.log."""
-        return type(self.quotas) is NoQuotas and not request_log.isEnabledFor(logging.DEBUG)
+        """Whether the fast Produce path may answer: no request details are due in
+        kafka-request.log (it records the quotas itself, handlers/produce_fast.py)."""
+        return not request_log.isEnabledFor(logging.DEBUG)
 
     def __call__(self, conn: Connection,
                  frame: bytearray) -> Parts | Awaitable[Parts | None] | None:
@@ -126,12 +127,12 @@ class RequestDispatcher:
                 return [unsupported_api_versions_response(probe.correlation_id,
                                                           self._advertised)]
             raise ProtocolError(str(exc)) from None
-        return self.serve(conn, header, body, received)
+        return self.serve(conn, header, body, received, len(frame))
 
     def serve(self, conn: Connection, header: RequestHeader, body: Message,
-              received: int) -> Parts | Awaitable[Parts | None] | None:
+              received: int, size: int = 0) -> Parts | Awaitable[Parts | None] | None:
         """The stages after the header's decoding (the SASL authenticator hands its
-        ApiVersions request here)."""
+        ApiVersions request here); size: the request's bytes."""
         api_key = header.request_api_key
         version = header.request_api_version
         route = self.routes.get(api_key)
@@ -150,7 +151,8 @@ class RequestDispatcher:
             raise ProtocolError(f"{APIS[api_key].name} before the connection authenticated")
         if header.client_id and not session.client_id:
             session.client_id = header.client_id
-        ctx = RequestContext(conn, header, version, received, self.authorizer)
+        ctx = RequestContext(conn, header, version, received, self.authorizer, self.quotas,
+                             size)
         started = time.monotonic_ns()
         try:
             result = route.handler(ctx, body)
@@ -161,15 +163,17 @@ class RequestDispatcher:
         done = time.monotonic_ns()
         # a handler answers with a generated response (or None), or an awaitable of one
         if result is not None and not isinstance(result, Message) and inspect.isawaitable(result):
-            return self._complete(ctx, route, body, result, started, done - started, done)
-        parts = self._respond(ctx, route, body, result, done - started)
+            return self._complete(ctx, route, body, result, started, done - started, done,
+                                  started - received)
+        # the request's loop time: its decoding (from `received`) and the handler's
+        parts = self._respond(ctx, route, body, result, done - received)
         if self.metrics is not None:
             self._measure(ctx, body, started, done - started, 0, result, done)
         return parts
 
     async def _complete(self, ctx: RequestContext, route: Route, request: Message,
                         pending: Awaitable[Message | None], started: int, local: int,
-                        waited: int) -> Parts | None:
+                        waited: int, decoding: int) -> Parts | None:
         try:
             response = await pending
         except ProtocolError:
@@ -177,7 +181,9 @@ class RequestDispatcher:
         except Exception as exc:
             response = self._failed(ctx, request, exc)
         done = time.monotonic_ns()
-        parts = self._respond(ctx, route, request, response, local)
+        # the loop time: decoding and the handler's part before it waited (the wait, in
+        # purgatory, costs the loop nothing)
+        parts = self._respond(ctx, route, request, response, decoding + local)
         if self.metrics is not None:
             self._measure(ctx, request, started, local, done - waited, response, done)
         return parts
@@ -189,7 +195,8 @@ class RequestDispatcher:
         metrics = self.metrics
         assert metrics is not None
         meta = metrics.record(ctx.header.request_api_key, ctx.api_version, request,
-                              ctx.received_ns, started, local, remote, response, done)
+                              ctx.received_ns, started, local, remote, response, done,
+                              throttle_ms=ctx.throttle_ms)
         if response is None:
             metrics.unanswered(meta)
         else:
@@ -216,20 +223,28 @@ class RequestDispatcher:
         return error_response(header.request_api_key, ctx.api_version, request, code)
 
     def _respond(self, ctx: RequestContext, route: Route, request: Message,
-                 response: Message | None, handler_ns: int) -> Parts | None:
+                 response: Message | None, loop_ns: int) -> Parts | None:
         """The quota and response stages: the throttle time goes into the response,
-        which leaves at once, and the connection is muted for it (KIP-219)."""
-        throttle_ms = self.quotas.record(ctx, route.quota, request, response, handler_ns)
-        if throttle_ms > 0:
-            if response is not None and hasattr(response, "throttle_time_ms"):
-                response.throttle_time_ms = throttle_ms
-            ctx.conn.throttle(throttle_ms)
+        which leaves at once, and the connection is muted for it (KIP-219); loop_ns:
+        the request's loop time so far."""
+        quotas = self.quotas
+        recording = type(quotas) is not NoQuotas  # as cheap as it was without quotas
+        if recording:
+            throttle_ms = quotas.record(ctx, route.quota, request, response, loop_ns)
+            if throttle_ms > 0:
+                ctx.throttle_ms = throttle_ms
+                if response is not None and hasattr(response, "throttle_time_ms"):
+                    response.throttle_time_ms = throttle_ms
+                ctx.conn.throttle(throttle_ms)
         if response is None:
             self._log(ctx, request, None)
             return None
         header = ctx.header
+        encoding = time.monotonic_ns() if recording else 0
         parts = encode_response_parts(header.correlation_id, header.request_api_key,
                                       ctx.api_version, response)
+        if recording:
+            quotas.record_encoding(ctx, route.quota, request, time.monotonic_ns() - encoding)
         if request_log.isEnabledFor(logging.DEBUG):
             self._log(ctx, request, response)
         return parts

@@ -1,29 +1,34 @@
 """The socket server: the broker's listeners and their connections.
 
 It binds every listener (with Kafka's socket settings, socket_settings.py), accepts
-connections (connection.Connection), counts them against Kafka's connection quotas
-(`max.connections.per.ip` and its overrides, `max.connections`; limits.ConnectionLimits),
-closes the ones idle for `connections.max.idle.ms`, and turns asyncio's generic traceback
-for a failed accept() (too many open files) into a message for the operator.
+connections through one acceptor per listener (acceptor.Acceptor), which holds back what
+Kafka's connection quotas say must wait or go (connection_quotas.ConnectionQuotas:
+`max.connections`, per listener too, `max.connection.creation.rate`,
+`max.connections.per.ip` and its overrides, the per-address `connection_creation_rate`),
+makes the admitted ones Connections (connection.Connection), closes the least recently
+used ones when the inter-broker listener took the total over `max.connections`, closes
+the ones idle for `connections.max.idle.ms`, and tells the operator what a failed
+accept() (too many open files) means.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import errno
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from .acceptor import Acceptor, BlockedMeter, bind
 from .connection import Connection, RequestHandler
+from .connection_quotas import ConnectionQuotas
 from .limits import ConnectionLimits, RequestQueueBound
 from .listener import Listener
 from .socket_settings import SocketSettings
 
 log = logging.getLogger("kafka.network.SocketServer")
+
 
 def _default_principal(listener: Listener, cert: bytes | None) -> str:
     return "User:ANONYMOUS"
@@ -44,10 +49,14 @@ class SocketServer:
     ) -> None:
         self.handler = handler
         self.settings = settings or SocketSettings()
-        self.limits = ConnectionLimits()  # the broker replaces it when the configs change
-        self._per_ip: collections.Counter[str] = collections.Counter()
-        self._admitted: dict[Connection, bool] = {}  # counted against max.connections?
-        self._capped_connections = 0
+        # the broker replaces the limits when the configs change, and points ip_rates at
+        # its ClientQuotaConfigs' `connection_creation_rate` values
+        self.quotas = ConnectionQuotas(ConnectionLimits())
+        # a connection counted by its acceptor: (listener, address) until it closes
+        self._counted: dict[Connection, tuple[str, str]] = {}
+        self.acceptors: dict[str, Acceptor] = {}
+        # the AcceptorBlockedPercent meter of a listener (set before start())
+        self.blocked_meter: Callable[[str], BlockedMeter] | None = None
         self.max_request_size = max_request_size
         self.queue_bound = RequestQueueBound(queued_max_requests, queued_max_request_bytes)
         self.principal_builder = principal_builder
@@ -59,52 +68,114 @@ class SocketServer:
         self.on_sent: Callable[[Any, int, int], None] | None = None
         self._last_fd_warning = 0.0
         self._idle_reaper: asyncio.Task[None] | None = None
+        self._handshakes: set[asyncio.Future[Any]] = set()  # held until done
+
+    @property
+    def limits(self) -> ConnectionLimits:
+        return self.quotas.limits
+
+    @limits.setter
+    def limits(self, limits: ConnectionLimits) -> None:
+        """New limits (dynamic broker configs): a raised limit lets a waiting acceptor go
+        on, a lowered `max.connections` closes connections over it."""
+        self.quotas.limits = limits
+        for acceptor in self.acceptors.values():
+            acceptor.retry()
+        self._close_excess_connections()
+
+    def use_ip_rates(self, ip_rates: Callable[[], Mapping[str, float]]) -> None:
+        """Where the per-address `connection_creation_rate` values are read
+        (ClientQuotaConfigs.ip_connection_rates)."""
+        self.quotas.ip_rates = ip_rates
 
     async def start(self, listeners: list[Listener]) -> None:
-        loop = asyncio.get_running_loop()
-        self._install_accept_error_logging(loop)
-        receive_buffer = self.settings.receive_buffer_bytes
         for listener in listeners:
-            host = listener.host or None  # "" binds every interface, as Kafka
-            server = await loop.create_server(
-                lambda lst=listener: Connection(self, lst),
-                host, listener.port, ssl=listener.ssl_context, reuse_address=True,
-                backlog=self.settings.listen_backlog, start_serving=False,
-            )
-            if receive_buffer != -1:  # before the first accept: accepted sockets inherit it
-                for sock in server.sockets:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
-            await server.start_serving()
-            listener.server = server
+            sockets = bind(listener, self.settings.listen_backlog,
+                           self.settings.receive_buffer_bytes)
+            listener.sockets = sockets
+            self.quotas.add_listener(listener.name)
+            blocked = self.blocked_meter(listener.name) if self.blocked_meter else None
+            acceptor = Acceptor(listener, sockets, self.quotas, self._hand_off, blocked,
+                                self._warn_out_of_descriptors)
+            self.acceptors[listener.name] = acceptor
             self.listeners.append(listener)
-            log.info("Awaiting socket connections on %s:%d (%s).", host or "0.0.0.0",
+            acceptor.start()
+            log.info("Awaiting socket connections on %s:%d (%s).", listener.host or "0.0.0.0",
                      listener.bound_port, listener.name)
         if self._idle_reaper is None:
             self._idle_reaper = asyncio.ensure_future(self._close_idle_connections())
 
+    # --- connections the acceptors admitted ----------------------------------------------
+
+    def _hand_off(self, listener: Listener, sock: socket.socket, address: str) -> None:
+        """An admitted connection becomes a Connection (after its TLS handshake)."""
+        conn = Connection(self, listener)
+        self._counted[conn] = (listener.name, address)
+        task = asyncio.ensure_future(self._connect(conn, sock, listener))
+        self._handshakes.add(task)
+        task.add_done_callback(self._handshakes.discard)
+        if self.quotas.protected(listener.name):
+            self._close_excess_connections()
+
+    async def _connect(self, conn: Connection, sock: socket.socket,
+                       listener: Listener) -> None:
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(
+                lambda: conn, sock, ssl=listener.ssl_context)
+        except (Exception, asyncio.CancelledError) as exc:
+            # no Connection came of it (a failed TLS handshake): its count goes now
+            log.debug("Connection from %s on %s failed before it opened: %r",
+                      self._counted.get(conn, ("", "?"))[1], listener.name, exc)
+            if conn.transport is None:
+                self._uncount(conn)
+                sock.close()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+
     def admit(self, conn: Connection) -> str | None:
-        """Count a new connection against the connection quotas; the reason it is refused,
-        or None."""
-        limits, address = self.limits, conn.session.client_address
-        per_ip = limits.for_ip(address)
-        if self._per_ip[address] >= per_ip:
-            return f"address already has the configured maximum of {per_ip} connections"
-        capped = conn.listener.name != limits.inter_broker_listener
-        if capped and self._capped_connections >= limits.max_connections:
-            return (f"the broker already has the configured maximum of "
-                    f"{limits.max_connections} connections (max.connections)")
-        self._per_ip[address] += 1
-        self._admitted[conn] = capped
-        self._capped_connections += capped
+        """The connection opened (Connection.connection_made); its acceptor counted it
+        against the quotas already, so it is never refused here."""
         return None
 
     def release(self, conn: Connection) -> None:
-        if conn in self._admitted:
-            self._capped_connections -= self._admitted.pop(conn)
-            address = conn.session.client_address
-            self._per_ip[address] -= 1
-            if self._per_ip[address] <= 0:
-                del self._per_ip[address]
+        """A connection closed: its slot frees, and an acceptor waiting for one goes on."""
+        if self._uncount(conn):
+            for acceptor in self.acceptors.values():
+                acceptor.retry()
+
+    def _uncount(self, conn: Connection) -> bool:
+        counted = self._counted.pop(conn, None)
+        if counted is None:
+            return False
+        self.quotas.release(*counted, time.monotonic() * 1000)
+        return True
+
+    def _close_excess_connections(self) -> None:
+        """While the total is over `max.connections` (the protected inter-broker listener
+        may take it there), close the least recently used connections of the other
+        listeners, as Kafka's processors do."""
+        excess = self.quotas.total - self.limits.max_connections
+        if excess <= 0:
+            return
+        candidates = sorted(
+            (c for c in self.connections
+             if not c.closed and self.quotas.over_broker_limit(c.listener.name)),
+            key=lambda c: c.last_active)
+        for conn in candidates[:excess]:
+            log.debug("Closing the least recently used connection %s: the broker is over "
+                      "max.connections (%d)", conn.id, self.limits.max_connections)
+            conn.close()
+
+    def _warn_out_of_descriptors(self, exc: OSError) -> None:
+        """accept() failed for want of descriptors or memory: the acceptor pauses for a
+        second; the log says what that means for the operator."""
+        now = time.monotonic()
+        if now - self._last_fd_warning > 5:
+            self._last_fd_warning = now
+            log.error("Too many open files (%s): refusing new connections for now; "
+                      "%d existing connections keep being served. Raise the open "
+                      "files limit (LimitNOFILE) of the broker.", exc.strerror,
+                      len(self.connections))
 
     async def _close_idle_connections(self) -> None:
         """connections.max.idle.ms: close connections with no traffic for that long (a
@@ -114,6 +185,7 @@ class SocketServer:
         while True:
             await asyncio.sleep(check_every)
             now = time.monotonic()
+            self.quotas.expire_idle_ip_rates(now * 1000)  # addresses gone for an hour
             for conn in list(self.connections):
                 if not conn.busy and not conn.pending and now - conn.last_active > max_idle:
                     # Kafka logs these at debug too: a quiet client is no news
@@ -121,42 +193,18 @@ class SocketServer:
                               "%.0f millis", conn.id, (now - conn.last_active) * 1000)
                     conn.close()
 
-    def _install_accept_error_logging(self, loop: asyncio.AbstractEventLoop) -> None:
-        """asyncio pauses accepting for a second when accept() fails with EMFILE; make the
-        log say what that means for the operator instead of a generic traceback."""
-        previous = loop.get_exception_handler()
-
-        def on_error(loop: asyncio.AbstractEventLoop,
-                     context: dict[str, Any]) -> None:  # Any: asyncio's context values
-            exc = context.get("exception")
-            if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
-                now = time.monotonic()
-                if now - self._last_fd_warning > 5:
-                    self._last_fd_warning = now
-                    log.error("Too many open files (%s): refusing new connections for now; "
-                              "%d existing connections keep being served. Raise the open "
-                              "files limit (LimitNOFILE) of the broker.", exc.strerror,
-                              len(self.connections))
-                return
-            if previous is not None:
-                previous(loop, context)
-            else:
-                loop.default_exception_handler(context)
-
-        loop.set_exception_handler(on_error)
-
     def stop_accepting(self) -> None:
-        for listener in self.listeners:
-            if listener.server is not None:
-                listener.server.close()
+        for acceptor in self.acceptors.values():
+            acceptor.close()
 
     async def stop(self) -> None:
         if self._idle_reaper is not None:
             self._idle_reaper.cancel()
             self._idle_reaper = None
         self.stop_accepting()
+        for task in list(self._handshakes):
+            task.cancel()
         for conn in list(self.connections):
             conn.close()
-        for listener in self.listeners:
-            if listener.server is not None:
-                await listener.server.wait_closed()
+        if self._handshakes:
+            await asyncio.gather(*self._handshakes, return_exceptions=True)

@@ -1,6 +1,7 @@
 """kafka-configs: describe and alter topic, broker and broker-logger configs (Kafka 3.9's
-ConfigCommand through the Admin API: DescribeConfigs and IncrementalAlterConfigs), and the
-SCRAM credentials of users, through the Admin API or ZooKeeper (configs_users.py)."""
+ConfigCommand through the Admin API: DescribeConfigs and IncrementalAlterConfigs), the
+SCRAM credentials of users, through the Admin API or ZooKeeper (configs_users.py), and the
+client quotas of users, client ids and ips through the Admin API (configs_quotas.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from moldau.protocol.generated.describe_configs_response import DescribeConfigsR
 from moldau.protocol.generated.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
-from moldau.tools import configs_users
+from moldau.tools import configs_quotas, configs_users
 from moldau.tools.admin import Admin
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import KafkaToolError, check
@@ -20,7 +21,10 @@ from moldau.tools.properties import load_properties
 from moldau.tools.runner import ArgumentError, Tool
 
 TOPICS, BROKERS, LOGGERS, USERS = "topics", "brokers", "broker-loggers", "users"
-SUPPORTED = (TOPICS, BROKERS, LOGGERS, USERS)
+CLIENTS, IPS = "clients", "ips"
+SUPPORTED = (TOPICS, BROKERS, LOGGERS, USERS, CLIENTS, IPS)
+# the entity types an --alter may name by default entity as well as by name
+DEFAULTABLE = (USERS, CLIENTS, BROKERS, IPS)
 KAFKA_TYPES = ("topics", "clients", "users", "brokers", "broker-loggers", "ips",
                "client-metrics", "groups")
 ZK_TYPES = ("users", "brokers")  # what 3.9 still configures through --zookeeper
@@ -104,10 +108,8 @@ def entity(options: Options) -> tuple[str, str | None]:
                                 f"{', '.join(allowed)} with a {connect} argument")
     if not types:
         raise ArgumentError("At least one entity type must be specified")
-    if len(types) > 1:
-        raise ArgumentError("Only 'users' and 'clients' entity types may be specified "
-                            "together" if set(types) != {"users", "clients"} else
-                            "users and clients (quotas) are not supported by Moldau yet")
+    if len(types) > 1 and set(types) != {USERS, CLIENTS}:
+        raise ArgumentError("Only 'users' and 'clients' entity types may be specified together")
     kind = types[0]
     if kind not in SUPPORTED:
         raise ArgumentError(f"Entity type {kind} is not supported by Moldau's kafka-configs "
@@ -144,13 +146,16 @@ def check_args(options: Options) -> tuple[str, str, str | None]:
     if options.has("zookeeper") and kind == BROKERS:
         raise ArgumentError("Moldau's kafka-configs does not write broker configs through "
                             "ZooKeeper yet: use --bootstrap-server")
+    if name and kind == IPS and not configs_quotas.valid_ip_entity(name):
+        raise ArgumentError(f"The entity name for {kind} must be a valid IP or resolvable "
+                            f"host, but it is: {name}")
     if options.has("describe") and kind == LOGGERS and not name:
         raise ArgumentError(f"an entity name must be specified with --describe of {kind}")
     if options.has("alter"):
-        if kind in (BROKERS, USERS) and name is None:
+        if kind in DEFAULTABLE and name is None:
             raise ArgumentError("An entity-name or default entity must be specified with "
                                 "--alter of users, clients, brokers or ips")
-        if kind not in (BROKERS, USERS) and not name:
+        if kind not in DEFAULTABLE and not name:
             raise ArgumentError(f"an entity name must be specified with --alter of {kind}")
         if options.has("add-config") and options.has("add-config-file"):
             raise ArgumentError("Only one of --add-config or --add-config-file must be "
@@ -270,7 +275,8 @@ def alter(admin: Admin, options: Options, kind: str, name: str) -> int:
 
 
 def run_for_users(options: Options, action: str, name: str | None) -> int:
-    """A user's SCRAM credentials (name "" is the default user, None every user)."""
+    """A user's SCRAM credentials through ZooKeeper (name "" is the default user, None
+    every user)."""
     if options.has("zookeeper"):
         print(configs_users.ZK_WARNING)
         zk = configs_users.open_zookeeper(options.get("zookeeper"),
@@ -288,23 +294,42 @@ def run_for_users(options: Options, action: str, name: str | None) -> int:
         for line in lines:
             print(line)
         return 0
+    return run_for_quota_entities(options, action)
+
+
+def run_for_quota_entities(options: Options, action: str) -> int:
+    """Users, clients, a user's clients and ips through the Admin API: their quotas, and
+    a user's SCRAM credentials (ConfigCommand's alterConfig and describeConfig)."""
+    types, names = configs_quotas.entity_args(options)
+    if action == "alter" and len(types) != len(names):
+        raise ArgumentError("An entity name must be specified for every entity type")
     with admin_from(options) as admin:
         if action == "describe":
-            for line in configs_users.describe_with_admin(admin, name):
+            lines = configs_quotas.describe_lines(admin, types, names)
+            # SCRAM credentials: of users alone, not of their defaults
+            if CLIENTS not in types and IPS not in types and "" not in names:
+                lines += configs_users.describe_with_admin(admin, names[0] if names else None)
+            for line in lines:
                 print(line)
             return 0
-        assert name is not None  # check_args
-        configs_users.alter_with_admin(admin, name, configs_to_add(options),
-                                       configs_to_delete(options))
-    print(f"Completed updating config for user {name}." if name else
-          "Completed updating default config for users in the cluster.")
+        adding, deleting = configs_to_add(options), configs_to_delete(options)
+        if types == [USERS]:
+            configs_users.alter_with_admin(admin, names[0], adding, deleting)
+        else:
+            configs_quotas.check_keys(types, list(adding), deleting)
+            configs_quotas.alter_quotas(admin, types, names, adding, deleting)
+    kind, name = types[0], names[0]
+    print(f"Completed updating config for {kind[:-1]} {name}." if name else
+          f"Completed updating default config for {kind} in the cluster.")
     return 0
 
 
 def run(options: Options) -> int:
     action, kind, name = check_args(options)
-    if kind == USERS:
+    if kind == USERS and options.has("zookeeper"):
         return run_for_users(options, action, name)
+    if kind in configs_quotas.QUOTA_TYPES:
+        return run_for_quota_entities(options, action)
     with admin_from(options) as admin:
         if action == "describe":
             return describe(admin, options, kind, name)

@@ -3,7 +3,8 @@ them, either through the admin API (--bootstrap-server: the tool salts and hashe
 password and sends AlterUserScramCredentials; DescribeUserScramCredentials lists them) or
 straight into ZooKeeper (--zookeeper: how the inter-broker user is created before any
 broker runs). The value grammar is `[iterations=<n>,]password=<p>`, 4096 iterations by
-default. Quota keys are refused for now: the quota issue serves them here."""
+default. A user's quota keys go to configs_quotas (never in the same command as SCRAM
+keys, as Kafka refuses)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from moldau.security.sasl.scram_credentials import (
     random_salt,
 )
 from moldau.security.ssl_settings import TlsConfigError
+from moldau.tools import configs_quotas
 from moldau.tools.acl_services import zk_tls_file_properties
 from moldau.tools.admin import Admin
 from moldau.tools.kafka_errors import check, error_text, exception_class
@@ -188,7 +190,8 @@ def _upsertion(user: str, mechanism: ScramMechanism, value: str) -> Upsertion_:
 
 def alter_with_admin(admin: Admin, user: str, adding: Mapping[str, str],
                      deleting: Sequence[str]) -> None:
-    """alterConfig for a user with --bootstrap-server: quota or SCRAM keys, not both."""
+    """alterConfig for a user with --bootstrap-server: quota or SCRAM keys, not both
+    (`user` "" is the default user, which has quotas only)."""
     added = java_properties_order(list(adding))
     unknown = [k for k in added if k not in SCRAM_MECHANISM_NAMES and k not in QUOTA_KEYS]
     if unknown:
@@ -209,7 +212,8 @@ def alter_with_admin(admin: Admin, user: str, adding: Mapping[str, str],
         raise ArgumentError("Cannot alter both quota and SCRAM credential configs "
                             "simultaneously for 'users' using --bootstrap-server.")
     if quotas:
-        raise ToolError("Client quotas are not supported by Moldau's kafka-configs yet")
+        configs_quotas.alter_quotas(admin, [USERS], [user], adding, deleting)
+        return
     upsertions = [_upsertion(user, _mechanism(k), adding[k])
                   for k in added if k in SCRAM_MECHANISM_NAMES]
     deletions = [Deletion_(name=user, mechanism=_mechanism(k).type_code) for k in deleting]

@@ -1,5 +1,6 @@
 """Listeners: `listeners` / `advertised.listeners` endpoints, the security protocol map,
-and the `listener.name.<listener>.ssl.*` and `.sasl.*` per-listener keys."""
+and the per-listener keys (`listener.name.<listener>.ssl.*`, `.sasl.*`,
+`.max.connections`, `.max.connection.creation.rate`)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ _LISTENER_RE = re.compile(r"^([^:/\s]+)://\[?([0-9a-zA-Z\-%._:]*?)\]?:(-?[0-9]+)
 
 
 _LISTENER_OVERRIDE = re.compile(
-    r"listener\.name\.([^.]+)\.((?:ssl|sasl)\..+|connections\.max\.reauth\.ms)")
+    r"listener\.name\.([^.]+)\.((?:ssl|sasl)\..+|connections\.max\.reauth\.ms|"
+    r"max\.connections|max\.connection\.creation\.rate)")
 # listener.name.<l>.<mechanism>.<key>: the keys Kafka takes per listener and mechanism
 _MECHANISM_OVERRIDE = re.compile(
     r"listener\.name\.([^.]+)\.([a-z0-9-]+)\.(sasl\.jaas\.config|sasl\.login\.class|"
@@ -37,8 +39,9 @@ _MECHANISM_OVERRIDE = re.compile(
 
 
 def listener_override_base(name: str) -> ConfigKey | None:
-    """The key a `listener.name.<l>.ssl.*`, `...<l>.sasl.*` or
-    `...<l>.<mechanism>.sasl.jaas.config` (and its kind) key overrides, or None."""
+    """The key a `listener.name.<l>.ssl.*`, `...<l>.sasl.*`, `...<l>.max.connections`
+    (and the like) or `...<l>.<mechanism>.sasl.jaas.config` (and its kind) key
+    overrides, or None."""
     match = _MECHANISM_OVERRIDE.fullmatch(name)
     base_name = match.group(3) if match is not None else None
     if base_name is None:

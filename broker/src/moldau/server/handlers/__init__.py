@@ -8,6 +8,7 @@ from moldau.protocol.generated.api import ApiKey
 
 from .acls import CreateAclsHandler, DeleteAclsHandler, DescribeAclsHandler
 from .api_versions import ApiVersionsHandler
+from .client_quotas import AlterClientQuotasHandler, DescribeClientQuotasHandler
 from .cluster_info import DescribeClusterHandler, DescribeLogDirsHandler
 from .configs import AlterConfigsHandler, DescribeConfigsHandler, IncrementalAlterConfigsHandler
 from .controller_requests import (
@@ -110,6 +111,8 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: DescribeUserScramCredentialsHandler(s.zk),
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AlterUserScramCredentialsHandler(s.zk,
                                                                               s.controller),
+        ApiKey.DESCRIBE_CLIENT_QUOTAS: DescribeClientQuotasHandler(s.zk),
+        ApiKey.ALTER_CLIENT_QUOTAS: AlterClientQuotasHandler(s.zk),
         ApiKey.CREATE_DELEGATION_TOKEN: CreateDelegationTokenHandler(tokens),
         ApiKey.RENEW_DELEGATION_TOKEN: RenewDelegationTokenHandler(tokens),
         ApiKey.EXPIRE_DELEGATION_TOKEN: ExpireDelegationTokenHandler(tokens),

@@ -46,6 +46,7 @@ from ..fetch_sessions import (
     FetchSession,
     FetchSessionCache,
 )
+from ..quotas import NoQuotas
 from ..replica_selector import NO_PREFERENCE, preferred_read_replica
 from ..responses import FileRecords
 from .cluster_info import CLUSTER_NAME
@@ -168,6 +169,14 @@ class FetchHandler:
             # an incremental request for a session we never created
             return FetchResponse(error_code=FETCH_SESSION_ID_NOT_FOUND, session_id=0,
                                  responses=[])
+        if replica_id < 0 and type(ctx.quotas) is not NoQuotas:
+            # a consumer's fetch is no larger than its quota allows over the measured
+            # span (Kafka caps fetch max bytes, and min bytes with it); a throttled fetch
+            # then answers with no records (server/quotas.py)
+            cap = ctx.quotas.fetch_max_bytes(ctx)
+            if cap < request.max_bytes:
+                request.max_bytes = int(cap)
+                request.min_bytes = min(request.min_bytes, request.max_bytes)
         wanted = self._resolve(ctx, topics, version, replica_id >= 0)
         response, total, partitions, answer_now = self._read(request, wanted, version,
                                                              replica_id)

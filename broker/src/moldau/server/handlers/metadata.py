@@ -22,6 +22,7 @@ from moldau.protocol.generated.metadata_response import MetadataResponse
 from moldau.security.acls import AclOperation, ResourceType
 
 from ..metadata_cache import INTERNAL_TOPICS, TopicInfo
+from ..quota_managers import UNBOUNDED_MUTATION_QUOTA
 from ..topic_names import validate_topic_name
 from .cluster_info import CLUSTER_NAME
 
@@ -133,6 +134,11 @@ class MetadataHandler:
                 raise TopicAuthorizationFailedError(name)
             validate_topic_name(name)
             if auto_create:
+                # counted against the controller mutation quota, never refused (Kafka's
+                # permissive quota for auto-creation)
+                quota = ctx.quotas.mutation_quota(ctx, strict=False)
+                if quota is not UNBOUNDED_MUTATION_QUOTA:
+                    quota.record(self.config["num.partitions"])
                 self.topics.auto_create(name)
                 raise LeaderNotAvailableError(f"topic {name} is being created")
             raise UnknownTopicOrPartitionError(f"unknown topic {name}")

@@ -10,8 +10,10 @@ It takes one shape only:
 - flexible versions 9 to 11 (librdkafka 2.x sends v10);
 - no transactional id and no transactional batch, acks=1 or acks=all (-1: both
   clients' default), one topic with one partition, no tagged fields;
-- an authenticated connection, a broker with no quota to record and the request log
-  below DEBUG.
+- an authenticated connection and the request log below DEBUG.
+
+With client quotas configured it records the request's bytes and loop time as the general
+path does (server/quotas.py) and answers with the throttle time, muting the connection.
 
 The topic is authorized, min.insync.replicas checked and the batch appended exactly as
 `ProduceHandler` does, and the success response's bytes are written directly. Any other
@@ -39,6 +41,7 @@ from moldau.protocol.records import first_batch_is_transactional
 from moldau.security.acls import AclOperation, Action, ResourceType
 
 from ..metadata_cache import INTERNAL_TOPICS
+from ..quotas import ClientQuotas, NoQuotas
 from ..responses import Parts, encode_response_parts
 from .produce import (
     PartitionResponse,
@@ -76,6 +79,19 @@ class SingleProduce(NamedTuple):
     topic: str
     partition: int
     records: memoryview
+
+    @property
+    def size(self) -> int:
+        """The request's bytes (the records view spans the frame)."""
+        return len(self.records.obj)  # type: ignore[arg-type]
+
+
+def client_id_of(request: SingleProduce) -> str:
+    """The request header's client id ("" when null)."""
+    length = request.client_id_length
+    if length <= 0:
+        return ""
+    return str(request.records.obj[10 : 10 + length], "utf-8")  # type: ignore[index]
 
 
 def parse(frame: bytearray) -> SingleProduce | None:
@@ -123,10 +139,11 @@ def _parse(frame: bytearray) -> SingleProduce | None:
 
 
 def encode_success(correlation_id: int, topic: str, partition: int, base_offset: int,
-                   log_append_time_ms: int, log_start_offset: int) -> bytearray:
+                   log_append_time_ms: int, log_start_offset: int,
+                   throttle_time_ms: int = 0) -> bytearray:
     """The size-prefixed ProduceResponse (v9 to v11, which encode it alike) for one
-    partition appended without error: throttle_time_ms 0, no record errors, no error
-    message, no tagged fields (current_leader and node_endpoints are only sent with
+    partition appended without error: no record errors, no error message, no tagged
+    fields (current_leader and node_endpoints are only sent with
     NOT_LEADER_OR_FOLLOWER)."""
     name = topic.encode()
     out = bytearray(_SIZE_AND_CORRELATION.pack(0, correlation_id))
@@ -138,6 +155,8 @@ def encode_success(correlation_id: int, topic: str, partition: int, base_offset:
     # no record_errors, a null error_message, the partition's and the topic's tagged
     # fields, throttle_time_ms 0, the response's tagged fields
     out += b"\x01\x00\x00\x00\x00\x00\x00\x00\x00"
+    if throttle_time_ms:
+        _INT32.pack_into(out, len(out) - 5, throttle_time_ms)
     _INT32.pack_into(out, 0, len(out) - 4)
     return out
 
@@ -191,11 +210,31 @@ class FastProduce:
         log_start_offset = plog.log_start_offset
         if acks == -1 and plog.high_watermark <= info.last_offset:
             return self._after_replication(conn, request, partition, info, log_start_offset,
-                                           received_ns, started, time.monotonic_ns())
+                                           received_ns, started, time.monotonic_ns(),
+                                           len(frame))
+        # the client quotas, when some exist (a type check when none does)
+        throttle_ms = (0 if type(dispatcher.quotas) is NoQuotas
+                       else self._quota(conn, request, len(frame), received_ns))
         response = encode_success(correlation_id, topic, index, info.first_offset,
-                                  info.log_append_time, log_start_offset)
-        self._record(conn, version, 0, received_ns, started)
+                                  info.log_append_time, log_start_offset, throttle_ms)
+        self._record(conn, version, 0, received_ns, started, throttle_ms=throttle_ms)
         return [response]
+
+    def _quota(self, conn: Connection, request: SingleProduce, size: int, received_ns: int,
+               loop_ns: int | None = None) -> int:
+        """The client quotas, when some exist: the request's bytes and loop time recorded,
+        and the throttle time, for which the connection is muted once the answer is sent
+        (KIP-219)."""
+        quotas = self.dispatcher.quotas
+        if not isinstance(quotas, ClientQuotas):  # NoQuotas: none configured
+            return 0
+        if loop_ns is None:
+            loop_ns = time.monotonic_ns() - received_ns
+        throttle_ms = quotas.record_produce(conn.session.principal, client_id_of(request),
+                                            size, loop_ns)
+        if throttle_ms > 0:
+            conn.throttle(throttle_ms)
+        return throttle_ms
 
     def _failed(self, conn: Connection, request: SingleProduce, partition: Partition,
                 exc: KafkaError | ProtocolError, received_ns: int, started: int) -> Parts:
@@ -203,22 +242,25 @@ class FastProduce:
         response = PartitionResponse(index=request.partition)
         self.appends.fail_partition(response, exc, request.topic, request.version, partition,
                                     len(request.records))
-        return self._answer(conn, request, response, received_ns, started)
+        return self._answer(conn, request, response, received_ns, started,
+                            throttle_ms=self._quota(conn, request, request.size, received_ns))
 
     def _answer(self, conn: Connection, request: SingleProduce, response: PartitionResponse,
-                received_ns: int, started: int, returned: int | None = None) -> Parts:
+                received_ns: int, started: int, returned: int | None = None,
+                throttle_ms: int = 0) -> Parts:
         """An answer other than plain success, encoded by the generated codec, and its
         request metrics (returned as in _record)."""
         parts = encode_response_parts(
             request.correlation_id, PRODUCE, request.version,
             ProduceResponse(responses=[TopicResponse(name=request.topic,
-                                                     partition_responses=[response])]))
+                                                     partition_responses=[response])],
+                            throttle_time_ms=throttle_ms))
         self._record(conn, request.version, response.error_code, received_ns, started,
-                     returned)
+                     returned, throttle_ms)
         return parts
 
     def _record(self, conn: Connection, version: int, error_code: int, received_ns: int,
-                started: int, returned: int | None = None) -> None:
+                started: int, returned: int | None = None, throttle_ms: int = 0) -> None:
         """The request metrics of an answer ready now; returned: when the handler was done
         and the wait for the ISR began (None: it did not wait)."""
         metrics = self.dispatcher.metrics
@@ -228,21 +270,25 @@ class FastProduce:
         returned = done if returned is None else returned
         conn.response_meta = metrics.record(
             PRODUCE, version, None, received_ns, started, returned - started, done - returned,
-            None, done, error_counts=_NONE_ONCE if error_code == 0 else {error_code: 1})
+            None, done, error_counts=_NONE_ONCE if error_code == 0 else {error_code: 1},
+            throttle_ms=throttle_ms)
 
     async def _after_replication(self, conn: Connection, request: SingleProduce,
                                  partition: Partition, info: AppendInfo,
                                  log_start_offset: int, received_ns: int, started: int,
-                                 returned: int) -> Parts:
+                                 returned: int, size: int) -> Parts:
         """acks=all once the ISR has the records (or the wait ends in an error)."""
         errors = await self.appends.await_replication([(partition, info.last_offset + 1)],
                                                       request.timeout_ms)
+        # the loop time: up to the wait (the wait in purgatory costs the loop nothing)
+        throttle_ms = self._quota(conn, request, size, received_ns, returned - received_ns)
         code = errors.get((request.topic, request.partition), 0)
         if code:
             return self._answer(conn, request, PartitionResponse(
                 index=request.partition, error_code=code, base_offset=info.first_offset,
                 log_append_time_ms=info.log_append_time, log_start_offset=log_start_offset),
-                received_ns, started, returned)
-        self._record(conn, request.version, 0, received_ns, started, returned)
+                received_ns, started, returned, throttle_ms)
+        self._record(conn, request.version, 0, received_ns, started, returned, throttle_ms)
         return [encode_success(request.correlation_id, request.topic, request.partition,
-                               info.first_offset, info.log_append_time, log_start_offset)]
+                               info.first_offset, info.log_append_time, log_start_offset,
+                               throttle_ms)]

@@ -28,6 +28,7 @@ from moldau.errors import (
     NotControllerError,
     ReassignmentInProgressError,
     RequestTimedOutError,
+    ThrottlingQuotaExceededError,
     TopicAlreadyExistsError,
     TopicAuthorizationFailedError,
     TopicDeletionDisabledError,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 
     from ..config import BrokerConfig
     from ..dynamic_config import DynamicBrokerConfig
+    from ..quota_managers import MutationQuota
     from ..requests import RequestContext
     from ..topic_admin import TopicAdmin
 
@@ -140,6 +142,9 @@ class CreateTopicsHandler(_ControllerTopicHandler):
                 result.error_code = NotControllerError.code
             return response
         validate_only = request.validate_only if version >= 1 else False
+        # v6+ is refused with 89 once the client's bucket is empty; older versions are
+        # accepted and throttled (Kafka's strictSinceVersion)
+        quota = ctx.quotas.mutation_quota(ctx, strict=version >= 6)
         dynamic = self.dynamic_config
         counts = Counter(t.name for t in request.topics)
         # neither the cluster's CREATE (the topic's may still allow it) nor DESCRIBE_CONFIGS
@@ -176,6 +181,7 @@ class CreateTopicsHandler(_ControllerTopicHandler):
                     result.num_partitions = len(assignment)
                     result.replication_factor = len(assignment[0])
                 if not validate_only:
+                    quota.record(len(assignment))
                     await self.topics.create(name, assignment, configs)
                     created[name] = set(assignment)
                 succeeded.append(result)
@@ -316,8 +322,11 @@ class DeleteTopicsHandler(_ControllerTopicHandler):
         if not to_delete:
             return response
         marked: set[str] = set()
+        quota = ctx.quotas.mutation_quota(ctx, strict=version >= 5)
         for name, entries in to_delete.items():
             try:
+                info = metadata.topics.get(name)
+                quota.record(len(info.partitions) if info is not None else 0)
                 await self.zk.call(self.zk.client.mark_topic_for_deletion, name)
                 marked.add(name)
                 log.info("Marked topic %s for deletion", name)
@@ -325,6 +334,8 @@ class DeleteTopicsHandler(_ControllerTopicHandler):
                 log.error("Error processing delete topic request for topic %s: %s", name, exc)
                 for result in entries:
                     result.error_code = exc.code
+                    if isinstance(exc, ThrottlingQuotaExceededError) and version >= 5:
+                        result.error_message = str(exc)
         if not marked:
             return response
         if request.timeout_ms <= 0:
@@ -357,6 +368,7 @@ class CreatePartitionsHandler(_ControllerTopicHandler):
                 result.error_code = NotControllerError.code
             return response
         counts = Counter(t.name for t in request.topics)
+        quota = ctx.quotas.mutation_quota(ctx, strict=ctx.api_version >= 3)
         waiting: dict[str, set[int]] = {}
         succeeded: list[PartitionsResult] = []
         for topic, result in zip(request.topics, results, strict=True):
@@ -368,7 +380,7 @@ class CreatePartitionsHandler(_ControllerTopicHandler):
                     raise TopicAuthorizationFailedError("The topic authorization is failed.")
                 if await self.zk.call(self.zk.client.exists, zk_data.delete_topic_path(name)):
                     raise InvalidTopicError("The topic is queued for deletion.")
-                partitions = await self._add(topic, request.validate_only)
+                partitions = await self._add(topic, request.validate_only, quota)
                 waiting[name] = partitions
                 succeeded.append(result)
             except KafkaError as exc:
@@ -389,7 +401,7 @@ class CreatePartitionsHandler(_ControllerTopicHandler):
         return response
 
     async def _add(self, topic: CreatePartitionsRequest.CreatePartitionsTopic,
-                   validate_only: bool) -> set[int]:
+                   validate_only: bool, quota: MutationQuota) -> set[int]:
         """ZkAdminManager.createPartitions + AdminZkClient.createNewPartitionsAssignment:
         returns every partition of the topic once the new assignment is written."""
         name = topic.name
@@ -443,6 +455,7 @@ class CreatePartitionsHandler(_ControllerTopicHandler):
             added = assign_replicas(placed, increment, factor, start_index=start,
                                     next_replica_shift=start, first_partition=old)
         if not validate_only:
+            quota.record(increment)
             combined = dict(existing)
             combined.update(added)
             log.info("Creating %d partitions for '%s' with the following replica assignment: "
