@@ -78,6 +78,10 @@ def mutate(change: str) -> dict[str, Any]:
         brokers["nohost-b2"]["broker_cluster_properties"] = {"min.insync.replicas": 1}
     elif change == "rack on some brokers only":
         del brokers["nohost-b3"]["broker_rack"]
+    elif change == "acl without principal":  # roles/access's argument specs
+        inv["all"]["vars"]["kafka_acls"] = [{"operation": "Read", "permission": "Allow",
+                                             "resource_type": "Topic",
+                                             "resource_name": "orders"}]
     elif change.startswith("monitoring "):
         inv["all"]["children"]["monitoring"] = {"hosts": {"nohost-mon": MONITORING_CHANGES[change]}}
     elif change == "alertmanager port on a broker's listener port":
@@ -108,6 +112,7 @@ CASES = {
     "tls without certificates": "TLS needs broker_tls_keystore_file",
     "cluster settings differ": "broker_cluster_properties differ between brokers",
     "rack on some brokers only": "broker_rack is set on some brokers only",
+    "acl without principal": "missing required arguments: principal found in kafka_acls",
     "monitoring scrape interval not a duration":
         "not a Prometheus duration (e.g. 15s, 1m, 1h30m): "
         "{'monitoring_scrape_interval': '15 seconds'}",

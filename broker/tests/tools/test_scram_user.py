@@ -25,7 +25,8 @@ from moldau.security.sasl.scram_credentials import (
 )
 from moldau.tools import scram_user
 from moldau.tools.options import ToolError
-from moldau.tools.scram_user import EXIT_INPUT, EXIT_OK, EXIT_ZOOKEEPER, UserConfigStore
+from moldau.tools.scram_user import UserConfigStore
+from moldau.tools.zk_tool_cli import EXIT_INPUT, EXIT_OK, EXIT_ZOOKEEPER
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
 

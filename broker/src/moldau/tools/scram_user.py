@@ -51,7 +51,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NoReturn, Protocol, TextIO
+from typing import Protocol, TextIO
 
 from kazoo.exceptions import KazooException
 
@@ -69,10 +69,8 @@ from moldau.security.sasl.scram_credentials import (
 )
 from moldau.tools.configs_users import open_zookeeper
 from moldau.tools.options import ToolError
+from moldau.tools.zk_tool_cli import EXIT_INPUT, EXIT_OK, EXIT_ZOOKEEPER, zk_tool_parser
 
-EXIT_OK = 0
-EXIT_ZOOKEEPER = 1
-EXIT_INPUT = 2
 CHANGED, UNCHANGED = "changed", "unchanged"
 DEFAULT_USER_ENTITY = "<default>"  # the default user's znode: quotas only, no credentials
 
@@ -298,22 +296,10 @@ def read_users(options: argparse.Namespace, stdin: TextIO) -> list[DesiredUser]:
 # ---------------------------------------------------------------------- command line
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m moldau.tools.scram_user",
-                     description="SCRAM credentials in ZooKeeper, written only where the "
-                                 "stored one does not match (see the module docstring)")
-    parser.add_argument("--zookeeper", required=True,
-                        help="ZooKeeper connect string with the chroot, as the brokers' "
-                             "zookeeper.connect")
-    parser.add_argument("--zk-tls-config-file",
-                        help="properties with the zookeeper.ssl.* client keys (the broker's "
-                             "server.properties will do)")
+    parser = zk_tool_parser("python -m moldau.tools.scram_user",
+                            "SCRAM credentials in ZooKeeper, written only where the stored "
+                            "one does not match (see the module docstring)")
     parser.add_argument("--user", help="the user (SCRAM username)")
     parser.add_argument("--mechanism", action="append", choices=SCRAM_MECHANISM_NAMES,
                         help="a SCRAM mechanism to hold a credential for (repeatable)")
