@@ -102,10 +102,11 @@ test-long: deps deploy-deps spark-deps fuzz-deps
 	@scripts/run-suites \
 		"properties@1800:HYPOTHESIS_PROFILE=long $(BIN)/pytest broker/tests/protocol broker/tests/storage broker/tests/coordinator -q -p no:cacheprovider -n 2" \
 		"fuzz@345:$(BIN)/python broker/fuzz/fuzz_requests.py --budget-seconds 45" \
+		"authorizer@120:MOLDAU_LONG=1 $(BIN)/pytest broker/tests/authorizer/test_authorizer_long.py -q -p no:cacheprovider" \
 		"quotas@300:MOLDAU_LONG=1 $(BIN)/pytest broker/tests/broker/test_client_quotas_long.py -q -p no:cacheprovider" \
 		"kerberos-expiry@330:MOLDAU_LONG=1 $(BIN)/pytest broker/tests/replication/test_gssapi_ticket_expiry_long.py -q -p no:cacheprovider" \
 		"zookeeper@150:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test" \
-		"operations-full@1550:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
+		"operations-full@1750:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
 
 # The reference lab (docs/compat.md): Apache Kafka 3.9.1 beside Moldau, the same scenarios
 # against both, differences compared under compat/allowlist.yaml. compat-deps installs
