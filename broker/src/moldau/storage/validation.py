@@ -93,6 +93,23 @@ def _first_magic(records: bytes | bytearray | memoryview) -> int:
     return records[MAGIC_OFFSET] if len(records) > MAGIC_OFFSET else 2
 
 
+def _producer_batch(view: memoryview, position: int, size: int, attributes: int,
+                    producer_id: int, producer_epoch: int, base_sequence: int,
+                    last_offset_delta: int, first_offset: int, last_offset: int,
+                    max_timestamp: int) -> ProducerBatch:
+    """The producer state's view of the batch at `position` of `view` (one with a
+    producer id), as appended at `first_offset`; a control batch (a transaction marker,
+    written by a coordinator) carries its marker."""
+    producer_batch = ProducerBatch(
+        producer_id, producer_epoch, base_sequence,
+        last_sequence(base_sequence, last_offset_delta), first_offset, last_offset,
+        max_timestamp, bool(attributes & TRANSACTIONAL_MASK))
+    if attributes & CONTROL_MASK:
+        producer_batch.is_control = True
+        producer_batch.marker = end_txn_marker(RecordBatch(view[position : position + size]))
+    return producer_batch
+
+
 def validate_for_leader(
     records: bytes | bytearray | memoryview,
     next_offset: int,
@@ -221,21 +238,9 @@ def validate_for_leader(
             max_timestamp = batch_max_timestamp
             offset_of_max_timestamp = last_offset
         if producer_id >= 0:
-            producer_batch = ProducerBatch(
-                producer_id,
-                producer_epoch,
-                base_sequence,
-                last_sequence(base_sequence, last_offset_delta),
-                offset,
-                last_offset,
-                batch_max_timestamp,
-                bool(attributes & TRANSACTIONAL_MASK),
-            )
-            if attributes & CONTROL_MASK:  # a transaction marker, written by a coordinator
-                producer_batch.is_control = True
-                batch_view = view[position : position + size]
-                producer_batch.marker = end_txn_marker(RecordBatch(batch_view))
-            producer_batches.append(producer_batch)
+            producer_batches.append(_producer_batch(
+                view, position, size, attributes, producer_id, producer_epoch,
+                base_sequence, last_offset_delta, offset, last_offset, batch_max_timestamp))
         position += size
         offset = last_offset + 1
     # Kafka checks this after validation, on the bytes to be written (recompression and
@@ -376,21 +381,9 @@ def validate_for_follower(records: bytes | bytearray | memoryview, next_offset: 
             max_timestamp = batch_max_timestamp
             offset_of_max_timestamp = last_offset
         if producer_id >= 0:
-            producer_batch = ProducerBatch(
-                producer_id,
-                producer_epoch,
-                base_sequence,
-                last_sequence(base_sequence, last_offset_delta),
-                base_offset,
-                last_offset,
-                batch_max_timestamp,
-                bool(attributes & TRANSACTIONAL_MASK),
-            )
-            if attributes & CONTROL_MASK:  # a transaction marker, written by a coordinator
-                producer_batch.is_control = True
-                batch_view = view[position : position + size]
-                producer_batch.marker = end_txn_marker(RecordBatch(batch_view))
-            producer_batches.append(producer_batch)
+            producer_batches.append(_producer_batch(
+                view, position, size, attributes, producer_id, producer_epoch,
+                base_sequence, last_offset_delta, base_offset, last_offset, batch_max_timestamp))
         position += size
         next_offset = last_offset + 1
     return AppendInfo(
