@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from moldau.cluster.zk_client import KafkaZkClient
 from moldau.devcluster.brokers import BrokerProcess
 
 from .toolrun import ToolCluster
@@ -37,3 +38,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any) -> Itera
     finally:
         codes = {i: b.stop() for i, b in brokers.items() if b.pid() is not None}
         assert all(code == 0 for code in codes.values()), codes
+
+
+@pytest.fixture(scope="module")
+def zk(cluster: ToolCluster) -> Iterator[KafkaZkClient]:
+    """A ZooKeeper session in the cluster's chroot, to check what a tool wrote."""
+    client = KafkaZkClient(cluster.zk_connect, session_timeout_ms=6000)
+    client.start()
+    yield client
+    client.close()

@@ -9,7 +9,6 @@ import contextlib
 import io
 import json
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -45,14 +44,6 @@ class InProcess:
 @pytest.fixture(scope="module")
 def configs(cluster: ToolCluster) -> InProcess:
     return InProcess(cluster)
-
-
-@pytest.fixture(scope="module")
-def zk(cluster: ToolCluster) -> Iterator[KafkaZkClient]:
-    client = KafkaZkClient(cluster.zk_connect, session_timeout_ms=6000)
-    client.start()
-    yield client
-    client.close()
 
 
 def unique(prefix: str) -> str:

@@ -7,9 +7,6 @@ output lines and errors, and a user's quota key surviving every credential chang
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-
-import pytest
 
 from moldau.client.blocking import BlockingConnection
 from moldau.cluster.zk_client import KafkaZkClient
@@ -30,14 +27,6 @@ ZK_WARNING = ("Warning: --zookeeper is deprecated and will be removed in a futur
               "Kafka.\nUse --bootstrap-server instead to specify a broker to connect to.\n")
 CREDENTIALS = ("SCRAM-SHA-256=[iterations=8192,password=alice-secret],"
                "SCRAM-SHA-512=[password=alice-secret]")
-
-
-@pytest.fixture(scope="module")
-def zk(cluster: ToolCluster) -> Iterator[KafkaZkClient]:
-    client = KafkaZkClient(cluster.zk_connect, session_timeout_ms=6000)
-    client.start()
-    yield client
-    client.close()
 
 
 def user_name(prefix: str) -> str:
