@@ -24,6 +24,7 @@ from typing import NamedTuple
 from moldau.errors import KafkaStorageError
 
 from .mapped_index import CorruptIndexError
+from .segment_files import fsync_path, rename_if_present
 
 ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = ENTRY.size  # 34
@@ -124,20 +125,12 @@ class TransactionIndex:
         """fsync what was appended since the last flush (nothing to do otherwise)."""
         if not self._unsynced:
             return
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(self.path)
         self._unsynced = False
 
     def rename_to(self, path: str) -> None:
         """Follow the segment's files (`.deleted`, `.swap`, ...); the file may not exist."""
-        if self.exists():
-            os.rename(self.path, path)
+        rename_if_present(self.path, path)
         self.path = path
 
     def delete(self) -> None:
