@@ -18,6 +18,8 @@ from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
 from moldau.server.client_quota_configs import DEFAULT, ClientQuotaConfigs, QuotaEntity
 from moldau.server.quota_config_handler import QuotaConfigHandler
 
+from .settle import settled
+
 OPS = ("get_quota_entity_config", "get_ip_quota_config", "get_all_quota_entity_configs",
        "get_all_ip_quota_configs", "update_quota_entity_config", "update_ip_quota_config")
 
@@ -139,22 +141,15 @@ def test_the_broker_loads_and_follows_the_quotas(zk_ensemble: ZooKeeperEnsemble,
             listener.add_handler(handler.on_config_change)
             await listener.start()
 
-            async def settled(check: Callable[[], bool]) -> None:
-                for _ in range(200):
-                    if check():
-                        return
-                    await asyncio.sleep(0.01)
-                raise AssertionError("the quotas did not follow the notification in 2 s")
-
             await azk.call(client.update_quota_entity_config, None, "clueful",
                            putting(producer_byte_rate="1048576"))
             await settled(lambda: quotas.client_quota(
-                QuotaEntity(None, "clueful"), "producer_byte_rate") == 1048576.0)
+                QuotaEntity(None, "clueful"), "producer_byte_rate") == 1048576.0, "the quotas")
             await azk.call(client.update_quota_entity_config, "u", "c", lambda c: {})
-            await settled(lambda: QuotaEntity("u", "c") not in quotas.client_quotas())
+            await settled(lambda: QuotaEntity("u", "c") not in quotas.client_quotas(), "the quotas")
             await azk.call(client.update_ip_quota_config, "10.0.0.1",
                            putting(connection_creation_rate="3"))
-            await settled(lambda: quotas.ip_connection_rates().get("10.0.0.1") == 3.0)
+            await settled(lambda: quotas.ip_connection_rates().get("10.0.0.1") == 3.0, "the quotas")
             # a credential change alone leaves the user's quotas (and the listeners) be
             before = len(changed)
             await azk.call(client.update_user_config, "u", putting(**{"SCRAM-SHA-512": "y"}))

@@ -22,6 +22,8 @@ from moldau.security.credential_cache import ScramCredentialCache
 from moldau.security.sasl.scram_credentials import ScramMechanism, derive_credential
 from moldau.server.user_configs import UserConfigs
 
+from .settle import settled
+
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
 
 
@@ -152,19 +154,12 @@ def test_user_configs_load_and_follow_the_notifications(zk_ensemble: ZooKeeperEn
             listener.add_handler(users.on_config_change)
             await listener.start()
 
-            async def settled(check: Callable[[], bool]) -> None:
-                for _ in range(200):
-                    if check():
-                        return
-                    await asyncio.sleep(0.01)
-                raise AssertionError("the cache did not follow the notification in 2 s")
-
             await azk.call(azk.client.update_user_config, "bob@x",
                            putting(**{"SCRAM-SHA-512": bob.to_config_value()}))
-            await settled(lambda: cache.get(SHA512, "bob@x") == bob)
+            await settled(lambda: cache.get(SHA512, "bob@x") == bob, "the cache")
             await azk.call(azk.client.update_user_config, "alice",
                            lambda c: {"producer_byte_rate": c["producer_byte_rate"]})
-            await settled(lambda: cache.get(SHA256, "alice") is None)
+            await settled(lambda: cache.get(SHA256, "alice") is None, "the cache")
             # a user's client entity and the default user carry no credentials
             await users.on_config_change("users", "bob%40x/clients/app")
             await users.on_config_change("users", "<default>")
