@@ -6,57 +6,21 @@ towards `kafka/localhost`. The principal the brokers see of each other is `User:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
-from kdc import REALM, TestKdc
 
-from moldau.devcluster.brokers import BrokerProcess, free_port
+from moldau.devcluster.brokers import BrokerProcess
 
+from .gssapi_pair import gssapi_pair
 from .inter_broker_check import assert_two_brokers_replicate
-
-KRB5_JAAS = ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true '
-             'storeKey=true keyTab="{keytab}" principal="kafka/localhost@' + REALM + '";')
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory,
             zk_ensemble) -> Iterator[tuple[list[BrokerProcess], str]]:
-    directory = tmp_path_factory.mktemp("kdc-ib")
-    kdc = TestKdc(directory)
-    kdc.start()
-    connect = zk_ensemble.connect_string + f"/gssapi-ib-{uuid.uuid4().hex[:8]}"
-    brokers: list[BrokerProcess] = []
-    try:
-        kdc.add_principal("kafka/localhost")
-        for broker_id in (1, 2):
-            keytab = kdc.export_keytab("kafka/localhost", directory / f"broker{broker_id}.keytab",
-                                       new_keys=broker_id == 1)
-            plain, sasl = free_port(), free_port()
-            props = {
-                "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{plain},"
-                                        f"SASL_PLAINTEXT://localhost:{sasl}",
-                "inter.broker.listener.name": "SASL_PLAINTEXT",
-                "sasl.enabled.mechanisms": "GSSAPI",
-                "sasl.mechanism.inter.broker.protocol": "GSSAPI",
-                "sasl.kerberos.service.name": "kafka",
-                "listener.name.sasl_plaintext.gssapi.sasl.jaas.config":
-                    KRB5_JAAS.format(keytab=keytab),
-                "num.partitions": "1", "default.replication.factor": "2",
-                "offsets.topic.replication.factor": "2",
-            }
-            broker = BrokerProcess(str(tmp_path_factory.mktemp(f"gssapiib{broker_id}")),
-                                   broker_id, connect, port=plain, properties=props,
-                                   env=kdc.env(directory / f"broker{broker_id}.ccache"))
-            broker.start(wait=60)
-            brokers.append(broker)
-        yield brokers, f"127.0.0.1:{brokers[0].port}"
-    finally:
-        for broker in reversed(brokers):
-            assert broker.stop() == 0, broker.tail()
-        kdc.stop()
+    with gssapi_pair(tmp_path_factory, zk_ensemble, "gssapi-ib") as started:
+        yield started
 
 
 def test_replication_and_controller_requests_over_gssapi(cluster) -> None:

@@ -16,11 +16,12 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from kdc import REALM, TestKdc, kdc_available
+from kdc import kdc_available
 from metrics.jmx import broker_beans
 
-from moldau.devcluster.brokers import BrokerProcess, free_port
+from moldau.devcluster.brokers import BrokerProcess
 
+from .gssapi_pair import gssapi_pair
 from .inter_broker_check import assert_two_brokers_replicate
 
 pytestmark = [
@@ -30,50 +31,17 @@ pytestmark = [
 
 TICKET_LIFETIME_S = 120
 WRITE_FOR_S = 180
-KRB5_JAAS = ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true '
-             'storeKey=true keyTab="{keytab}" principal="kafka/localhost@' + REALM + '";')
 REFRESH_LINE = "TGT refresh sleeping until"
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory,
          zk_ensemble) -> Iterator[tuple[list[BrokerProcess], str]]:
-    directory = tmp_path_factory.mktemp("kdc-expiry")
-    kdc = TestKdc(directory, ticket_lifetime=f"{TICKET_LIFETIME_S}s")
-    kdc.start()
-    connect = zk_ensemble.connect_string + f"/gssapi-expiry-{uuid.uuid4().hex[:8]}"
-    brokers: list[BrokerProcess] = []
-    try:
-        kdc.add_principal("kafka/localhost")
-        for broker_id in (1, 2):
-            keytab = kdc.export_keytab("kafka/localhost", directory / f"b{broker_id}.keytab",
-                                       new_keys=broker_id == 1)
-            plain, sasl = free_port(), free_port()
-            props = {
-                "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{plain},"
-                                        f"SASL_PLAINTEXT://localhost:{sasl}",
-                "inter.broker.listener.name": "SASL_PLAINTEXT",
-                "sasl.enabled.mechanisms": "GSSAPI",
-                "sasl.mechanism.inter.broker.protocol": "GSSAPI",
-                "sasl.kerberos.service.name": "kafka",
-                "listener.name.sasl_plaintext.gssapi.sasl.jaas.config":
-                    KRB5_JAAS.format(keytab=keytab),
-                "connections.max.reauth.ms": "30000",
-                "num.partitions": "1", "default.replication.factor": "2",
-                "min.insync.replicas": "2", "offsets.topic.replication.factor": "2",
-            }
-            broker = BrokerProcess(str(tmp_path_factory.mktemp(f"expiry{broker_id}")),
-                                   broker_id, connect, port=plain, properties=props,
-                                   env={**kdc.env(directory / f"b{broker_id}.ccache"),
-                                        "MOLDAU_METRICS_PORT": str(free_port())})
-            broker.start(wait=60)
-            brokers.append(broker)
-        yield brokers, f"127.0.0.1:{brokers[0].port}"
-    finally:
-        for broker in reversed(brokers):
-            assert broker.stop() == 0, broker.tail()
-        kdc.stop()
+    with gssapi_pair(tmp_path_factory, zk_ensemble, "gssapi-expiry",
+                     ticket_lifetime=f"{TICKET_LIFETIME_S}s",
+                     properties={"connections.max.reauth.ms": "30000",
+                                 "min.insync.replicas": "2"}) as started:
+        yield started
 
 
 def _sasl_counts(broker: BrokerProcess) -> dict[str, float]:
