@@ -6,17 +6,22 @@ ZooKeeper here: tests/cluster/test_zk_sasl.py runs the real thing."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from kazoo.handlers.threading import KazooTimeoutError
 
 from moldau.cluster import zk_acls
 from moldau.cluster.zk_ensemble import ZkServerSasl, ZooKeeperEnsemble
 from moldau.cluster.zk_sasl import (
     KERBEROS_UNSUPPORTED,
+    SaslOutcome,
+    ZkAuthenticationError,
     ZkSaslConfigError,
     ZkSaslLogin,
     settings_from_environment,
     settings_from_kafka_opts,
+    start_admitted,
 )
 from moldau.security.sasl.jaas import load_jaas_file, plain_users
 
@@ -206,3 +211,31 @@ def test_optional_sasl_does_not_enforce(tmp_path: Path) -> None:
     ensemble.write_configs()
     cfg = (ensemble.node_dirs[0] / "zoo.cfg").read_text()
     assert "authProvider.sasl=" in cfg and "enforce.auth" not in cfg
+
+
+
+class _TimedOutStart:
+    """kazoo's start() when the SASL exchange fails between its wake-up on CONNECTED and
+    its look at the state (`refused`): the client is closed and start() says time-out at
+    once. Without `refused`, a plain time-out."""
+
+    def __init__(self, outcome: SaslOutcome, refused: bool) -> None:
+        self.outcome = outcome
+        self.refused = refused
+
+    def start(self, timeout: float) -> None:
+        if self.refused:
+            self.outcome.failure = "the server refused the login (wrong user or password?)"
+        raise KazooTimeoutError("Connection time-out")
+
+
+@pytest.mark.parametrize("refused", [True, False])
+def test_a_refusal_racing_kazoos_start_is_still_a_refusal(refused: bool) -> None:
+    outcome = SaslOutcome()
+    zk: Any = _TimedOutStart(outcome, refused)
+    expected = ZkAuthenticationError if refused else KazooTimeoutError
+    with pytest.raises(expected) as caught:
+        start_admitted(zk, "127.0.0.1:2181", ZkSaslLogin("kafka", "x", "Client", "<t>"),
+                       outcome, timeout=5)
+    if refused:
+        assert "wrong user or password" in str(caught.value)

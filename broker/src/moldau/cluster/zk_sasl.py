@@ -31,6 +31,7 @@ from kazoo.exceptions import (
     SASLException,
     SessionClosedRequireSaslError,
 )
+from kazoo.handlers.threading import KazooTimeoutError
 
 from moldau.cluster.zk_errors import UNAVAILABLE, ZkError, ZooKeeperUnavailableError
 from moldau.security.sasl.jaas import (
@@ -248,6 +249,12 @@ def start_admitted(zk: KazooClient, hosts: str, login: ZkSaslLogin | None,
         zk.stop()
         zk.close()
         raise _refusal(exc, hosts, login, outcome) from None
+    except KazooTimeoutError:
+        # kazoo's start() wakes on CONNECTED; when the SASL exchange that follows has
+        # already failed, it finds the client closed and reports a time-out at once.
+        if outcome is not None and outcome.failure is not None:
+            raise _refusal(AuthFailedError(), hosts, login, outcome) from None
+        raise
     try:
         zk.exists_async("/").get(timeout=max(deadline - time.monotonic(), 1.0))
     except (*REFUSALS, *UNAVAILABLE) as exc:
