@@ -22,6 +22,7 @@ from moldau.tools.console_producer import parse_pairs
 from moldau.tools.group_member import GroupMember
 from moldau.tools.kafka_errors import check
 from moldau.tools.options import Opt, Options, UsageError
+from moldau.tools.read_committed import AbortedFilter
 from moldau.tools.runner import ArgumentError, Tool, log4j_error
 
 LATEST, EARLIEST = -1, -2
@@ -185,8 +186,10 @@ class Fetcher:
             return []
         check(p.error_code)
         out = []
+        # read_uncommitted keeps every data batch: the broker sends no aborted list
+        kept = AbortedFilter(p.aborted_transactions if self.isolation else None)
         for batch in iter_batches(p.records or b"", allow_partial=True):
-            if batch.is_control:
+            if not kept.keep(batch):  # a marker, or data of an aborted transaction
                 self.positions[tp] = max(self.positions[tp], batch.next_offset)
                 continue
             for record in batch.records():

@@ -186,6 +186,14 @@ def producer_config(props: dict[str, str]) -> tuple[dict[str, Any], bool]:
     return config, idempotent
 
 
+def not_in_transaction(topic: str, partition: int) -> str:
+    """Kafka's console producer has no transactional mode: with a transactional.id its
+    KafkaProducer refuses the first record, as initTransactions was never called (Kafka
+    prints the exception's stack trace; Moldau its first line)."""
+    return (f"java.lang.IllegalStateException: Cannot add partition {topic}-{partition} to "
+            "transaction before completing a call to initTransactions")
+
+
 def _read_lines(stream: TextIO, lines: queue.Queue[str | None]) -> None:
     for line in stream:
         lines.put(line.rstrip("\n").rstrip("\r"))
@@ -223,7 +231,10 @@ def run(options: Options) -> int:
                 break
             number += 1
             record = reader.record(line, number)
-            batch = accumulator.append(partitioner.partition(record), record)
+            partition = partitioner.partition(record)
+            if config["transactional.id"] is not None:
+                raise ToolError(not_in_transaction(options.get("topic"), partition))
+            batch = accumulator.append(partition, record)
             if sync:  # send(record).get(): this record's batch leaves, then the next line
                 while not accumulator.is_ready(batch, time.monotonic()):
                     time.sleep(max(batch.created + accumulator.linger - time.monotonic(), 0))

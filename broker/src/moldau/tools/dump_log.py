@@ -11,17 +11,28 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from moldau.errors import CorruptRecordError
+from moldau.errors import CorruptRecordError, KafkaStorageError
 from moldau.protocol.errors import ProtocolError
-from moldau.protocol.records import RecordBatch, iter_batches
+from moldau.protocol.records import (
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    RecordBatch,
+    iter_batches,
+    parse_control_key,
+    parse_end_txn_marker,
+)
 from moldau.storage.index import CorruptIndexError
 from moldau.storage.segment import scan_batch_headers
-from moldau.tools import offsets_decoder
+from moldau.storage.txn_index import TransactionIndex
+from moldau.tools import offsets_decoder, txn_log_decoder
 from moldau.tools.options import Opt, Options, require
 from moldau.tools.runner import ArgumentError, Tool
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 TIME_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
+# Kafka's ControlRecordType names (ABORT and COMMIT are transaction markers)
+CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
+                 4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
 _INDEX_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
@@ -41,6 +52,8 @@ OPTIONS = [
         "whole .log file(s).", "Integer: size", int, 2**31 - 1),
     Opt("offsets-decoder", "If set, log data will be parsed as offset data from the "
         "__consumer_offsets topic."),
+    Opt("transaction-log-decoder", "If set, log data will be parsed as transaction metadata "
+        "from the __transaction_state topic."),
 ]
 
 
@@ -79,7 +92,7 @@ def dump_segment(path: str, deep: bool, contents: bool, max_bytes: int,
                 f"compresscodec: {CODECS.get(batch.compression, 'unknown')} crc: "
                 f"{batch.crc & 0xFFFFFFFF} isvalid: {str(batch.verify_crc()).lower()}")
             position += batch.size_in_bytes
-            if not (deep or contents) or batch.is_control:
+            if not (deep or contents):
                 continue
             for record in batch.records():
                 sequence = (batch.base_sequence + record.offset - batch.base_offset
@@ -89,7 +102,9 @@ def dump_segment(path: str, deep: bool, contents: bool, max_bytes: int,
                         f"{-1 if record.key is None else len(record.key)} valueSize: "
                         f"{-1 if record.value is None else len(record.value)} sequence: "
                         f"{sequence} headerKeys: [{','.join(k for k, _ in record.headers)}]")
-                if contents:
+                if batch.is_control:  # a marker's fields, never its key and value
+                    line += control_text(record.key, record.value)
+                elif contents:
                     key, payload = parse(record.offset, record.key, record.value)
                     if key is not None:
                         line += f" key: {key}"
@@ -99,6 +114,34 @@ def dump_segment(path: str, deep: bool, contents: bool, max_bytes: int,
     except ProtocolError as exc:
         lines.append(f"Found invalid data at position {position}: {exc}")
     return lines
+
+
+def control_text(key: bytes | None, value: bytes | None) -> str:
+    """What Kafka prints after a control record's metadata: the marker of an ABORT or
+    COMMIT, the type of any other."""
+    try:
+        _, control_type = parse_control_key(key)
+        name = CONTROL_TYPES.get(control_type, "UNKNOWN")
+        if control_type in (CONTROL_ABORT, CONTROL_COMMIT):
+            _, coordinator_epoch = parse_end_txn_marker(value)
+            return f" endTxnMarker: {name} coordinatorEpoch: {coordinator_epoch}"
+        return f" controlType: {name}({control_type})"
+    except ProtocolError:
+        return " controlType: UNKNOWN(-1)"
+
+
+def dump_txn_index(path: str) -> list[str]:
+    """Each aborted transaction of a .txnindex, as Kafka's dumpTxnIndex prints it."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "No such file or directory", path)
+    base = int(os.path.basename(path).split(".")[0])
+    try:
+        entries = TransactionIndex(path, base).entries()
+    except KafkaStorageError as exc:
+        raise CorruptIndexError(str(exc)) from None
+    return [f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
+            f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}"
+            for e in entries]
 
 
 def _entries(path: str, time_index: bool) -> list[tuple[int, int]]:
@@ -247,8 +290,10 @@ def dump_time_index(path: str, verify_only: bool, problems: IndexProblems) -> li
 
 def run(options: Options) -> int:
     require(options, "files")
-    decode = options.has("offsets-decoder")
-    contents = options.has("print-data-log") or decode  # a decoder implies the contents
+    parse = (offsets_decoder.parse if options.has("offsets-decoder")
+             else txn_log_decoder.parse if options.has("transaction-log-decoder") else _plain)
+    # a decoder implies the contents
+    contents = options.has("print-data-log") or parse is not _plain
     deep = options.has("deep-iteration") or contents
     verify_only, sanity_only = options.has("verify-index-only"), options.has(
         "index-sanity-check")
@@ -258,14 +303,15 @@ def run(options: Options) -> int:
         print(f"Dumping {path}")
         try:
             if path.endswith(".log"):
-                lines = dump_segment(path, deep, contents, options.get("max-bytes"),
-                                     offsets_decoder.parse if decode else _plain)
+                lines = dump_segment(path, deep, contents, options.get("max-bytes"), parse)
             elif path.endswith((".index", ".timeindex")) and sanity_only:
                 lines = [sanity_check(path)]
             elif path.endswith(".timeindex"):
                 lines = dump_time_index(path, verify_only, problems)
             elif path.endswith(".index"):
                 lines = dump_index(path, verify_only, problems)
+            elif path.endswith(".txnindex"):
+                lines = dump_txn_index(path)
             else:
                 raise ArgumentError(f"Ignoring unknown file {path}")
         except OSError as exc:
@@ -273,8 +319,8 @@ def run(options: Options) -> int:
         except CorruptIndexError as exc:
             raise ArgumentError(str(exc)) from None
         except ValueError:
-            raise ArgumentError(f"{path} is not named <base offset>.<log|index|timeindex>") \
-                from None
+            raise ArgumentError(f"{path} is not named <base offset>.<log|index|timeindex|"
+                                "txnindex>") from None
         for line in lines:
             print(line)
     problems.report()

@@ -21,10 +21,11 @@ from moldau.tools.client_configs import (
 from moldau.tools.common import client_config, librdkafka_config
 from moldau.tools.console_producer import parse_pairs
 from moldau.tools.options import LONG, Opt, Options, ToolError, UsageError, require
-from moldau.tools.runner import Tool
+from moldau.tools.runner import KAFKA_EXCEPTION, Tool
 
 if TYPE_CHECKING:  # imported by _confluent() when a perf tool runs
     from confluent_kafka import KafkaError, Message
+    from confluent_kafka import Producer as ConfluentProducer
 
 MB = 1024 * 1024
 REPORT_MS = 5000
@@ -134,7 +135,19 @@ PRODUCER_OPTIONS = [
         "bootstrap.servers,client.id etc.", "PROP-NAME=PROP-VALUE"),
     Opt("producer.config", "producer config properties file.", "CONFIG-FILE"),
     Opt("print-metrics", "print out metrics at the end of the test (not supported)."),
+    Opt("transactional-id", "The transactional id to use. This config takes precedence over "
+        "the transactional.id specified via --producer.config or --producer-props. Note that "
+        "if the transactional id is not specified while --transaction-duration-ms is "
+        "provided, the default value for the transactional id will be performance-producer- "
+        "followed by a random uuid.", "TRANSACTIONAL-ID"),
+    Opt("transaction-duration-ms", "The max age of each transaction. The commitTransaction "
+        "will be called after this time has elapsed. The value should be greater than 0. If "
+        "the transactional id is specified via --producer-props, --producer.config, or "
+        "--transactional-id but --transaction-duration-ms is not specified, the default "
+        "value will be 3000.", "TRANSACTION-DURATION", LONG),
 ]
+DEFAULT_TRANSACTION_ID_PREFIX = "performance-producer-"
+DEFAULT_TRANSACTION_DURATION_MS = 3000
 
 
 def _payloads(options: Options) -> list[bytes]:
@@ -152,6 +165,87 @@ def _payloads(options: Options) -> list[bytes]:
     return [bytes((65 + (i % 26)) for i in range(size))]
 
 
+def transaction_settings(options: Options, config: dict[str, str]) -> int | None:
+    """Kafka's ConfigPostProcessor: transactions are on when a duration, a
+    --transactional-id or a transactional.id property is given; the id is put into the
+    producer config (the option's, else the property's, else a random one). The commit
+    interval in ms, or None without transactions."""
+    duration = options.get("transaction-duration-ms")
+    if duration is not None and duration <= 0:
+        raise UsageError("--transaction-duration-ms should be greater than zero")
+    if duration is None and not options.has("transactional-id") \
+            and "transactional.id" not in config:
+        return None
+    config["transactional.id"] = (options.get("transactional-id")
+                                  or config.get("transactional.id")
+                                  or DEFAULT_TRANSACTION_ID_PREFIX + str(uuid.uuid4()))
+    return DEFAULT_TRANSACTION_DURATION_MS if duration is None else int(duration)
+
+
+class Transactions:
+    """The perf test's transactions: one begun before a record when none is open, committed
+    once a send finds it at least the duration old, and the last one at the end."""
+
+    def __init__(self, producer: ConfluentProducer, duration_ms: int | None) -> None:
+        self.producer, self.duration_ms = producer, duration_ms
+        self.size, self.started = 0, 0.0
+        if duration_ms is not None:
+            producer.init_transactions()
+
+    def before_send(self) -> None:
+        if self.duration_ms is not None and self.size == 0:
+            self.producer.begin_transaction()
+            self.started = time.monotonic()
+
+    def after_send(self, sent_at: float) -> None:
+        self.size += 1
+        if self.duration_ms is not None and \
+                self.duration_ms <= (sent_at - self.started) * 1000:
+            self.producer.commit_transaction()
+            self.size = 0
+
+    def finish(self) -> None:
+        if self.duration_ms is not None and self.size:
+            self.producer.commit_transaction()
+            self.size = 0
+
+
+def _produce(producer: ConfluentProducer, transactions: Transactions, options: Options,
+             payloads: list[bytes], stats: Stats) -> list[str]:
+    """Send the records at the asked rate, in transactions when they are on; the delivery
+    failures."""
+    records, throughput = options.get("num-records"), options.get("throughput")
+    topic = options.get("topic")
+    failures: list[str] = []
+    start = time.monotonic()
+    for i in range(records):
+        payload = payloads[i % len(payloads)]
+        sent_at = time.monotonic()
+
+        def done(err: KafkaError | None, _msg: Message, sent_at: float = sent_at,
+                 size: int = len(payload)) -> None:
+            if err is not None:
+                failures.append(str(err))
+            else:
+                stats.record(int((time.monotonic() - sent_at) * 1000), size)
+        transactions.before_send()
+        while True:
+            try:
+                producer.produce(topic, payload, on_delivery=done)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        transactions.after_send(sent_at)
+        producer.poll(0)
+        if throughput > 0:  # Kafka's ThroughputThrottler: sleep while ahead of the rate
+            ahead = (i + 1) / throughput - (time.monotonic() - start)
+            if ahead > 0:
+                producer.poll(ahead)
+    transactions.finish()
+    producer.flush(300)
+    return failures
+
+
 def run_producer(options: Options) -> int:
     require(options, "topic", "num-records", "throughput")
     sources = [o for o in ("record-size", "payload-file") if options.has(o)]
@@ -165,37 +259,19 @@ def run_producer(options: Options) -> int:
     if "bootstrap.servers" not in config:
         raise UsageError("bootstrap.servers must be given in --producer-props or "
                          "--producer.config")
+    duration_ms = transaction_settings(options, config)
     settings = checked_settings(config, PRODUCER,
                                 "org.apache.kafka.clients.producer.ProducerConfig")
-    producer = _confluent().Producer(settings)
+    confluent = _confluent()
+    producer = confluent.Producer(settings)
     payloads = _payloads(options)
-    records, throughput = options.get("num-records"), options.get("throughput")
-    topic = options.get("topic")
-    stats = Stats(records)
-    failures: list[str] = []
-    start = time.monotonic()
-    for i in range(records):
-        payload = payloads[i % len(payloads)]
-        sent_at = time.monotonic()
-
-        def done(err: KafkaError | None, _msg: Message, sent_at: float = sent_at,
-                 size: int = len(payload)) -> None:
-            if err is not None:
-                failures.append(str(err))
-            else:
-                stats.record(int((time.monotonic() - sent_at) * 1000), size)
-        while True:
-            try:
-                producer.produce(topic, payload, on_delivery=done)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        producer.poll(0)
-        if throughput > 0:  # Kafka's ThroughputThrottler: sleep while ahead of the rate
-            ahead = (i + 1) / throughput - (time.monotonic() - start)
-            if ahead > 0:
-                producer.poll(ahead)
-    producer.flush(300)
+    try:
+        transactions = Transactions(producer, duration_ms)  # initTransactions first
+        stats = Stats(options.get("num-records"))
+        failures = _produce(producer, transactions, options, payloads, stats)
+    except confluent.KafkaException as exc:  # a transaction call refused
+        raise ToolError(f'Exception in thread "main" {KAFKA_EXCEPTION}: '
+                        f"{exc.args[0].str()}") from None
     if failures:
         raise ToolError(f"{len(failures)} records failed: {failures[0]}")
     stats.print_total()

@@ -29,6 +29,7 @@ TOOLS = {
     "consumer-perf-test": "moldau.tools.perf:CONSUMER_TOOL",
     "mirror-maker": "moldau.tools.mirror_maker",
     "delegation-tokens": "moldau.tools.delegation_tokens",
+    "transactions": "moldau.tools.transactions",
 }
 
 

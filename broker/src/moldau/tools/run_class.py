@@ -32,6 +32,7 @@ CLASSES = {
     "kafka.admin.ReassignPartitionsCommand": "reassign-partitions",
     "org.apache.kafka.tools.reassign.ReassignPartitionsCommand": "reassign-partitions",
     "org.apache.kafka.tools.ClusterTool": "cluster",
+    "org.apache.kafka.tools.TransactionsCommand": "transactions",
     "org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka": "zookeeper-shell",
     "org.apache.zookeeper.ZooKeeperMain": "zookeeper-shell",
     "kafka.admin.ZkSecurityMigrator": "zookeeper-security-migration",

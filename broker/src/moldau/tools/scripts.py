@@ -37,3 +37,4 @@ kafka_consumer_perf_test = _entry("consumer-perf-test")
 kafka_mirror_maker = _entry("mirror-maker")
 
 kafka_acls = _entry("acls")
+kafka_transactions = _entry("transactions")
