@@ -33,6 +33,9 @@ KAFKA_PYTHON_NAMES = {-1: "UNKNOWN", 6: "NOT_LEADER_FOR_PARTITION",
 LIBRDKAFKA_NAMES = {-1: "UNKNOWN", 2: "INVALID_MSG", 3: "UNKNOWN_TOPIC_OR_PART",
                     4: "INVALID_MSG_SIZE", 6: "NOT_LEADER_FOR_PARTITION",
                     10: "MSG_SIZE_TOO_LARGE", 11: "STALE_CTRL_EPOCH", 17: "TOPIC_EXCEPTION"}
+# Codes librdkafka's table leaves out: TRANSACTIONAL_ID_NOT_FOUND (105) is only answered to
+# DescribeTransactions, which librdkafka never sends.
+LIBRDKAFKA_MISSING = {105}
 
 
 def moldau_errors() -> dict[int, type[errors.KafkaError]]:
@@ -66,7 +69,8 @@ def test_every_code_is_known_to_kafka_python_with_kafkas_retriability() -> None:
 
 def test_every_code_is_known_to_librdkafka() -> None:
     codes = librdkafka_names()
-    unknown = {c.__name__: code for code, c in moldau_errors().items() if code not in codes}
+    unknown = {c.__name__: code for code, c in moldau_errors().items()
+               if code not in codes and code not in LIBRDKAFKA_MISSING}
     assert unknown == {}
 
 
@@ -80,7 +84,7 @@ def test_names_are_kafka_pythons_but_where_it_names_a_code_otherwise() -> None:
 def test_names_are_librdkafkas_but_where_it_names_a_code_otherwise() -> None:
     theirs = librdkafka_names()
     differ = {code: theirs[code] for code, ours in moldau_errors().items()
-              if theirs[code] != ours.name}
+              if code not in LIBRDKAFKA_MISSING and theirs[code] != ours.name}
     assert differ == LIBRDKAFKA_NAMES
 
 

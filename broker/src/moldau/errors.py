@@ -152,6 +152,26 @@ class InvalidProducerEpochError(
 class InvalidTxnStateError(
         KafkaError, code=48, name="INVALID_TXN_STATE",
         message="The producer attempted a transactional operation in an invalid state."): ...
+class InvalidProducerIdMappingError(
+        KafkaError, code=49, name="INVALID_PRODUCER_ID_MAPPING",
+        message="The producer attempted to use a producer id which is not currently assigned "
+                "to its transactional id."): ...
+class InvalidTransactionTimeoutError(
+        KafkaError, code=50, name="INVALID_TRANSACTION_TIMEOUT",
+        message="The transaction timeout is larger than the maximum value allowed by the "
+                "broker (as configured by transaction.max.timeout.ms)."): ...
+class ConcurrentTransactionsError(
+        KafkaError, code=51, retriable=True, name="CONCURRENT_TRANSACTIONS",
+        message="The producer attempted to update a transaction while another concurrent "
+                "operation on the same transaction was ongoing."): ...
+class OperationNotAttemptedError(
+        KafkaError, code=55, name="OPERATION_NOT_ATTEMPTED",
+        message="The broker did not attempt to execute this operation. This may happen for "
+                "batched RPCs where some operations in the batch failed, causing the broker "
+                "to respond without trying the rest."): ...
+class TransactionalIdNotFoundError(
+        KafkaError, code=105, name="TRANSACTIONAL_ID_NOT_FOUND",
+        message="The transactionalId could not be found."): ...
 class TransactionCoordinatorFencedError(
         KafkaError, code=52, name="TRANSACTION_COORDINATOR_FENCED",
         message="Indicates that the transaction coordinator sending a WriteTxnMarker is no "
@@ -299,6 +319,13 @@ class MismatchedEndpointTypeError(
 class UnsupportedEndpointTypeError(
         KafkaError, code=115, name="UNSUPPORTED_ENDPOINT_TYPE",
         message="This endpoint type is not supported yet."): ...
+class NetworkExceptionError(
+        KafkaError, code=13, retriable=True, name="NETWORK_EXCEPTION",
+        message="The server disconnected before a response was received."): ...
+class TransactionAbortableError(
+        KafkaError, code=120, name="TRANSACTION_ABORTABLE",
+        message="The server encountered an error with the transaction. The client can abort "
+                "the transaction to continue using this transactional ID."): ...
 
 # --- consumer groups (the classic group protocol) --------------------------------------
 class CoordinatorLoadInProgressError(

@@ -75,7 +75,17 @@ from moldau.protocol.generated import (
     SyncGroupRequest,
     UpdateMetadataRequest,
 )
+from moldau.protocol.generated.add_offsets_to_txn_request import AddOffsetsToTxnRequest
+from moldau.protocol.generated.add_partitions_to_txn_request import AddPartitionsToTxnRequest
 from moldau.protocol.generated.api import ApiKey
+from moldau.protocol.generated.describe_producers_request import DescribeProducersRequest
+from moldau.protocol.generated.describe_transactions_request import (
+    DescribeTransactionsRequest,
+)
+from moldau.protocol.generated.end_txn_request import EndTxnRequest
+from moldau.protocol.generated.list_transactions_request import ListTransactionsRequest
+from moldau.protocol.generated.txn_offset_commit_request import TxnOffsetCommitRequest
+from moldau.protocol.generated.write_txn_markers_request import WriteTxnMarkersRequest
 from moldau.protocol.records import build_batch
 from moldau.security.acls import AclOperation, AclPermissionType, PatternType, ResourceType
 from moldau.server.api_table import API_TABLE
@@ -85,6 +95,10 @@ from .raw import create_topic, records, topic_name, wait_until
 # Kafka's error codes the rows expect
 NONE, UNKNOWN_TOPIC, LEADER_NOT_AVAILABLE, BROKER_NOT_AVAILABLE = 0, 3, 5, 8
 COORDINATOR_NOT_AVAILABLE, UNKNOWN_MEMBER_ID = 15, 25
+OPERATION_NOT_ATTEMPTED = 55
+# what a transaction coordinator answers an authorized request here: its own errors
+# (producer 1 is nobody's; the id's partition may still be loading) but no denial
+COORDINATOR_ANSWERS = frozenset({0, 14, 15, 16, 47, 48, 49, 51, 90})
 TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED = 29, 30, 31
 INVALID_REQUEST, TXN_ID_DENIED, STALE_BROKER_EPOCH = 42, 53, 77
 MEMBER_ID_REQUIRED, ELECTION_NOT_NEEDED, NO_REASSIGNMENT = 79, 84, 85
@@ -317,8 +331,11 @@ def produce_allowed(w: World, answers: tuple[Any, ...]) -> None:
     assert three.responses[0].partition_responses[0].base_offset >= 2
     assert _produced(single) == {(n.no, 0): TOPIC_DENIED}
     assert set(_produced(no_id).values()) == {TXN_ID_DENIED}
-    # authorized; transactions are not built yet
-    assert set(_produced(with_id).values()) == {INVALID_REQUEST}
+    # authorized: the leader asks producer 1's transaction coordinator (KIP-890), which
+    # knows no such transaction (or is not there yet: NOT_ENOUGH_REPLICAS), but no denial
+    found = _produced(with_id)
+    assert found[(n.no, 0)] == TOPIC_DENIED
+    assert found[(n.ok, 0)] in {19, 47, 48, 49}, found
 
 
 # ---- Fetch (1)
@@ -601,6 +618,33 @@ def offset_delete_allowed(w: World, answer: Any) -> None:
                                     (n.missing, 0): UNKNOWN_TOPIC}
 
 
+def txn_offset_commit(w: World) -> Any:
+    n = w.n
+    T = TxnOffsetCommitRequest
+    return w.ask(ApiKey.TXN_OFFSET_COMMIT, T(
+        transactional_id=n.txn, group_id=COMMIT_GROUP, producer_id=1, producer_epoch=0,
+        generation_id=-1, member_id="", group_instance_id=None, topics=[
+            T.TxnOffsetCommitRequestTopic(name=name, partitions=[
+                T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1,
+                                                  committed_metadata="")])
+            for name in (n.ok, n.no, n.missing)]))
+
+
+def txn_offset_commit_denied(w: World, answer: Any) -> None:
+    # the transactional id first: every partition answers 53
+    assert set(codes(answer.topics).values()) == {TXN_ID_DENIED}
+    assert len(codes(answer.topics)) == 3
+
+
+def txn_offset_commit_allowed(w: World, answer: Any) -> None:
+    n = w.n
+    found = codes(answer.topics)
+    assert {k: v for k, v in found.items() if k != (n.ok, 0)} == {
+        (n.no, 0): TOPIC_DENIED, (n.missing, 0): UNKNOWN_TOPIC}
+    # authorized: what the coordinators make of producer 1 (no such transaction) is theirs
+    assert found[(n.ok, 0)] not in (TXN_ID_DENIED, GROUP_DENIED, TOPIC_DENIED)
+
+
 # ---- FindCoordinator (10) and the group membership APIs (11-14)
 
 OTHER_GROUP = f"group-other-{uuid.uuid4().hex[:8]}"
@@ -626,7 +670,7 @@ def find_coordinator_allowed(w: World, answers: tuple[Any, Any]) -> None:
     groups, transactions = answers
     assert [(c.key, c.error_code, c.node_id) for c in groups.coordinators] == [
         (w.n.group, NONE, 1), (OTHER_GROUP, GROUP_DENIED, -1)]
-    # authorized; no transaction coordinator exists here yet
+    # authorized; the first ask creates __transaction_state
     assert [c.error_code for c in transactions.coordinators] == [COORDINATOR_NOT_AVAILABLE]
 
 
@@ -895,8 +939,8 @@ def init_producer_id_allowed(w: World, answers: tuple[Any, Any]) -> None:
     idempotent, transactional = answers
     # WRITE on some topic is enough for an idempotent producer
     assert idempotent.error_code == NONE and idempotent.producer_id >= 0
-    # authorized, then refused: transactions are not built yet
-    assert transactional.error_code == INVALID_REQUEST
+    # authorized: the coordinator's answer (the id's partition may still be coming up)
+    assert transactional.error_code in COORDINATOR_ANSWERS, transactional
     # as is IDEMPOTENT_WRITE on the cluster, without any topic
     w.revoke_all()
     assert init_producer_id(w)[0].error_code == CLUSTER_DENIED
@@ -1159,6 +1203,127 @@ def describe_quotas(w: World) -> Any:
         D.ComponentData(entity_type="client-id", match_type=0, match=QUOTA_CLIENT)]))
 
 
+# ---- AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26), DescribeTransactions
+# (65), ListTransactions (66): authorized, the transaction coordinator answers
+
+
+def add_partitions(w: World) -> tuple[Any, Any]:
+    n = w.n
+    A = AddPartitionsToTxnRequest
+    # a producer's (v3): the transactional id, then WRITE per topic
+    client = w.ask(ApiKey.ADD_PARTITIONS_TO_TXN, A(
+        v3_and_below_transactional_id=n.txn, v3_and_below_producer_id=1,
+        v3_and_below_producer_epoch=0, v3_and_below_topics=[
+            A.AddPartitionsToTxnTopic(name=name, partitions=[0])
+            for name in (n.ok, n.no, n.missing)]), version=3)
+    # a partition leader's verification (v4+): CLUSTER_ACTION
+    broker = w.ask(ApiKey.ADD_PARTITIONS_TO_TXN, A(transactions=[A.AddPartitionsToTxnTransaction(
+        transactional_id=n.txn, producer_id=1, producer_epoch=0, verify_only=True,
+        topics=[A.AddPartitionsToTxnTopic(name=name, partitions=[0])
+                for name in (n.ok, n.missing)])]))
+    return client, broker
+
+
+def _txn_codes(answer: Any) -> dict[tuple[Any, int], int]:
+    return codes(answer, partitions="results_by_partition", code="partition_error_code")
+
+
+def add_partitions_denied(w: World, answers: tuple[Any, Any]) -> None:
+    client, broker = answers
+    assert set(_txn_codes(client.results_by_topic_v3_and_below).values()) == {TXN_ID_DENIED}
+    assert (broker.error_code, broker.results_by_transaction) == (CLUSTER_DENIED, [])
+
+
+def add_partitions_allowed(w: World, answers: tuple[Any, Any]) -> None:
+    client, broker = answers
+    n = w.n
+    # one refused partition fails the others with OPERATION_NOT_ATTEMPTED
+    assert _txn_codes(client.results_by_topic_v3_and_below) == {
+        (n.ok, 0): OPERATION_NOT_ATTEMPTED, (n.no, 0): TOPIC_DENIED,
+        (n.missing, 0): UNKNOWN_TOPIC}
+    result, = broker.results_by_transaction
+    assert broker.error_code == NONE and result.transactional_id == n.txn
+    assert _txn_codes(result.topic_results) == {(n.ok, 0): OPERATION_NOT_ATTEMPTED,
+                                                (n.missing, 0): UNKNOWN_TOPIC}
+
+
+# ---- WriteTxnMarkers (27), DescribeProducers (61): the partition leader's side
+
+
+def write_txn_markers(w: World) -> Any:
+    W = WriteTxnMarkersRequest
+    # a partition nobody hosts: allowed, it answers UNKNOWN_TOPIC and writes nothing
+    return w.ask(ApiKey.WRITE_TXN_MARKERS, W(markers=[W.WritableTxnMarker(
+        producer_id=1, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+        topics=[W.WritableTxnMarkerTopic(name=w.n.missing, partition_indexes=[0])])]))
+
+
+def txn_markers_answered(code: int) -> Callable[[World, Any], None]:
+    def check(w: World, answer: Any) -> None:
+        marker, = answer.markers
+        assert codes(marker.topics) == {(w.n.missing, 0): code}
+    return check
+
+
+def describe_producers(w: World) -> Any:
+    D = DescribeProducersRequest
+    return w.ask(ApiKey.DESCRIBE_PRODUCERS, D(topics=[
+        D.TopicRequest(name=name, partition_indexes=[0]) for name in (w.n.ok, w.n.missing)]))
+
+
+def describe_producers_denied(w: World, answer: Any) -> None:
+    assert codes(answer.topics) == {(w.n.ok, 0): TOPIC_DENIED, (w.n.missing, 0): TOPIC_DENIED}
+
+
+def describe_producers_allowed(w: World, answer: Any) -> None:
+    assert codes(answer.topics) == {(w.n.ok, 0): NONE, (w.n.missing, 0): UNKNOWN_TOPIC}
+
+
+def add_offsets(w: World) -> Any:
+    return w.ask(ApiKey.ADD_OFFSETS_TO_TXN, AddOffsetsToTxnRequest(
+        transactional_id=w.n.txn, producer_id=1, producer_epoch=0, group_id=w.n.group))
+
+
+def end_txn(w: World) -> Any:
+    return w.ask(ApiKey.END_TXN, EndTxnRequest(transactional_id=w.n.txn, producer_id=1,
+                                               producer_epoch=0, committed=True))
+
+
+def describe_transactions(w: World) -> Any:
+    return w.ask(ApiKey.DESCRIBE_TRANSACTIONS, DescribeTransactionsRequest(
+        transactional_ids=[w.n.txn]))
+
+
+def describe_transactions_denied(w: World, answer: Any) -> None:
+    assert [(s.transactional_id, s.error_code) for s in answer.transaction_states] == [
+        (w.n.txn, TXN_ID_DENIED)]
+
+
+def describe_transactions_allowed(w: World, answer: Any) -> None:
+    state, = answer.transaction_states
+    assert state.transactional_id == w.n.txn
+    assert state.error_code in COORDINATOR_ANSWERS | {105}, state  # 105: not found
+
+
+def coordinator_answered(w: World, answer: Any) -> None:
+    assert answer.error_code in COORDINATOR_ANSWERS, answer
+
+
+def list_transactions(w: World) -> Any:
+    return w.ask(ApiKey.LIST_TRANSACTIONS, ListTransactionsRequest(
+        state_filters=[], producer_id_filters=[], duration_filter=-1))
+
+
+def list_transactions_denied(w: World, answer: Any) -> None:
+    # never an error: what may not be described is left out
+    assert (answer.error_code, answer.transaction_states) == (NONE, [])
+
+
+def list_transactions_allowed(w: World, answer: Any) -> None:
+    assert answer.error_code == NONE
+    assert {s.transactional_id for s in answer.transaction_states} <= {w.n.txn}
+
+
 def describe_quotas_checks(code: int) -> Callable[[World, Any], None]:
     def check(w: World, answer: Any) -> None:
         assert (answer.error_code, answer.entries) == (code, None if code else [])
@@ -1244,6 +1409,27 @@ ROWS: tuple[Row, ...] = (
     Row(ApiKey.INIT_PRODUCER_ID, init_producer_id,
         lambda n: (*topic(n.ok, _W), Grant(ResourceType.TRANSACTIONAL_ID, n.txn, _W)),
         init_producer_id_denied, init_producer_id_allowed),
+    Row(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions,
+        lambda n: (Grant(ResourceType.TRANSACTIONAL_ID, n.txn, _W), *topic(n.ok, _W),
+                   *topic(n.missing, _W), cluster(AclOperation.CLUSTER_ACTION)),
+        add_partitions_denied, add_partitions_allowed),
+    # an operator's abort (kafka-transactions.sh) needs ALTER; a broker's CLUSTER_ACTION
+    Row(ApiKey.WRITE_TXN_MARKERS, write_txn_markers, lambda n: (cluster(AclOperation.ALTER),),
+        txn_markers_answered(CLUSTER_DENIED), txn_markers_answered(UNKNOWN_TOPIC)),
+    Row(ApiKey.DESCRIBE_PRODUCERS, describe_producers,
+        lambda n: topic(n.ok, _R) + topic(n.missing, _R),
+        describe_producers_denied, describe_producers_allowed),
+    Row(ApiKey.ADD_OFFSETS_TO_TXN, add_offsets,
+        lambda n: (Grant(ResourceType.TRANSACTIONAL_ID, n.txn, _W), group(n.group, _R)),
+        top_level(TXN_ID_DENIED), coordinator_answered),
+    Row(ApiKey.END_TXN, end_txn, lambda n: (Grant(ResourceType.TRANSACTIONAL_ID, n.txn, _W),),
+        top_level(TXN_ID_DENIED), coordinator_answered),
+    Row(ApiKey.DESCRIBE_TRANSACTIONS, describe_transactions,
+        lambda n: (Grant(ResourceType.TRANSACTIONAL_ID, n.txn, _D),),
+        describe_transactions_denied, describe_transactions_allowed),
+    Row(ApiKey.LIST_TRANSACTIONS, list_transactions,
+        lambda n: (Grant(ResourceType.TRANSACTIONAL_ID, n.txn, _D),),
+        list_transactions_denied, list_transactions_allowed),
     Row(ApiKey.OFFSET_FOR_LEADER_EPOCH, offset_for_leader_epoch,
         lambda n: topic(n.ok, _D) + topic(n.missing, _D),
         offset_for_leader_epoch_denied, offset_for_leader_epoch_allowed),
@@ -1277,6 +1463,10 @@ ROWS: tuple[Row, ...] = (
         lambda n: (group(n.group_offsets, AclOperation.DELETE), *topic(n.ok, _R),
                    *topic(n.missing, _R)),
         offset_delete_denied, offset_delete_allowed),
+    Row(ApiKey.TXN_OFFSET_COMMIT, txn_offset_commit,
+        lambda n: (Grant(ResourceType.TRANSACTIONAL_ID, n.txn, _W), group(COMMIT_GROUP, _R),
+                   *topic(n.ok, _R), *topic(n.missing, _R)),
+        txn_offset_commit_denied, txn_offset_commit_allowed),
     Row(ApiKey.DESCRIBE_CLUSTER, describe_cluster, lambda n: (cluster(_D),),
         describe_cluster_checks(0), describe_cluster_checks(bits(_D))),
     Row(ApiKey.DESCRIBE_ACLS, describe_acls, lambda n: (cluster(_D),),

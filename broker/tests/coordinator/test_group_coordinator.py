@@ -11,7 +11,7 @@ import pytest
 
 from moldau.coordinator.group.coordinator import CoordinatorConfig, GroupCoordinator, JoinResult
 from moldau.coordinator.group.group import GroupState
-from moldau.coordinator.group.offsets_log import OffsetsLog
+from moldau.coordinator.group.offsets_log import OffsetsLog, TxnProducer
 from moldau.coordinator.group.records import OffsetAndMetadata, read_key
 from moldau.errors import (
     CoordinatorLoadInProgressError,
@@ -32,23 +32,27 @@ T = TypeVar("T")
 
 
 class MemoryOffsetsLog(OffsetsLog):
-    """Keeps appended records per partition; load() returns them decoded."""
+    """Keeps appended records per partition; load() returns them decoded, each record's
+    position its index (transactional writes are not kept: the real log is in
+    test_txn_offsets)."""
 
     def __init__(self) -> None:
         super().__init__(lambda: None)
         self.records: dict[int, list[tuple[bytes, bytes | None]]] = {}
         self.fail_with = 0
 
-    async def append(self, index: int, records: list[tuple[bytes, bytes | None]], *,
-                     base_sequence: int = -1) -> int:
+    async def write(self, index: int, records: list[tuple[bytes, bytes | None]], *,
+                    base_sequence: int = -1, producer: TxnProducer | None = None
+                    ) -> tuple[int, int]:
         if self.fail_with:
-            return self.fail_with
-        self.records.setdefault(index, []).extend(records)
-        return 0
+            return self.fail_with, -1
+        kept = self.records.setdefault(index, [])
+        kept.extend(records)
+        return 0, len(kept) - len(records)
 
     async def load(self, index: int) -> list[Any]:
-        return [e for k, v in self.records.get(index, [])
-                if (e := self._decode(k, v)) is not None]
+        return [e for i, (k, v) in enumerate(self.records.get(index, []))
+                if (e := self._decode(k, v, i)) is not None]
 
 
 def run(test: Callable[[], Awaitable[T]]) -> T:

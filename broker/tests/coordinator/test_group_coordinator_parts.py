@@ -9,7 +9,7 @@ import asyncio
 from moldau.coordinator.group.cleanup import expired_offsets
 from moldau.coordinator.group.group import Group, GroupState
 from moldau.coordinator.group.loading import rebuild_groups
-from moldau.coordinator.group.offsets_log import Entry
+from moldau.coordinator.group.offsets_log import Entry, LoadedGroup, LoadedOffset
 from moldau.coordinator.group.records import (
     GroupKey,
     GroupRecord,
@@ -61,16 +61,16 @@ def test_a_stable_consumer_group_keeps_the_offsets_of_its_subscribed_topics() ->
 def test_rebuilt_groups_keep_the_last_record_of_each_key() -> None:
     member = MemberRecord("m-1", None, "client", "/127.0.0.1", 300, 100, b"", b"A")
     entries: list[Entry] = [
-        (OffsetKey("live", "t", 0), committed_at(1)),
-        (OffsetKey("live", "t", 1), committed_at(1)),
-        (OffsetKey("live", "t", 1), None),  # tombstoned later
-        (GroupKey("live"), GroupRecord("consumer", 4, "range", "m-1", 7, [member])),
-        (OffsetKey("deleted", "t", 0), committed_at(1)),
-        (OffsetKey("deleted", "t", 0), None),
-        (GroupKey("deleted"), GroupRecord("consumer", 1, None, None, 7)),
-        (GroupKey("deleted"), None),
-        (GroupKey("offsets-stay"), None),  # a group tombstone, yet offsets follow
-        (OffsetKey("offsets-stay", "t", 0), committed_at(2)),
+        LoadedOffset(OffsetKey("live", "t", 0), committed_at(1)),
+        LoadedOffset(OffsetKey("live", "t", 1), committed_at(1)),
+        LoadedOffset(OffsetKey("live", "t", 1), None),  # tombstoned later
+        LoadedGroup(GroupKey("live"), GroupRecord("consumer", 4, "range", "m-1", 7, [member])),
+        LoadedOffset(OffsetKey("deleted", "t", 0), committed_at(1)),
+        LoadedOffset(OffsetKey("deleted", "t", 0), None),
+        LoadedGroup(GroupKey("deleted"), GroupRecord("consumer", 1, None, None, 7)),
+        LoadedGroup(GroupKey("deleted"), None),
+        LoadedGroup(GroupKey("offsets-stay"), None),  # a group tombstone, yet offsets follow
+        LoadedOffset(OffsetKey("offsets-stay", "t", 0), committed_at(2)),
     ]
     groups = {g.group_id: g for g in rebuild_groups(entries, now=55.0)}
     assert set(groups) == {"live", "offsets-stay"}

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from moldau.coordinator.group.coordinator import CoordinatorConfig, GroupCoordinator
-from moldau.coordinator.group.offsets_log import OffsetsLog
+from moldau.coordinator.group.offsets_log import LoadedOffset, OffsetsLog
 from moldau.coordinator.group.records import (
     GroupKey,
     OffsetAndMetadata,
@@ -48,9 +48,9 @@ def test_a_new_leader_loads_commits_beyond_its_high_watermark(tmp_path: Path) ->
 
     entries = asyncio.run(offsets_log_over(log).load(0))
 
-    committed = [(key.group, value.offset) for key, value in entries
-                 if isinstance(key, OffsetKey)]
-    assert committed == [("g", 10), ("g", 20), ("g", 30)]
+    committed = [(e.key.group, e.value.offset, e.position) for e in entries
+                 if isinstance(e, LoadedOffset) and e.value is not None]
+    assert committed == [("g", 10, 0), ("g", 20, 1), ("g", 30, 2)]
 
 
 def leading(log: PartitionLog) -> OffsetsLog:

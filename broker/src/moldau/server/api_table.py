@@ -156,6 +156,22 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
         # authorizeByResourceType: WRITE allowed on some topic; a denial costs 31
         Check("TOPIC", "WRITE", CLUSTER_DENIED, Scope.REQUEST,
               "an idempotent producer without IDEMPOTENT_WRITE: WRITE on any topic"))),
+    ApiKey.ADD_PARTITIONS_TO_TXN: ApiEntry(h.AddPartitionsToTxnHandler, (
+        _cluster("CLUSTER_ACTION", when="v4+ (a partition leader's batch, KIP-890)"),
+        Check("TRANSACTIONAL_ID", "WRITE", TRANSACTIONAL_ID_DENIED, Scope.EACH,
+              "v0-3, each transaction"),
+        # a denied or missing partition fails the rest with OPERATION_NOT_ATTEMPTED (55)
+        _topic("WRITE", when="v0-3, each partition (internal topics are always denied)"))),
+    ApiKey.ADD_OFFSETS_TO_TXN: ApiEntry(h.AddOffsetsToTxnHandler, (
+        Check("TRANSACTIONAL_ID", "WRITE", TRANSACTIONAL_ID_DENIED, Scope.REQUEST),
+        _group("READ"))),
+    ApiKey.END_TXN: ApiEntry(h.EndTxnHandler, (
+        Check("TRANSACTIONAL_ID", "WRITE", TRANSACTIONAL_ID_DENIED, Scope.REQUEST),)),
+    ApiKey.DESCRIBE_TRANSACTIONS: ApiEntry(h.DescribeTransactionsHandler, (
+        Check("TRANSACTIONAL_ID", "DESCRIBE", TRANSACTIONAL_ID_DENIED, Scope.EACH),
+        _filter("TOPIC", "DESCRIBE", "the partitions of a described transaction"))),
+    ApiKey.LIST_TRANSACTIONS: ApiEntry(h.ListTransactionsHandler, (
+        _filter("TRANSACTIONAL_ID", "DESCRIBE", "every listed transaction"),)),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: ApiEntry(h.OffsetForLeaderEpochHandler, (
         _fallback("CLUSTER", "CLUSTER_ACTION", "every topic (a follower)"),
         _topic("DESCRIBE", when="without CLUSTER_ACTION (a consumer, KIP-320)"))),
@@ -178,6 +194,15 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: ApiEntry(h.ListPartitionReassignmentsHandler,
                                                   (_cluster("DESCRIBE"),)),
     ApiKey.OFFSET_DELETE: ApiEntry(h.OffsetDeleteHandler, (_group("DELETE"), _topic("READ"))),
+    ApiKey.TXN_OFFSET_COMMIT: ApiEntry(h.TxnOffsetCommitHandler, (
+        Check("TRANSACTIONAL_ID", "WRITE", TRANSACTIONAL_ID_DENIED, Scope.REQUEST),
+        _group("READ"), _topic("READ"))),
+    # ALTER on the cluster lets kafka-transactions.sh abort a hanging transaction
+    ApiKey.WRITE_TXN_MARKERS: ApiEntry(h.WriteTxnMarkersHandler, (
+        _fallback("CLUSTER", "ALTER", "an operator's abort (the denial is not logged)"),
+        _cluster("CLUSTER_ACTION", when="without ALTER on the cluster (a broker)")),
+        Quota.EXEMPT),
+    ApiKey.DESCRIBE_PRODUCERS: ApiEntry(h.DescribeProducersHandler, (_topic("READ"),)),
     ApiKey.DESCRIBE_CLUSTER: ApiEntry(h.DescribeClusterHandler, (
         _filter("CLUSTER", "DESCRIBE", "the cluster's authorized operations (0 when denied)"),
     )),

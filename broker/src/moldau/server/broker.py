@@ -29,6 +29,10 @@ from moldau.cluster.zk_client import (
 )
 from moldau.coordinator.group.coordinator import CoordinatorConfig, GroupCoordinator
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC, OffsetsLog
+from moldau.coordinator.transaction.config import TransactionConfig
+from moldau.coordinator.transaction.coordinator import TransactionCoordinator
+from moldau.coordinator.transaction.partitioning import TRANSACTION_STATE_TOPIC
+from moldau.coordinator.transaction.txn_log import TransactionLog
 from moldau.metrics.http import METRICS_HOST_ENV, METRICS_PORT_ENV, MetricsServer
 from moldau.metrics.loop_idle import LoopIdle
 from moldau.metrics.registry import TICK_S, MetricsRegistry
@@ -74,6 +78,8 @@ from .sasl_authenticator import authentication_beans
 from .startup_error import StartupError
 from .topic_admin import TopicAdmin
 from .topic_configs import TopicConfigs
+from .txn_marker_channel import TxnMarkerChannel
+from .txn_verification import TxnVerifier, network_verifier
 from .user_configs import UserConfigs
 
 log = logging.getLogger("kafka.server.KafkaServer")
@@ -104,6 +110,9 @@ class Broker:
         self.replica_manager: ReplicaManager = None  # type: ignore[assignment]
         self.group_coordinator: GroupCoordinator = None  # type: ignore[assignment]
         self.partition_states: PartitionStates = None  # type: ignore[assignment]
+        self.transaction_coordinator: TransactionCoordinator | None = None
+        self.txn_marker_channel: TxnMarkerChannel | None = None
+        self.txn_verifier: TxnVerifier | None = None
         self.dispatcher = RequestDispatcher()
         self.metrics = MetricsRegistry()
         enabled = metrics_enabled()
@@ -194,9 +203,11 @@ class Broker:
         self.leader_throttle = self._throttle(LEADER)
         self.fetchers = self._replica_fetchers()
         self.group_coordinator = self._group_coordinator()
+        self.transaction_coordinator = self._transaction_coordinator()
         self.partition_states = PartitionStates(
             self.broker_id, self.connected_zk, self.metadata, self.replica_manager, self.fetchers,
-            self.group_coordinator, self.topic_configs, self.offline_partitions)
+            self.group_coordinator, self.topic_configs, self.offline_partitions,
+            self.transaction_coordinator)
         # the ACLs are in memory before any listener opens (Kafka's authorizer start)
         self.acl_authorizer = await self._start_authorizer()
         if self.acl_authorizer is not None:
@@ -213,6 +224,8 @@ class Broker:
             TokenSettings.from_config(config), self.connected_zk, self.security.tokens,
             lambda: self.controller)
         await self.delegation_tokens.start()
+        self.txn_verifier = network_verifier(config, self.broker_id, self.metadata,
+                                             self.security.inter_broker_client, self.metrics)
         register_handlers(self.dispatcher, self._handler_services())
         self.socket_server = SocketServer(
             self.dispatcher,
@@ -275,14 +288,17 @@ class Broker:
         return HandlerServices(
             config=self.config, state=self.state, metadata=self.metadata, zk=self.zk,
             log_manager=self.log_manager, replica_manager=self.replica_manager,
-            group_coordinator=self.group_coordinator, topics=self.topics,
+            group_coordinator=self.group_coordinator,
+            transaction_coordinator=self.started_part(self.transaction_coordinator),
+            topics=self.topics,
             topic_configs=self.topic_configs, dynamic_config=self.dynamic_config,
             producer_ids=self.producer_ids, topic_stats=self.topic_stats,
             purgatory=self.purgatory, leader_throttle=self.leader_throttle,
             metrics=self.metrics, partition_states=self.partition_states,
             controller=lambda: self.controller, tls_holders=self.tls_holders,
             advertised_versions=self.dispatcher.advertised_versions,
-            acl_authorizer=self.acl_authorizer, delegation_tokens=self.delegation_tokens)
+            acl_authorizer=self.acl_authorizer, delegation_tokens=self.delegation_tokens,
+            txn_verifier=self.txn_verifier)
 
     async def _start_authorizer(self) -> AclAuthorizer | None:
         """Kafka's AclAuthorizer when authorizer.class.name names it (the config refuses
@@ -314,6 +330,33 @@ class Broker:
             offsets_retention_check_interval_ms=c["offsets.retention.check.interval.ms"],
         ), offsets_log, asyncio.get_running_loop())
         coordinator.named_leader = self._named_offsets_leader
+        return coordinator
+
+    def _transaction_coordinator(self) -> TransactionCoordinator:
+        """The transaction coordinator over __transaction_state, with the marker channel
+        it writes its markers through; its timers run from here on (Kafka's startup)."""
+        c = self.config
+        self.txn_marker_channel = TxnMarkerChannel(
+            self.broker_id, c.inter_broker_listener_name, self.metadata,
+            self.security.inter_broker_client,
+            request_timeout_s=c["request.timeout.ms"] / 1000,
+            connect_timeout_s=c["socket.connection.setup.timeout.max.ms"] / 1000)
+        coordinator = TransactionCoordinator(TransactionConfig(
+            transactional_id_expiration_ms=c["transactional.id.expiration.ms"],
+            max_timeout_ms=c["transaction.max.timeout.ms"],
+            num_partitions=c["transaction.state.log.num.partitions"],
+            replication_factor=c["transaction.state.log.replication.factor"],
+            segment_bytes=c["transaction.state.log.segment.bytes"],
+            load_buffer_size=c["transaction.state.log.load.buffer.size"],
+            min_insync_replicas=c["transaction.state.log.min.isr"],
+            abort_timed_out_interval_ms=c[
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+            remove_expired_interval_ms=c[
+                "transaction.remove.expired.transaction.cleanup.interval.ms"],
+            request_timeout_ms=c["request.timeout.ms"],
+        ), TransactionLog(lambda: self.replica_manager), self.txn_marker_channel,
+            self.producer_ids.next_id)
+        coordinator.start()
         return coordinator
 
     def _named_offsets_leader(self, partition: int) -> bool:
@@ -585,6 +628,8 @@ class Broker:
         for topic, index in lost:
             if topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_resigned(index)
+            elif topic == TRANSACTION_STATE_TOPIC and self.transaction_coordinator:
+                self.transaction_coordinator.on_resigned(index, None)
             self.replica_manager.stop_replica(topic, index, delete=False)
         log.error("Partitions %s are offline due to the failure on log dir %s",
                   ", ".join(f"{t}-{p}" for t, p in sorted(lost)), path)
@@ -633,8 +678,14 @@ class Broker:
             await self.delegation_tokens.stop()
         if self.controller_channel is not None:
             self.controller_channel.close()
+        if self.txn_verifier is not None:
+            self.txn_verifier.close()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
+        if self.transaction_coordinator is not None:
+            self.transaction_coordinator.shutdown()
+        if self.txn_marker_channel is not None:
+            self.txn_marker_channel.close()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.log_manager is not None:

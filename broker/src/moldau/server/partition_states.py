@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from moldau.cluster import zk_data
 from moldau.cluster.zk_client import ZkBadVersionError
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC
+from moldau.coordinator.transaction.partitioning import TRANSACTION_STATE_TOPIC
 from moldau.errors import KafkaStorageError
 from moldau.protocol._runtime import ZERO_UUID
 from moldau.replication.replica_manager import LeaderAndIsr, RecordedIsr
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from moldau.cluster.controller import PartitionDecision
     from moldau.cluster.zk_async import AsyncZk
     from moldau.coordinator.group.coordinator import GroupCoordinator
+    from moldau.coordinator.transaction.coordinator import TransactionCoordinator
     from moldau.replication.replica_fetcher import ReplicaFetcherManager
     from moldau.replication.replica_manager import Partition, ReplicaManager
 
@@ -90,18 +92,20 @@ class IsrWriter:
 
 class PartitionStates:
     """Applies the controller's decisions to this broker's replicas, fetchers, metadata
-    cache and group coordinator."""
+    cache and group and transaction coordinators."""
 
     def __init__(self, broker_id: int, zk: AsyncZk, metadata: MetadataCache,
                  replica_manager: ReplicaManager, fetchers: ReplicaFetcherManager,
                  group_coordinator: GroupCoordinator, topic_configs: TopicConfigs,
-                 offline_partitions: set[tuple[str, int]]) -> None:
+                 offline_partitions: set[tuple[str, int]],
+                 transaction_coordinator: TransactionCoordinator | None = None) -> None:
         self.broker_id = broker_id
         self.zk = zk
         self.metadata = metadata
         self.replica_manager = replica_manager
         self.fetchers = fetchers
         self.group_coordinator = group_coordinator
+        self.transaction_coordinator = transaction_coordinator
         self.topic_configs = topic_configs
         # partitions whose log was on a failed log dir: never recreated elsewhere
         self.offline_partitions = offline_partitions
@@ -169,6 +173,12 @@ class PartitionStates:
                     self.group_coordinator.on_elected(d.partition)
                 else:
                     self.group_coordinator.on_resigned(d.partition)
+            elif d.topic == TRANSACTION_STATE_TOPIC and self.transaction_coordinator:
+                # the coordinator epoch is the partition's leader epoch
+                if partition.is_leader:
+                    self.transaction_coordinator.on_elected(d.partition, d.leader_epoch)
+                else:
+                    self.transaction_coordinator.on_resigned(d.partition, d.leader_epoch)
         self.fetchers.restart_long_polls()
         return errors
 
@@ -209,6 +219,8 @@ class PartitionStates:
             await pause.maybe()
             if topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_resigned(index)
+            elif topic == TRANSACTION_STATE_TOPIC and self.transaction_coordinator:
+                self.transaction_coordinator.on_resigned(index, None)
             self.replica_manager.stop_replica(topic, index, delete)
         if delete:  # a reassignment may move one partition of a topic and keep others
             hosted = {t for t, _ in self.replica_manager.partitions}

@@ -20,6 +20,7 @@ from moldau.cluster.assignment import (
     zk_metadata_cache_order,
 )
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC
+from moldau.coordinator.transaction.partitioning import TRANSACTION_STATE_TOPIC
 from moldau.errors import (
     InvalidReplicaAssignmentError,
     InvalidTopicError,
@@ -131,6 +132,9 @@ class TopicAdmin:
         if name == OFFSETS_TOPIC:
             self.create_offsets_topic()
             return
+        if name == TRANSACTION_STATE_TOPIC:
+            self.create_transaction_state_topic()
+            return
         config = self.config
         self._create_in_background(name, config["num.partitions"],
                                    config["default.replication.factor"], {})
@@ -140,18 +144,38 @@ class TopicAdmin:
         Kafka, it is not created until offsets.topic.replication.factor brokers are
         alive (FindCoordinator answers COORDINATOR_NOT_AVAILABLE meanwhile): False then."""
         config = self.config
-        alive = len(self.metadata.alive_broker_ids())
-        factor = config["offsets.topic.replication.factor"]
-        if alive < factor:
-            log.error("Number of alive brokers '%d' does not meet the required replication "
-                      "factor '%d' for the offsets topic (configured via "
-                      "'offsets.topic.replication.factor'). This error can be ignored if the "
-                      "cluster is starting up and not all brokers are up yet.", alive, factor)
-            return False
-        self._create_in_background(
-            OFFSETS_TOPIC, config["offsets.topic.num.partitions"], factor,
+        return self._create_internal(
+            OFFSETS_TOPIC, "the offsets topic", "offsets.topic.replication.factor",
+            config["offsets.topic.num.partitions"],
             {"cleanup.policy": "compact", "compression.type": "producer",
              "segment.bytes": str(config["offsets.topic.segment.bytes"])})
+
+    def create_transaction_state_topic(self) -> bool:
+        """__transaction_state on first use (FindCoordinator for a transactional id), with
+        the transaction.state.log.* settings and Kafka's enforced configs
+        (TransactionStateManager.transactionTopicConfigs); as the offsets topic, not
+        before transaction.state.log.replication.factor brokers are alive."""
+        config = self.config
+        return self._create_internal(
+            TRANSACTION_STATE_TOPIC, "the transactions state topic",
+            "transaction.state.log.replication.factor",
+            config["transaction.state.log.num.partitions"],
+            {"unclean.leader.election.enable": "false", "compression.type": "uncompressed",
+             "cleanup.policy": "compact",
+             "min.insync.replicas": str(config["transaction.state.log.min.isr"]),
+             "segment.bytes": str(config["transaction.state.log.segment.bytes"])})
+
+    def _create_internal(self, name: str, what: str, factor_key: str, partitions: int,
+                         configs: dict[str, str]) -> bool:
+        alive = len(self.metadata.alive_broker_ids())
+        factor = self.config[factor_key]
+        if alive < factor:
+            log.error("Number of alive brokers '%d' does not meet the required replication "
+                      "factor '%d' for %s (configured via '%s'). This error can be ignored "
+                      "if the cluster is starting up and not all brokers are up yet.", alive,
+                      factor, what, factor_key)
+            return False
+        self._create_in_background(name, partitions, factor, configs)
         return True
 
     def _create_in_background(self, name: str, partitions: int, factor: int,

@@ -4,16 +4,21 @@ A compacted log has a clean head (already compacted: one record per key, offset 
 and a dirty tail. A pass over a log:
 
 1. picks the dirty range: from the cleaner checkpoint (first dirty offset) up to the
-   first uncleanable offset: the active segment, the high watermark, or the first
-   segment younger than `min.compaction.lag.ms`, whichever comes first;
+   first uncleanable offset: the active segment, the last stable offset (so no open
+   transaction is cleaned), or the first segment younger than `min.compaction.lag.ms`,
+   whichever comes first;
 2. runs only when dirty bytes / (clean + dirty bytes) reach `min.cleanable.dirty.ratio`;
-3. builds a map key -> latest offset over the dirty range;
+3. builds a map key -> latest offset over the dirty range, aborted transactions left out;
 4. rewrites every segment below the end of the range, in groups that fit one segment,
-   dropping records whose key has a later offset, records without a key, and tombstones
+   dropping records whose key has a later offset, records without a key, tombstones
    whose delete horizon (set on the first pass that sees them: now +
-   `delete.retention.ms`) has passed. Batches that lose nothing are copied byte for byte;
+   `delete.retention.ms`) has passed, the batches of aborted transactions, and markers
+   by the same two-pass rule once their transaction has no data left (the transaction
+   rules are `cleaner_txns.py`). Batches that lose nothing are copied byte for byte;
    others are re-encoded with their codec, base offset and offset span, so offsets are
-   preserved (gaps allowed);
+   preserved (gaps allowed); a live producer's last batch stays, if only empty. Batches
+   from the end of the range on are copied as they are. The ABORT markers that stay are
+   indexed in the output's `.txnindex`;
 5. swaps the result in crash-safely: `.cleaned` files become `.swap` files, the old
    segments are renamed `.deleted`, the swap files take their names. A crash leaves
    either `.cleaned` files (discarded at load) or `.swap` files (completed at load).
@@ -33,16 +38,24 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from moldau.errors import KafkaStorageError
-from moldau.protocol.records import RecordBatch, build_batch
+from moldau.protocol.records import Record, RecordBatch, build_batch
 
+from .cleaner_txns import (
+    CleanedTransactions,
+    ProducerLast,
+    aborted_in,
+    keeps_producer_state,
+    producers_last_records,
+)
 from .segment import LogSegment
 from .segment_files import CLEANED_SUFFIX, SWAP_SUFFIX
 from .segment_positions import BatchHeader, batch_header, scan_batch_headers
+from .txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from .log import PartitionLog
@@ -83,7 +96,8 @@ def dirty_range(partition_log: PartitionLog, first_dirty: int, now: int) -> Dirt
     """Where the dirty section starts and ends, and the byte sizes of both sections."""
     segments = partition_log.segments
     first_dirty = max(first_dirty, partition_log.log_start_offset)
-    uncleanable = min(partition_log.active_segment.base_offset, partition_log.high_watermark)
+    uncleanable = min(partition_log.active_segment.base_offset,
+                      partition_log.last_stable_offset)
     lag = partition_log.config.min_compaction_lag_ms
     if lag > 0:
         for segment in segments:
@@ -167,6 +181,10 @@ class CleanPlan:
     cancelled: bool = False  # set from the event loop; the pass stops at its next batch
     outputs: list[LogSegment] = field(default_factory=list)
     result: CleanResult | None = None
+    # the aborted transactions overlapping the planned segments, and where each live
+    # producer's state is: read on the event loop, as the log may change meanwhile
+    aborted: list[AbortedTxn] = field(default_factory=list)
+    producers: dict[int, ProducerLast] = field(default_factory=dict)
 
     def release(self) -> None:
         """Close the private descriptors (idempotent)."""
@@ -179,12 +197,15 @@ class CleanPlan:
 
 def build_offset_map(
     segments: list[SegmentSnapshot], start: int, end: int, pace: _Pace | None = None,
-    max_keys: int | None = None,
+    max_keys: int | None = None, aborted: Iterable[AbortedTxn] = (),
 ) -> tuple[dict[bytes, int], int]:
     """key -> the offset of its latest record in [start, end), and the end the map really
     covers: at most max_keys keys fit (Kafka's offset map), and the first record of a
-    key that no longer fits ends the range there; the next pass continues from it."""
+    key that no longer fits ends the range there; the next pass continues from it.
+    Records of the aborted transactions (those overlapping the range) are left out: they
+    must not hide a key's committed value."""
     latest: dict[bytes, int] = {}
+    txns = CleanedTransactions(t for t in aborted if t.last_offset >= start)
     for snapshot in segments:
         for header in snapshot.headers():
             if header.last_offset < start or header.base_offset >= end:
@@ -193,6 +214,9 @@ def build_offset_map(
             if pace is not None:
                 pace.took(header.size)
             if batch.is_control:
+                txns.on_control_batch(batch)
+                continue
+            if txns.on_data_batch(batch):
                 continue
             for record in batch.records():
                 key = record.key
@@ -285,7 +309,14 @@ def plan(
     groups = []
     for group in _group(targets, config.segment_bytes, config.segment_index_bytes):
         groups.append([SegmentSnapshot(s, s.size, os.dup(s.fd)) for s in group])
-    return CleanPlan(partition_log, found, now, groups, max_bytes_per_second, max_keys)
+    pass_ = CleanPlan(partition_log, found, now, groups, max_bytes_per_second, max_keys)
+    if targets:
+        segments = partition_log.segments
+        upper = (segments[len(targets)].base_offset if len(targets) < len(segments)
+                 else partition_log.log_end_offset)
+        pass_.aborted = aborted_in(segments, targets[0].base_offset, upper)
+        pass_.producers = producers_last_records(partition_log.producer_state)
+    return pass_
 
 
 def build(pass_: CleanPlan) -> None:
@@ -297,10 +328,10 @@ def build(pass_: CleanPlan) -> None:
     try:
         targets = [snapshot for group in pass_.groups for snapshot in group]
         latest, end = build_offset_map(targets, found.first_dirty, found.first_uncleanable,
-                                       pace, pass_.max_keys)
+                                       pace, pass_.max_keys, pass_.aborted)
         result = CleanResult(found.first_dirty, end, 0, 0, 0)
         _drop_groups_from(pass_, end)
-        _clean_groups(pass_, latest, result, pace)
+        _clean_groups(pass_, _Filter(pass_, latest, end, result), pace)
     except OSError as exc:
         discard(pass_)
         raise KafkaStorageError(
@@ -352,8 +383,7 @@ def discard(pass_: CleanPlan) -> None:
     pass_.release()
 
 
-def _clean_groups(pass_: CleanPlan, latest: dict[bytes, int], result: CleanResult,
-                  pace: _Pace) -> None:
+def _clean_groups(pass_: CleanPlan, keep: _Filter, pace: _Pace) -> None:
     """Clean the groups into output segments, one per group, except that a group whose
     records all went keeps its output open for the next group: runs of segments that
     compact to nothing become one segment, not one empty segment each. (Consumers get no
@@ -372,9 +402,10 @@ def _clean_groups(pass_: CleanPlan, latest: dict[bytes, int], result: CleanResul
                 out = None
             if out is None:
                 out = _open_output(pass_, base)
+                keep.txns.cleaned_index = out.txn_index
                 merged.append([])
             merged[-1] += group
-            dropped = _clean_into(pass_, out, group, latest, result, pace, dropped)
+            dropped = _clean_into(out, group, keep, pace, dropped)
         if out is not None:
             _finish_output(out, dropped)
             pass_.outputs.append(out)
@@ -400,16 +431,15 @@ def _open_output(pass_: CleanPlan, base: int) -> LogSegment:
     )
 
 
-def _clean_into(pass_: CleanPlan, out: LogSegment, group: list[SegmentSnapshot],
-                latest: dict[bytes, int], result: CleanResult, pace: _Pace,
+def _clean_into(out: LogSegment, group: list[SegmentSnapshot], keep: _Filter, pace: _Pace,
                 dropped: RecordBatch | None) -> RecordBatch | None:
     """Append what the group keeps to out; returns the new `dropped`."""
-    retention = pass_.partition_log.config.delete_retention_ms
+    result = keep.result
     for snapshot in group:
         for header in snapshot.headers():
             batch = snapshot.batch(header)
             result.bytes_read += header.size
-            kept = _filter_batch(batch, latest, pass_.now, retention, result)
+            kept = keep.batch(batch)
             dropped = batch if kept is None else None
             if kept is not None:
                 _write(out, kept)
@@ -432,45 +462,100 @@ def _write(out: LogSegment, data: bytes) -> None:
 
 
 def _empty_like(batch: RecordBatch) -> bytes:
+    """The batch without its records: its offsets, producer fields and flags stay (Kafka's
+    empty batch header, whose timestamps are the batch's max timestamp)."""
     return build_batch(
         [],
         base_offset=batch.base_offset,
         compression=0,
+        timestamp_type=batch.timestamp_type,
         producer_id=batch.producer_id,
         producer_epoch=batch.producer_epoch,
         base_sequence=batch.base_sequence,
+        is_transactional=batch.is_transactional,
+        is_control=batch.is_control,
         partition_leader_epoch=batch.partition_leader_epoch,
         last_offset_delta=batch.last_offset_delta,
-        base_timestamp=batch.base_timestamp,
+        base_timestamp=batch.max_timestamp,
         max_timestamp=batch.max_timestamp,
     )
 
 
-def _filter_batch(batch: RecordBatch, latest: dict[bytes, int], now: int,
-                  delete_retention_ms: int, result: CleanResult) -> bytes | None:
-    """The batch bytes to keep: the same bytes, a re-encoded subset, or None."""
-    if batch.is_control or batch.is_transactional:
-        return bytes(batch.buffer)  # transaction state is kept as it is for now
-    horizon = batch.delete_horizon_ms
-    records = list(batch.records())
-    kept = []
-    has_tombstone = False
-    for record in records:
-        if record.key is None or latest.get(record.key, record.offset) > record.offset:
-            continue
-        if record.value is None:
-            if horizon is not None and horizon <= now:
-                continue
-            has_tombstone = True
-        kept.append(record)
-    result.records_removed += len(records) - len(kept)
-    if not kept:
-        return None
-    new_horizon = horizon if horizon is not None else (
-        now + delete_retention_ms if has_tombstone else None
-    )
-    if len(kept) == len(records) and new_horizon == horizon:
+class _Filter:
+    """What a pass keeps of each batch, walking the planned segments in offset order."""
+
+    def __init__(self, pass_: CleanPlan, latest: dict[bytes, int], end: int,
+                 result: CleanResult) -> None:
+        self.latest = latest
+        self.end = end  # where the map ends: later batches are copied as they are
+        self.now = pass_.now
+        self.retention = pass_.partition_log.config.delete_retention_ms
+        self.result = result
+        self.txns = CleanedTransactions(pass_.aborted)
+        self.producers = pass_.producers
+
+    def batch(self, batch: RecordBatch) -> bytes | None:
+        """The batch bytes to keep: the same bytes, a re-encoded subset, or None."""
+        if batch.is_control:
+            return self._marker(batch)
+        aborted = self.txns.on_data_batch(batch)
+        if batch.base_offset >= self.end:
+            return bytes(batch.buffer)  # past the cleanable range (the LSO): untouched
+        if aborted:
+            self.result.records_removed += batch.records_count
+            return self._emptied(batch)
+        return self._records(batch)
+
+    def _marker(self, batch: RecordBatch) -> bytes | None:
+        """A marker whose transaction has no data left gets a delete horizon on the first
+        pass that sees it so, and goes on the first pass past the horizon."""
+        may_go = self.txns.on_control_batch(batch)
+        horizon = batch.delete_horizon_ms
+        if batch.base_offset >= self.end or not may_go:
+            return bytes(batch.buffer)
+        if batch.records_count == 0 or (horizon is not None and horizon <= self.now):
+            self.result.records_removed += batch.records_count
+            return self._emptied(batch)
+        if horizon is None:
+            return _rebuilt(batch, list(batch.records()), self.now + self.retention)
         return bytes(batch.buffer)
+
+    def _records(self, batch: RecordBatch) -> bytes | None:
+        horizon = batch.delete_horizon_ms
+        records = list(batch.records())
+        kept = []
+        has_tombstone = False
+        latest, end = self.latest, self.end
+        for record in records:
+            if record.offset < end and (
+                record.key is None or latest.get(record.key, record.offset) > record.offset
+            ):
+                continue
+            if record.value is None:
+                if horizon is not None and horizon <= self.now:
+                    continue
+                has_tombstone = True
+            kept.append(record)
+        self.result.records_removed += len(records) - len(kept)
+        if not kept:
+            return self._emptied(batch)
+        new_horizon = horizon if horizon is not None else (
+            self.now + self.retention if has_tombstone else None
+        )
+        if len(kept) == len(records) and new_horizon == horizon:
+            return bytes(batch.buffer)
+        return _rebuilt(batch, kept, new_horizon)
+
+    def _emptied(self, batch: RecordBatch) -> bytes | None:
+        """Nothing of the batch stays: it goes, unless it holds a live producer's state."""
+        if not keeps_producer_state(batch, self.producers):
+            return None
+        return bytes(batch.buffer) if batch.records_count == 0 else _empty_like(batch)
+
+
+def _rebuilt(batch: RecordBatch, kept: list[Record], horizon: int | None) -> bytes:
+    """The batch with only the kept records, at their offsets, with the offset span, the
+    codec, the producer fields and the flags of the original."""
     return build_batch(
         [(r.key, r.value, r.headers, r.timestamp) for r in kept],
         base_offset=batch.base_offset,
@@ -479,11 +564,13 @@ def _filter_batch(batch: RecordBatch, latest: dict[bytes, int], now: int,
         producer_id=batch.producer_id,
         producer_epoch=batch.producer_epoch,
         base_sequence=batch.base_sequence,
+        is_transactional=batch.is_transactional,
+        is_control=batch.is_control,
         partition_leader_epoch=batch.partition_leader_epoch,
         offset_deltas=[r.offset - batch.base_offset for r in kept],
         last_offset_delta=batch.last_offset_delta,  # keeps the batch's offset span
         max_timestamp=batch.max_timestamp,
-        delete_horizon_ms=new_horizon,
+        delete_horizon_ms=horizon,
     )
 
 

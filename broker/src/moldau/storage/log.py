@@ -233,7 +233,8 @@ class PartitionLog:
             records, self._log_end.offset, leader_epoch, self.config, now, from_client
         )
         if info.producer_batches:
-            duplicate = find_duplicate_append(self.producer_state, info)
+            duplicate = find_duplicate_append(self.producer_state, info,
+                                              from_client=from_client)
             if duplicate is not None:
                 return duplicate
         self._append(info, now)

@@ -27,16 +27,23 @@ from .txn_index import AbortedTxn, TransactionIndex
 _INT32_MAX = 0x7FFFFFFF
 
 
-def find_duplicate_append(state: ProducerStateManager, info: AppendInfo) -> AppendInfo | None:
+def find_duplicate_append(state: ProducerStateManager, info: AppendInfo, *,
+                          from_client: bool = True) -> AppendInfo | None:
     """Kafka's idempotence rules for a client's batches: a retried batch is answered
     with its original offsets (nothing is written); an older epoch or a gap in
-    sequence numbers raises. Returns the duplicate's AppendInfo, if any."""
+    sequence numbers raises. Returns the duplicate's AppendInfo, if any. A coordinator's
+    batch (from_client False: TxnOffsetCommit's offsets) is checked for its epoch only,
+    as Kafka's COORDINATOR origin: its sequences restart at 0 with every commit."""
     pending: dict[int, tuple[int, int]] = {}
     for pb in info.producer_batches:
         if pb.is_control:  # a coordinator's marker: epoch checks only, never a duplicate
             if pb.marker is not None:
                 state.check_marker(pb.producer_id, pb.producer_epoch, pb.marker[1],
                                    pb.first_offset)
+            continue
+        if not from_client:
+            state.check(pb.producer_id, pb.producer_epoch, pb.first_sequence, pb.first_offset,
+                        is_transactional=pb.is_transactional, check_sequence=False)
             continue
         duplicate = state.find_duplicate(
             pb.producer_id, pb.producer_epoch, pb.first_sequence, pb.last_sequence

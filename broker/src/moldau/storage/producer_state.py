@@ -107,11 +107,12 @@ class ProducerStateManager:
 
     def check(self, producer_id: int, epoch: int, first_seq: int, offset: int,
               pending: dict[int, tuple[int, int]] | None = None,
-              is_transactional: bool | None = None) -> None:
+              is_transactional: bool | None = None, check_sequence: bool = True) -> None:
         """Kafka's epoch and sequence rules for a batch a client produced to the leader.
         `pending` holds (epoch, last seq) of batches earlier in the same request. A
         non-transactional batch (is_transactional False) from a producer with an open
-        transaction is refused with INVALID_TXN_STATE."""
+        transaction is refused with INVALID_TXN_STATE. check_sequence False: a
+        coordinator's batch, whose epoch alone is checked (Kafka's COORDINATOR origin)."""
         entry = self.producers.get(producer_id)
         current_epoch, last_seq = (
             pending[producer_id] if pending and producer_id in pending
@@ -122,6 +123,18 @@ class ProducerStateManager:
                 f"epoch of producer {producer_id} at offset {offset} is {epoch}, which is "
                 f"smaller than the last seen epoch {current_epoch}"
             )
+        if check_sequence:
+            self._check_sequence(producer_id, epoch, first_seq, offset, current_epoch,
+                                 last_seq)
+        # after the epoch and sequence checks, as Kafka's ProducerAppendInfo
+        if is_transactional is False and entry is not None and entry.current_txn_first_offset >= 0:
+            raise InvalidTxnStateError(
+                f"Expected transactional write from producer {producer_id} at offset {offset} "
+                f"in partition {os.path.basename(self.directory)}")
+
+    @staticmethod
+    def _check_sequence(producer_id: int, epoch: int, first_seq: int, offset: int,
+                        current_epoch: int, last_seq: int) -> None:
         if epoch != current_epoch:
             if first_seq != 0 and current_epoch != NO_PRODUCER_EPOCH:
                 raise OutOfOrderSequenceError(
@@ -136,11 +149,6 @@ class ProducerStateManager:
                 f"out of order sequence number for producer {producer_id} at offset {offset}: "
                 f"{first_seq} (incoming seq. number), {last_seq} (current end sequence number)"
             )
-        # after the epoch and sequence checks, as Kafka's ProducerAppendInfo
-        if is_transactional is False and entry is not None and entry.current_txn_first_offset >= 0:
-            raise InvalidTxnStateError(
-                f"Expected transactional write from producer {producer_id} at offset {offset} "
-                f"in partition {os.path.basename(self.directory)}")
 
     def update(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
                last_offset: int, timestamp: int, *, first_offset: int = -1,

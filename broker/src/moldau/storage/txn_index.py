@@ -60,9 +60,16 @@ class TransactionIndex:
         self._last_offset: int | None = None  # of the last entry; None: not read yet
         self._last_known = False
         self._unsynced = False  # appended to since the last flush
+        # True once a read found no file: only append() creates it, so until then every
+        # read_committed fetch over this segment is answered without a system call
+        self._absent = False
 
     def exists(self) -> bool:
         return os.path.exists(self.path)
+
+    def may_hold_entries(self) -> bool:
+        """False when the index is known to have no file (hence no entry)."""
+        return not self._absent
 
     def append(self, txn: AbortedTxn) -> None:
         """Add an aborted transaction; its last offset must exceed every earlier one."""
@@ -80,6 +87,7 @@ class TransactionIndex:
                 os.close(fd)
         except OSError as exc:
             raise KafkaStorageError(f"appending to {self.path} failed: {exc}") from exc
+        self._absent = False
         self._last_offset, self._last_known = txn.last_offset, True
         self._unsynced = True
 
@@ -89,6 +97,8 @@ class TransactionIndex:
 
     def collect_aborted(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
         """The aborted transactions overlapping [fetch_offset, upper_bound_offset)."""
+        if self._absent:
+            return TxnIndexSearchResult([], False)
         found = []
         for _, txn in self._read():
             if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
@@ -136,6 +146,7 @@ class TransactionIndex:
     def delete(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.remove(self.path)
+        self._absent = True
         self._last_offset, self._last_known = None, True
 
     # --- file access ------------------------------------------------------------------
@@ -145,6 +156,7 @@ class TransactionIndex:
             with open(self.path, "rb") as f:
                 data = f.read()
         except FileNotFoundError:
+            self._absent = True
             return []
         except OSError as exc:
             raise KafkaStorageError(f"reading {self.path} failed: {exc}") from exc

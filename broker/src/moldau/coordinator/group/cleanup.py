@@ -31,9 +31,10 @@ class OffsetCleanup:
         now = now_ms()
         for group in list(self._table.groups.values()):
             stale = [tp for tp in group.offsets if tp in gone]
-            if not stale or group.is_in(GroupState.DEAD):
+            pending = [tp for tp in gone if group.txn_offsets.has_partition(tp)]
+            if not (stale or pending) or group.is_in(GroupState.DEAD):
                 continue
-            error = await self._offsets.remove_offsets(group, stale, now)
+            error = await self._offsets.remove_offsets(group, stale, now, pending=pending)
             if error:
                 log.warning("Could not remove the offsets of deleted partitions from group "
                             "%s: error %d", group.group_id, error)

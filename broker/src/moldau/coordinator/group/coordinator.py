@@ -9,6 +9,7 @@ one group table (`table`) and run on the broker's event loop:
 - `membership`: JoinGroup (`joining`), SyncGroup, Heartbeat, LeaveGroup, with the
   rebalance and its timers (`rebalance`, `timers`);
 - `offsets`: OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups;
+- `txn_commits`: TxnOffsetCommit and the transaction markers of `__consumer_offsets`;
 - `cleanup`: offset expiry and the offsets of deleted topics.
 
 State changes that must survive a restart (the group after a rebalance, offsets,
@@ -33,6 +34,7 @@ from .records import OffsetAndMetadata, TopicPartition
 from .results import JoinResult, SyncResult
 from .table import GroupTable
 from .timers import CoordinatorTimers
+from .txn_commits import TxnOffsetManager
 
 __all__ = ["CoordinatorConfig", "GroupCoordinator", "JoinResult", "SyncResult",
            "TopicPartition"]
@@ -47,6 +49,7 @@ class GroupCoordinator:
         self._table = GroupTable(config, offsets_log, self.loop)
         self._membership = Membership(self._table, CoordinatorTimers(self.loop))
         self._offsets = OffsetManager(self._table, self._membership)
+        self._txn_offsets = TxnOffsetManager(self._table)
         self._cleanup = OffsetCleanup(self._table, self._offsets)
         self._loader = PartitionLoader(self._table, self._membership, self._cleanup)
 
@@ -176,6 +179,38 @@ class GroupCoordinator:
         """Committed offsets of the partitions (None: none committed), or of every
         partition the group has when partitions is None."""
         return self._offsets.fetch_offsets(group_id, partitions)
+
+    def unstable_offsets(self, group_id: str, partitions: Iterable[TopicPartition]
+                         ) -> set[TopicPartition]:
+        """Those of the partitions with a commit in flight or in an open transaction
+        (OffsetFetch's RequireStable answers UNSTABLE_OFFSET_COMMIT for them)."""
+        return self._offsets.unstable_offsets(group_id, partitions)
+
+    # --- transactions ---------------------------------------------------------------
+
+    async def commit_transactional_offsets(
+        self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+        group_instance_id: str | None, generation: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit: the error of each partition (0 = written, pending until the
+        transaction's marker). Raises for the whole request."""
+        return await self._txn_offsets.commit(group_id, producer_id, producer_epoch,
+                                              member_id, group_instance_id, generation,
+                                              offsets)
+
+    def in_transaction(self, group_id: str, producer_id: int) -> bool:
+        """Whether the producer has a transaction open in the group's offsets partition
+        (KIP-890: a TxnOffsetCommit is verified with the transaction coordinator only
+        when it has not)."""
+        return self.offsets_log.in_transaction(self.partition_of(group_id), producer_id)
+
+    def on_transaction_marker(self, partition_index: int, producer_id: int,
+                              commit: bool) -> None:
+        """A COMMIT or ABORT marker of producer_id was written to __consumer_offsets
+        partition_index (WriteTxnMarkers): the producer's pending offsets of that
+        partition's groups become committed, or are dropped."""
+        self._txn_offsets.on_marker(partition_index, producer_id, commit)
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]
                              ) -> dict[TopicPartition, int]:

@@ -17,8 +17,9 @@ import enum
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .records import GroupRecord, MemberRecord, OffsetAndMetadata
+from .records import GroupRecord, MemberRecord, OffsetAndMetadata, TopicPartition
 from .results import JoinResult, SyncResult
+from .txn_offsets import UNKNOWN_POSITION, TransactionalOffsets, is_newer
 
 
 class GroupState(enum.Enum):
@@ -95,6 +96,10 @@ class Group:
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     # commits written to the log but not yet acknowledged (OffsetFetch require_stable)
     pending_offsets: Counter[tuple[str, int]] = field(default_factory=Counter)
+    # the log offset of the batch behind each committed offset (txn_offsets.py)
+    offset_positions: dict[tuple[str, int], int] = field(default_factory=dict)
+    # offsets of open transactions, per producer (TxnOffsetCommit)
+    txn_offsets: TransactionalOffsets = field(default_factory=TransactionalOffsets)
     state_timestamp: int = -1  # ms, when the state last changed
     new_member_added: bool = False  # a member joined during the initial delay
     subscribed_topics: set[str] | None = None  # None: unknown (not a consumer group)
@@ -247,6 +252,41 @@ class Group:
         if self.subscribed_topics is None:
             return self.state != GroupState.EMPTY
         return topic in self.subscribed_topics
+
+    # --- committed offsets ------------------------------------------------------------
+
+    def put_offset(self, tp: TopicPartition, offset: OffsetAndMetadata,
+                   position: int = UNKNOWN_POSITION) -> bool:
+        """A commit written at `position` becomes the committed offset unless the one
+        committed already came from a later batch. Whether it did."""
+        if tp in self.offsets and not is_newer(position, self.offset_positions.get(
+                tp, UNKNOWN_POSITION)):
+            return False
+        self.offsets[tp] = offset
+        self.offset_positions[tp] = position
+        return True
+
+    def pop_offset(self, tp: TopicPartition) -> OffsetAndMetadata | None:
+        self.offset_positions.pop(tp, None)
+        return self.offsets.pop(tp, None)
+
+    def complete_txn(self, producer_id: int, commit: bool) -> None:
+        """The producer's transaction ended in this group's partition (Kafka's
+        completePendingTxnOffsetCommit): a commit's offsets replace older ones."""
+        pending = self.txn_offsets.complete(producer_id)
+        if commit:
+            for tp, entry in pending.items():
+                self.put_offset(tp, entry.offset, entry.position)
+
+    def has_pending_commit(self, tp: TopicPartition) -> bool:
+        """A commit of the partition is in flight or in an open transaction: OffsetFetch
+        with RequireStable answers UNSTABLE_OFFSET_COMMIT."""
+        return tp in self.pending_offsets or self.txn_offsets.has_partition(tp)
+
+    @property
+    def has_offsets(self) -> bool:
+        """Kafka's hasOffsets: an Empty group without any is Dead."""
+        return bool(self.offsets or self.pending_offsets or self.txn_offsets)
 
     # --- persistence ------------------------------------------------------------------
 

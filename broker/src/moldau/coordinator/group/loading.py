@@ -15,9 +15,10 @@ from .cleanup import OffsetCleanup
 from .config import log
 from .group import Group
 from .membership import Membership
-from .offsets_log import Entry
-from .records import GroupKey, GroupRecord, OffsetAndMetadata, OffsetKey, TopicPartition
+from .offsets_log import Entry, LoadedMarker, LoadedOffset
+from .records import GroupRecord, OffsetAndMetadata, OffsetKey, TopicPartition
 from .table import GroupTable
+from .txn_offsets import PendingOffset, is_newer
 
 
 class PartitionLoader:
@@ -77,30 +78,52 @@ class PartitionLoader:
 def rebuild_groups(entries: Iterable[Entry], now: float) -> list[Group]:
     """The groups a partition's records describe, the last record of each key winning: a
     group tombstone without offsets left means the group was deleted. `now` (event-loop
-    time) starts the loaded members' sessions."""
-    offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+    time) starts the loaded members' sessions.
+
+    As Kafka's loadGroupsAndOffsets: the offsets of a transactional batch wait, per
+    producer, for the producer's marker; a COMMIT makes them committed unless a later
+    batch committed the partition already, an ABORT drops them, and the transactions
+    still open at the log end stay pending in their groups (their marker comes later)."""
+    committed: dict[OffsetKey, tuple[OffsetAndMetadata, int]] = {}
+    open_txns: dict[int, dict[OffsetKey, tuple[OffsetAndMetadata, int]]] = {}
     records: dict[str, GroupRecord | None] = {}
     for entry in entries:
-        if isinstance(entry[0], OffsetKey):
-            key, value = entry
-            group_offsets = offsets.setdefault(key.group, {})
-            if value is None:
-                group_offsets.pop((key.topic, key.partition), None)
+        if isinstance(entry, LoadedOffset):
+            target = (committed if entry.producer_id < 0
+                      else open_txns.setdefault(entry.producer_id, {}))
+            if entry.value is None:
+                target.pop(entry.key, None)
             else:
-                group_offsets[(key.topic, key.partition)] = value
-        elif isinstance(entry[0], GroupKey):
-            group_key, record = entry
-            records[group_key.group] = record
+                target[entry.key] = (entry.value, entry.position)
+        elif isinstance(entry, LoadedMarker):
+            ended = open_txns.pop(entry.producer_id, {})
+            if entry.commit:
+                for key, (value, position) in ended.items():
+                    current = committed.get(key)
+                    if current is None or is_newer(position, current[1]):
+                        committed[key] = (value, position)
+        else:
+            records[entry.key.group] = entry.value
+    offsets: dict[str, dict[TopicPartition, tuple[OffsetAndMetadata, int]]] = {}
+    for key, found in committed.items():
+        offsets.setdefault(key.group, {})[(key.topic, key.partition)] = found
+    pending: dict[str, dict[int, dict[TopicPartition, PendingOffset]]] = {}
+    for producer_id, txn in open_txns.items():
+        for key, (value, position) in txn.items():
+            pending.setdefault(key.group, {}).setdefault(producer_id, {})[
+                (key.topic, key.partition)] = PendingOffset(value, position)
     groups = []
-    for group_id in set(offsets) | set(records):
+    for group_id in set(offsets) | set(records) | set(pending):
         record = records.get(group_id)
         group_offsets = offsets.get(group_id, {})
-        if record is None and group_id in records and not group_offsets:
-            continue  # deleted
+        group_pending = pending.get(group_id, {})
+        if record is None and not group_offsets and not group_pending:
+            continue  # deleted, or only tombstones left
         group = (Group.from_record(group_id, record, now) if record is not None
                  else Group(group_id))
-        group.offsets = dict(group_offsets)
-        if not group.members and not group.offsets and record is None:
-            continue
+        for tp, (value, position) in group_offsets.items():
+            group.put_offset(tp, value, position)
+        for producer_id, txn_offsets in group_pending.items():
+            group.txn_offsets.restore(producer_id, txn_offsets)
         groups.append(group)
     return groups

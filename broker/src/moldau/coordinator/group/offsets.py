@@ -107,15 +107,16 @@ class OffsetManager:
                 (offset_commit_key(group.group_id, t, p), offset_commit_value(valid[(t, p)]))
                 for t, p in commit_order(offsets) if (t, p) in valid]
             try:
-                error = await self._table.append(group.group_id, records,
-                                                 base_sequence=COMMIT_BASE_SEQUENCE)
+                error, position = await self._table.write(group.group_id, records,
+                                                          base_sequence=COMMIT_BASE_SEQUENCE)
             finally:
                 for tp in valid:
                     group.pending_offsets[tp] -= 1
                     if group.pending_offsets[tp] <= 0:
                         del group.pending_offsets[tp]
             if not error and not group.is_in(GroupState.DEAD):
-                group.offsets.update(valid)
+                for tp, offset in valid.items():
+                    group.put_offset(tp, offset, position)
                 if self._table.groups.get(group.group_id) is None:
                     self._table.groups[group.group_id] = group
             for tp in valid:
@@ -133,6 +134,16 @@ class OffsetManager:
         if partitions is None:
             return dict(offsets)
         return {tp: offsets.get(tp) for tp in partitions}
+
+    def unstable_offsets(self, group_id: str, partitions: Iterable[TopicPartition]
+                         ) -> set[TopicPartition]:
+        """Those of the partitions whose commit is in flight or in an open transaction:
+        OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT for them."""
+        self._table.check_group(group_id, allow_empty_id=True)
+        group = self._table.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return set()
+        return {tp for tp in partitions if group.has_pending_commit(tp)}
 
     # --- DeleteGroups and OffsetDelete ----------------------------------------------
 
@@ -154,6 +165,8 @@ class OffsetManager:
             records.append((group_metadata_key(group_id), None))
             error = await self._table.append(group_id, records)
             if not error and group.is_in(GroupState.EMPTY):
+                # its offsets of open transactions go with it (Kafka's removeAllOffsets
+                # and the group's removal): their marker then finds no group
                 group.transition_to(GroupState.DEAD, now_ms())
                 self._membership.retire(group)
                 self._table.groups.pop(group_id, None)
@@ -179,21 +192,24 @@ class OffsetManager:
             else:
                 deletable.append(tp)
         present = [tp for tp in deletable if tp in group.offsets]
-        error = await self.remove_offsets(group, present, now_ms())
+        error = await self.remove_offsets(group, present, now_ms(), pending=deletable)
         for tp in deletable:
             errors[tp] = error
         return {tp: errors[tp] for tp in partitions}
 
     async def remove_offsets(self, group: Group, partitions: list[TopicPartition],
-                             now: int) -> int:
+                             now: int, *, pending: Iterable[TopicPartition] = ()) -> int:
         """Kafka's cleanupGroupMetadata for one group: tombstones for these committed
         offsets, and for the group itself when it is Empty and keeps no other offset; such
-        a group is Dead and gone. The error of the append, or 0."""
+        a group is Dead and gone. `pending`: partitions whose commits in open transactions
+        go as well (Kafka's removeOffsets; expiry leaves them). The error of the append,
+        or 0."""
         records: list[tuple[bytes, bytes | None]] = [
             (offset_commit_key(group.group_id, t, p), None) for t, p in partitions]
+        group.txn_offsets.remove_partitions(pending)
         remove_group = (group.is_in(GroupState.EMPTY)
                         and not (set(group.offsets) - set(partitions))
-                        and not group.pending_offsets)
+                        and not group.pending_offsets and not group.txn_offsets)
         if remove_group:
             records.append((group_metadata_key(group.group_id), None))
         if not records:
@@ -202,8 +218,8 @@ class OffsetManager:
         if error:
             return error
         for tp in partitions:
-            group.offsets.pop(tp, None)
-        if remove_group and group.is_in(GroupState.EMPTY) and not group.offsets:
+            group.pop_offset(tp)
+        if remove_group and group.is_in(GroupState.EMPTY) and not group.has_offsets:
             group.transition_to(GroupState.DEAD, now)
             self._membership.retire(group)
             self._table.groups.pop(group.group_id, None)

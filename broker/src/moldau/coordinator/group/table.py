@@ -21,7 +21,7 @@ from moldau.protocol.records import NO_SEQUENCE
 
 from .config import CoordinatorConfig, log
 from .group import Group
-from .offsets_log import OffsetsLog
+from .offsets_log import OffsetsLog, TxnProducer
 from .records import group_metadata_key, group_metadata_value, partition_for
 from .tasks import BackgroundTasks
 
@@ -77,6 +77,17 @@ class GroupTable:
         if partition not in self.owned:
             return NotCoordinatorError.code
         return await self.offsets_log.append(partition, records, base_sequence=base_sequence)
+
+    async def write(self, group_id: str, records: list[tuple[bytes, bytes | None]], *,
+                    base_sequence: int = NO_SEQUENCE, producer: TxnProducer | None = None
+                    ) -> tuple[int, int]:
+        """append(), also answering the base offset of the batch (-1 when it failed): the
+        position that orders offset commits; a producer makes it a transactional batch."""
+        partition = self.partition_of(group_id)
+        if partition not in self.owned:
+            return NotCoordinatorError.code, -1
+        return await self.offsets_log.write(partition, records, base_sequence=base_sequence,
+                                            producer=producer)
 
     async def store_group(self, group: Group, assignment: dict[str, bytes]) -> int:
         record = group_metadata_value(group.to_record(assignment))

@@ -23,6 +23,7 @@ from .delegation_tokens import (
     ExpireDelegationTokenHandler,
     RenewDelegationTokenHandler,
 )
+from .describe_producers import DescribeProducersHandler
 from .elect_leaders import ElectLeadersHandler
 from .fetch import FetchHandler
 from .groups import (
@@ -51,6 +52,15 @@ from .scram_credentials import (
 )
 from .services import HandlerServices, Served
 from .topics import CreatePartitionsHandler, CreateTopicsHandler, DeleteTopicsHandler
+from .transactions import (
+    AddOffsetsToTxnHandler,
+    AddPartitionsToTxnHandler,
+    DescribeTransactionsHandler,
+    EndTxnHandler,
+    ListTransactionsHandler,
+)
+from .txn_markers import WriteTxnMarkersHandler
+from .txn_offset_commit import TxnOffsetCommitHandler
 
 
 def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceAppends]:
@@ -66,7 +76,7 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
     # without a delegation token manager the token APIs answer DELEGATION_TOKEN_AUTH_DISABLED
     tokens = s.delegation_tokens
     built: dict[ApiKey, Any] = {
-        ApiKey.PRODUCE: ProduceHandler(appends),
+        ApiKey.PRODUCE: ProduceHandler(appends, s.txn_verifier),
         ApiKey.FETCH: FetchHandler(s.config, s.metadata, s.replica_manager, s.topic_stats,
                                    s.purgatory, s.leader_throttle),
         ApiKey.LIST_OFFSETS: ListOffsetsHandler(s.metadata, s.replica_manager),
@@ -77,7 +87,8 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
         ApiKey.CONTROLLED_SHUTDOWN: ControlledShutdownHandler(s.controller),
         ApiKey.OFFSET_COMMIT: OffsetCommitHandler(*groups),
         ApiKey.OFFSET_FETCH: OffsetFetchHandler(*groups),
-        ApiKey.FIND_COORDINATOR: FindCoordinatorHandler(*groups, s.topics),
+        ApiKey.FIND_COORDINATOR: FindCoordinatorHandler(*groups, s.topics,
+                                                        s.transaction_coordinator),
         ApiKey.JOIN_GROUP: JoinGroupHandler(*groups),
         ApiKey.HEARTBEAT: HeartbeatHandler(*groups),
         ApiKey.LEAVE_GROUP: LeaveGroupHandler(*groups),
@@ -89,7 +100,15 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
                                                   s.dynamic_config, s.controller),
         ApiKey.DELETE_TOPICS: DeleteTopicsHandler(s.config, s.metadata, s.zk, s.controller),
         ApiKey.DELETE_RECORDS: DeleteRecordsHandler(s.metadata, s.replica_manager, s.log_manager),
-        ApiKey.INIT_PRODUCER_ID: InitProducerIdHandler(s.producer_ids),
+        ApiKey.INIT_PRODUCER_ID: InitProducerIdHandler(s.producer_ids,
+                                                       s.transaction_coordinator),
+        ApiKey.ADD_PARTITIONS_TO_TXN: AddPartitionsToTxnHandler(s.transaction_coordinator,
+                                                                s.metadata),
+        ApiKey.ADD_OFFSETS_TO_TXN: AddOffsetsToTxnHandler(s.transaction_coordinator,
+                                                          s.group_coordinator),
+        ApiKey.END_TXN: EndTxnHandler(s.transaction_coordinator),
+        ApiKey.DESCRIBE_TRANSACTIONS: DescribeTransactionsHandler(s.transaction_coordinator),
+        ApiKey.LIST_TRANSACTIONS: ListTransactionsHandler(s.transaction_coordinator),
         ApiKey.OFFSET_FOR_LEADER_EPOCH: OffsetForLeaderEpochHandler(s.metadata, s.replica_manager),
         ApiKey.DESCRIBE_CONFIGS: DescribeConfigsHandler(broker_id, s.metadata, s.zk,
                                                         s.topic_configs, s.dynamic_config),
@@ -102,6 +121,10 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
         ApiKey.ALTER_PARTITION_REASSIGNMENTS: AlterPartitionReassignmentsHandler(s.controller),
         ApiKey.LIST_PARTITION_REASSIGNMENTS: ListPartitionReassignmentsHandler(s.controller),
         ApiKey.OFFSET_DELETE: OffsetDeleteHandler(*groups),
+        ApiKey.TXN_OFFSET_COMMIT: TxnOffsetCommitHandler(*groups, s.txn_verifier),
+        ApiKey.WRITE_TXN_MARKERS: WriteTxnMarkersHandler(s.config, appends, s.group_coordinator,
+                                                         s.txn_verifier),
+        ApiKey.DESCRIBE_PRODUCERS: DescribeProducersHandler(s.metadata, s.replica_manager),
         ApiKey.DESCRIBE_CLUSTER: DescribeClusterHandler(s.metadata),
         ApiKey.DESCRIBE_ACLS: DescribeAclsHandler(s.acl_authorizer),
         ApiKey.CREATE_ACLS: CreateAclsHandler(s.acl_authorizer, s.zk),

@@ -38,7 +38,8 @@ from moldau.protocol.generated.fetch_response import FetchResponse
 from moldau.replication.replica_manager import Partition
 from moldau.security.acls import AclOperation, ResourceType
 from moldau.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
-from moldau.storage.log import PartitionLog
+from moldau.storage.log import FetchData, PartitionLog
+from moldau.storage.log_aborted import aborted_transactions
 
 from ..fetch_sessions import (
     FETCH_SESSION_ID_NOT_FOUND,
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
 PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse
 EpochEndOffset = FetchResponse.EpochEndOffset
+AbortedTransaction = FetchResponse.AbortedTransaction
 # The tagged struct fields every answer carries at their defaults, shared: the handler
 # only ever replaces them (a diverging epoch), and building three structs per partition
 # and read was a measurable part of serving a follower's fetch
@@ -99,6 +101,13 @@ def _records(fd: int, position: int, size: int) -> FileRecords | bytes:
         if len(data) == size:
             return data
     return FileRecords(fd, position, size)
+
+
+def _aborted(plog: PartitionLog, fetch_offset: int,
+             data: FetchData) -> list[FetchResponse.AbortedTransaction]:
+    """A read_committed answer's AbortedTransactions (docs/transactions.md item 4)."""
+    return [AbortedTransaction(producer_id=txn.producer_id, first_offset=txn.first_offset)
+            for txn in aborted_transactions(plog, fetch_offset, data)]
 
 
 def check_leader_epoch(partition: Partition, requested: int) -> None:
@@ -323,7 +332,9 @@ class FetchHandler:
         for name, topic_id, topic, authorized in wanted:
             partitions_out = []
             for fp in topic.partitions:
+                # aborted_transactions: null but in a read_committed read's answer (Kafka)
                 out = PartitionData(partition_index=fp.partition, records=b"",
+                                    aborted_transactions=None,
                                     diverging_epoch=NO_DIVERGING_EPOCH,
                                     current_leader=NO_CURRENT_LEADER, snapshot_id=NO_SNAPSHOT_ID)
                 try:
@@ -362,8 +373,7 @@ class FetchHandler:
                     if replica_id >= 0 and not again:
                         rm.follower_fetched(partition, replica_id, fp.fetch_offset, now_ms)
                     fetched.append(partition)
-                    if isolation == READ_COMMITTED:
-                        out.aborted_transactions = []
+                    committed = isolation == READ_COMMITTED
                     limit = min(fp.partition_max_bytes, budget)
                     throttled = replica_id >= 0 and self._leader_throttled(partition, replica_id)
                     if throttled:  # what the leader throttle allows now (maybe nothing)
@@ -373,6 +383,8 @@ class FetchHandler:
                                          max_offset=plog.fetch_upper_bound(isolation),
                                          min_one_batch=min_one)
                         found = data.slice
+                        if committed:
+                            out.aborted_transactions = _aborted(plog, fp.fetch_offset, data)
                         if found is not None and found.size:
                             out.records = _records(found.fd, found.position, found.size)
                             total += found.size
@@ -380,6 +392,8 @@ class FetchHandler:
                             min_one = False
                             if throttled:
                                 self.leader_throttle.quota.record(found.size)
+                    elif committed:
+                        out.aborted_transactions = []
                 except KafkaError as exc:
                     answer_now = True
                     out.error_code = exc.code

@@ -1,6 +1,7 @@
 """The consumer group APIs of the classic protocol: FindCoordinator (10), OffsetCommit
 (8), OffsetFetch (9), JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14),
-DescribeGroups (15), ListGroups (16), DeleteGroups (42) and OffsetDelete (47).
+DescribeGroups (15), ListGroups (16), DeleteGroups (42) and OffsetDelete (47)
+(TxnOffsetCommit, the group coordinator's side of transactions: txn_offset_commit.py).
 
 These translate between the wire and `moldau.coordinator.group`; the coordinator holds
 the behaviour. OffsetCommit v0 and OffsetFetch v0 (offsets kept in ZooKeeper by Kafka)
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from moldau.coordinator.group.group import Group, GroupState
 from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC
 from moldau.coordinator.group.records import OffsetAndMetadata
+from moldau.coordinator.transaction.partitioning import TRANSACTION_STATE_TOPIC
 from moldau.errors import (
     CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,
@@ -24,6 +26,7 @@ from moldau.errors import (
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
+    UnstableOffsetCommitError,
 )
 from moldau.protocol.generated.delete_groups_response import DeleteGroupsResponse
 from moldau.protocol.generated.describe_groups_response import DescribeGroupsResponse
@@ -41,9 +44,10 @@ from moldau.security.acls import AclOperation, ResourceType
 from .cluster_info import CLUSTER_NAME
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
+    from collections.abc import Awaitable, Callable
 
     from moldau.coordinator.group.coordinator import GroupCoordinator
+    from moldau.coordinator.transaction.coordinator import TransactionCoordinator
     from moldau.protocol.generated.delete_groups_request import DeleteGroupsRequest
     from moldau.protocol.generated.describe_groups_request import DescribeGroupsRequest
     from moldau.protocol.generated.find_coordinator_request import FindCoordinatorRequest
@@ -80,9 +84,11 @@ class FindCoordinatorHandler(_GroupHandler):
     MIN_VERSION, MAX_VERSION = 0, 5
 
     def __init__(self, coordinator: GroupCoordinator, metadata: MetadataCache,
-                 topics: TopicAdmin) -> None:
+                 topics: TopicAdmin, transactions: TransactionCoordinator) -> None:
         super().__init__(coordinator, metadata)
-        self.topics = topics  # FindCoordinator creates the offsets topic on first use
+        # FindCoordinator creates the offsets and transaction state topics on first use
+        self.topics = topics
+        self.transactions = transactions
 
     def __call__(self, ctx: RequestContext,
                  request: FindCoordinatorRequest) -> FindCoordinatorResponse:
@@ -115,10 +121,14 @@ class FindCoordinatorHandler(_GroupHandler):
                 if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
                     raise TransactionalIdAuthorizationFailedError(
                         f"not authorized to describe transactional id {key}")
-                raise CoordinatorNotAvailableError("transactions are not supported yet")
-            if key_type != GROUP_KEY:
+                node = self._leader_of(TRANSACTION_STATE_TOPIC,
+                                       self.transactions.partition_for(key),
+                                       self.topics.create_transaction_state_topic)
+            elif key_type == GROUP_KEY:
+                node = self._leader_of(OFFSETS_TOPIC, self.coordinator.partition_of(key),
+                                       self.topics.create_offsets_topic)
+            else:
                 raise InvalidRequestError(f"unknown coordinator key type {key_type}")
-            node = self._coordinator_node(key)
             endpoint = self.metadata.endpoint(node, ctx.listener)
             if endpoint is None:
                 raise CoordinatorNotAvailableError(f"broker {node} has no {ctx.listener}")
@@ -126,18 +136,17 @@ class FindCoordinatorHandler(_GroupHandler):
         except KafkaError as exc:
             return -1, "", -1, exc.code, str(exc) or None
 
-    def _coordinator_node(self, group_id: str) -> int:
-        """The leader of the group's offsets partition; creates the topic on first use."""
+    def _leader_of(self, topic: str, partition: int, create: Callable[[], bool]) -> int:
+        """The leader of the key's partition of the internal topic (the coordinator);
+        the topic is created on first use."""
         metadata = self.metadata
-        info = metadata.topics.get(OFFSETS_TOPIC)
+        info = metadata.topics.get(topic)
         if info is None:
-            self.topics.create_offsets_topic()
-            raise CoordinatorNotAvailableError(f"{OFFSETS_TOPIC} is being created")
-        partition = self.coordinator.partition_of(group_id)
+            create()
+            raise CoordinatorNotAvailableError(f"{topic} is being created")
         state = info.partitions.get(partition)
         if state is None or state.leader < 0 or state.leader not in metadata.brokers:
-            raise CoordinatorNotAvailableError(
-                f"{OFFSETS_TOPIC}-{partition} has no leader")
+            raise CoordinatorNotAvailableError(f"{topic}-{partition} has no leader")
         return state.leader
 
 
@@ -318,8 +327,9 @@ class OffsetFetchHandler(_GroupHandler):
 
     def __call__(self, ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
         version = ctx.api_version
+        stable = version >= 7 and request.require_stable
         if version >= 8:
-            groups = [self._group(ctx, g.group_id, self._wanted(g.topics), version)
+            groups = [self._group(ctx, g.group_id, self._wanted(g.topics), version, stable)
                       for g in request.groups]
             return OffsetFetchResponse(groups=[
                 OffsetFetchResponse.OffsetFetchResponseGroup(
@@ -334,7 +344,7 @@ class OffsetFetchHandler(_GroupHandler):
                     error_code=error)
                 for g, topics, error in groups])
         _, topics, error = self._group(ctx, request.group_id,
-                                              self._wanted(request.topics), version)
+                                       self._wanted(request.topics), version, stable)
         if version < 2 and error:
             # no top-level error before v2: every partition carries it
             topics = [(t, [(i, -1, -1, "", error) for i, *_ in parts]) for t, parts in topics]
@@ -358,11 +368,16 @@ class OffsetFetchHandler(_GroupHandler):
         return [(t.name, p) for t in topics for p in t.partition_indexes]
 
     def _group(self, ctx: RequestContext, group_id: str, wanted: list[tuple[str, int]] | None,
-               version: int) -> tuple[str, list[tuple[str, list[OffsetRow]]], int]:
+               version: int, require_stable: bool
+               ) -> tuple[str, list[tuple[str, list[OffsetRow]]], int]:
         try:
             if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
                 raise GroupAuthorizationFailedError(group_id)
             found = self.coordinator.fetch_offsets(group_id, wanted)
+            # RequireStable (v7+): a partition whose commit is in flight or in an open
+            # transaction answers 88, per partition, whatever the version
+            unstable = (self.coordinator.unstable_offsets(group_id, found)
+                        if require_stable else set())
         except KafkaError as exc:
             # v2+ carry a group's error by itself, without its partitions (Kafka's
             # OffsetFetchResponse.groupError); v1 has nowhere else to put it
@@ -374,6 +389,8 @@ class OffsetFetchHandler(_GroupHandler):
                 if wanted is None:
                     continue  # the all-partitions form leaves unauthorized topics out
                 rows.append((tp, (-1, -1, "", TopicAuthorizationFailedError.code)))
+            elif tp in unstable:
+                rows.append((tp, (-1, -1, "", UnstableOffsetCommitError.code)))
             elif offset is None:
                 rows.append((tp, (-1, -1, "", 0)))
             else:

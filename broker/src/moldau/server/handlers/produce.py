@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from moldau.errors import (
     InvalidRecordError,
-    InvalidRequestError,
     InvalidRequiredAcksError,
     InvalidTopicError,
     KafkaError,
@@ -34,6 +33,7 @@ from moldau.replication.replica_manager import Partition
 from moldau.security.acls import AclOperation, ResourceType
 
 from ..metadata_cache import INTERNAL_TOPICS
+from ..txn_verification import Verification, produce_error, transactions_to_verify
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Mapping
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..broker_metrics import BrokerTopicStats, DelayedOperations, NoTopicStats
     from ..metadata_cache import MetadataCache
     from ..requests import RequestContext
+    from ..txn_verification import TxnVerifier
 
 log = logging.getLogger("kafka.server.KafkaApis")
 
@@ -56,14 +57,12 @@ TopicResponse = ProduceResponse.TopicProduceResponse
 class ProduceHandler:
     MIN_VERSION, MAX_VERSION = 0, 11
 
-    def __init__(self, appends: ProduceAppends) -> None:
+    def __init__(self, appends: ProduceAppends, verifier: TxnVerifier | None = None) -> None:
         self.appends = appends
+        self.verifier = verifier  # KIP-890 part 1; None: transactions are not verified
 
     def __call__(self, ctx: RequestContext, request: ProduceRequest
-                 ) -> ProduceResponse | Awaitable[ProduceResponse] | None:
-        acks = request.acks
-        version = ctx.api_version
-        appends = self.appends
+                 ) -> ProduceResponse | Awaitable[ProduceResponse | None] | None:
         if has_transactional_records(request):
             # Kafka refuses the whole request (every partition answers 53) before it looks
             # at any topic; a transactional batch without a transactional id is refused too
@@ -72,17 +71,55 @@ class ProduceHandler:
                                                    ResourceType.TRANSACTIONAL_ID, txn_id):
                 raise TransactionalIdAuthorizationFailedError(
                     f"not authorized to write as transactional id {txn_id}")
+        authorized = [ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, topic_data.name)
+                      for topic_data in request.topic_data]
+        verifier = self.verifier
+        if (request.transactional_id is None or verifier is None or not verifier.enabled()
+                or request.acks not in (-1, 0, 1)):
+            return self._produce(ctx, request, authorized, None)
+        asks = transactions_to_verify(request, authorized, self.appends.replica_manager,
+                                      verifier.guards)
+        if asks.partitions:
+            return self._verify_then_produce(ctx, request, authorized, verifier, asks)
+        return self._produce(ctx, request, authorized, asks)
+
+    async def _verify_then_produce(self, ctx: RequestContext, request: ProduceRequest,
+                                   authorized: list[bool], verifier: TxnVerifier,
+                                   asks: Verification) -> ProduceResponse | None:
+        """Ask the transaction coordinator first (KIP-890 part 1), then produce: a
+        partition it did not confirm answers its error and appends nothing."""
+        assert request.transactional_id is not None
+        unverified = await verifier.verify(request.transactional_id, asks.producer_id,
+                                           asks.producer_epoch, asks.partitions,
+                                           ctx.api_version)
+        asks.errors = {tp: produce_error(code) for tp, code in unverified.items()}
+        try:
+            result = self._produce(ctx, request, authorized, asks)
+        finally:  # appended or refused: the guards have served
+            for (topic, index), guard in asks.guards.items():
+                verifier.guards.release(topic, index, asks.producer_id, guard)
+        if result is not None and not isinstance(result, ProduceResponse):
+            return await result  # acks=all
+        return result
+
+    def _produce(self, ctx: RequestContext, request: ProduceRequest, authorized: list[bool],
+                 verification: Verification | None
+                 ) -> ProduceResponse | Awaitable[ProduceResponse] | None:
+        """Validate and append each partition's records. verification: what the
+        transaction coordinator said of the partitions it was asked about (None: not
+        verifying)."""
+        acks = request.acks
+        version = ctx.api_version
+        appends = self.appends
         responses = []
         waiting: list[tuple[Partition, int]] = []  # acks=all: (partition, offset needed)
         failed = False
         bad_acks = acks not in (-1, 0, 1)
-        transactional = request.transactional_id is not None
         # the generated fields type their elements loosely: name what they are
         topic_data: ProduceRequest.TopicProduceData
         data: ProduceRequest.PartitionProduceData
-        for topic_data in request.topic_data:
+        for topic_data, topic_authorized in zip(request.topic_data, authorized, strict=True):
             name = topic_data.name
-            authorized = ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, name)
             partition_responses = []
             for data in topic_data.partition_data:
                 response = PartitionResponse(index=data.index)
@@ -90,9 +127,7 @@ class ProduceHandler:
                 try:
                     if bad_acks:
                         raise InvalidRequiredAcksError(f"acks={acks} is not -1, 0 or 1")
-                    if transactional:
-                        raise InvalidRequestError("transactions are not supported yet")
-                    if not authorized:
+                    if not topic_authorized:
                         raise TopicAuthorizationFailedError(name)
                     if name in INTERNAL_TOPICS:
                         # only the coordinators write there (Kafka's internal topic guard)
@@ -108,6 +143,8 @@ class ProduceHandler:
                     records = data.records
                     if records is None:
                         raise InvalidRecordError("the produce request has null records")
+                    if verification is not None:
+                        verification.check(name, data.index, records, plog)
                     info = plog.append_as_leader(records, partition.state.leader_epoch)
                     appends.after_append(name, partition, info, len(records))
                     response.base_offset = info.first_offset

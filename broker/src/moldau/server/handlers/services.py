@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from moldau.cluster.controller import Controller
     from moldau.cluster.zk_async import AsyncZk
     from moldau.coordinator.group.coordinator import GroupCoordinator
+    from moldau.coordinator.transaction.coordinator import TransactionCoordinator
     from moldau.metrics.registry import MetricsRegistry
     from moldau.replication.replica_manager import ReplicaManager
     from moldau.replication.throttle import ReplicationThrottle
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from ..request_context import RequestContext
     from ..topic_admin import TopicAdmin
     from ..topic_configs import TopicConfigs
+    from ..txn_verification import TxnVerifier
 
 
 @dataclass
@@ -57,6 +59,7 @@ class HandlerServices:
     log_manager: LogManager
     replica_manager: ReplicaManager
     group_coordinator: GroupCoordinator
+    transaction_coordinator: TransactionCoordinator
     topics: TopicAdmin
     topic_configs: TopicConfigs
     dynamic_config: DynamicBrokerConfig
@@ -75,6 +78,8 @@ class HandlerServices:
     acl_authorizer: AclAuthorizer | None = None
     # the delegation tokens (server/delegation_token_manager.py); None: answered 61
     delegation_tokens: DelegationTokenManager | None = None
+    # KIP-890 part 1's leader-side verification (server/txn_verification.py); None: off
+    txn_verifier: TxnVerifier | None = None
 
 
 class Served(Protocol):
