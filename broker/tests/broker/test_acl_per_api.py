@@ -651,27 +651,37 @@ OTHER_GROUP = f"group-other-{uuid.uuid4().hex[:8]}"
 MEMBER_GROUP = f"group-member-{uuid.uuid4().hex[:8]}"
 
 
-def find_coordinator(w: World) -> tuple[Any, Any]:
+SHARE_KEY = "share-group:AAAAAAAAAAAAAAAAAAAAAA:0"  # v6's share-group state key
+
+
+def find_coordinator(w: World) -> tuple[Any, Any, Any]:
     groups = w.ask(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(
         key_type=0, coordinator_keys=[w.n.group, OTHER_GROUP]))
     transactions = w.ask(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(
         key_type=1, coordinator_keys=[w.n.txn]))
-    return groups, transactions
+    shares = w.ask(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(
+        key_type=2, coordinator_keys=[SHARE_KEY]), 6)
+    return groups, transactions, shares
 
 
-def find_coordinator_denied(w: World, answers: tuple[Any, Any]) -> None:
-    groups, transactions = answers
+def find_coordinator_denied(w: World, answers: tuple[Any, Any, Any]) -> None:
+    groups, transactions, shares = answers
     assert [(c.key, c.error_code, c.node_id) for c in groups.coordinators] == [
         (w.n.group, GROUP_DENIED, -1), (OTHER_GROUP, GROUP_DENIED, -1)]
     assert [c.error_code for c in transactions.coordinators] == [TXN_ID_DENIED]
+    # a share key needs Cluster CLUSTER_ACTION (brokers' share-group persisters ask)
+    assert [c.error_code for c in shares.coordinators] == [CLUSTER_DENIED]
 
 
-def find_coordinator_allowed(w: World, answers: tuple[Any, Any]) -> None:
-    groups, transactions = answers
+def find_coordinator_allowed(w: World, answers: tuple[Any, Any, Any]) -> None:
+    groups, transactions, shares = answers
     assert [(c.key, c.error_code, c.node_id) for c in groups.coordinators] == [
         (w.n.group, NONE, 1), (OTHER_GROUP, GROUP_DENIED, -1)]
     # authorized; the first ask creates __transaction_state
     assert [c.error_code for c in transactions.coordinators] == [COORDINATOR_NOT_AVAILABLE]
+    # authorized, but a ZooKeeper-mode broker has no share coordinator (Kafka 3.9)
+    assert [(c.error_code, c.node_id) for c in shares.coordinators] == [
+        (COORDINATOR_NOT_AVAILABLE, -1)]
 
 
 def join_group(w: World) -> Any:
@@ -1370,7 +1380,8 @@ ROWS: tuple[Row, ...] = (
     Row(ApiKey.OFFSET_FETCH, offset_fetch, lambda n: (group(n.group, _D), *topic(n.ok, _D)),
         offset_fetch_denied, offset_fetch_allowed),
     Row(ApiKey.FIND_COORDINATOR, find_coordinator,
-        lambda n: (group(n.group, _D), Grant(ResourceType.TRANSACTIONAL_ID, n.txn, _D)),
+        lambda n: (group(n.group, _D), Grant(ResourceType.TRANSACTIONAL_ID, n.txn, _D),
+                   cluster(AclOperation.CLUSTER_ACTION)),
         find_coordinator_denied, find_coordinator_allowed),
     Row(ApiKey.JOIN_GROUP, join_group, lambda n: (group(MEMBER_GROUP, _R),),
         top_level(GROUP_DENIED), top_level(MEMBER_ID_REQUIRED)),

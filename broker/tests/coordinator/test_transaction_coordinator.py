@@ -392,9 +392,12 @@ def test_completion_is_written_again_while_the_isr_is_short() -> None:
         w.channel.ack(w.channel.jobs[0])
         await asyncio.sleep(0.05)
         assert w.metadata().pending_state == S.COMPLETE_COMMIT  # kept for the retry
+        # waiting to be written again: Kafka's LogAppendRetryQueueSize
+        assert w.coordinator.completion.retrying == 1
         w.log.fail = 0
         await asyncio.sleep(0.2)
         assert w.metadata().state == S.COMPLETE_COMMIT
+        assert w.coordinator.completion.retrying == 0
     run(go)
 
 
@@ -483,7 +486,10 @@ def test_a_loaded_partition_sends_the_markers_of_prepared_transactions() -> None
             txn_last_update_timestamp=2)
         w.log.stored[partition] = [(transaction_log_key(TID),
                                     transaction_log_value(prepared))]
+        load_times: list[float] = []  # the partition-load-time sensor's records
+        w.coordinator.state.on_load_time = load_times.append
         await w.elect(partition, epoch=9)
+        assert len(load_times) == 1 and 0 <= load_times[0] < 10_000
         job, = w.channel.jobs
         assert (job.producer_id, job.coordinator_epoch, job.result) == (
             55, 9, TransactionResult.COMMIT)

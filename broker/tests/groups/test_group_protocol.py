@@ -64,7 +64,7 @@ from .group_raw import (
     wait_for,
 )
 
-COORDINATOR_NOT_AVAILABLE = 15
+COORDINATOR_NOT_AVAILABLE, INVALID_REQUEST = 15, 42
 TOPIC_A, TOPIC_B = "topic-a", "topic-b"  # 3 and 2 partitions, made once per module
 METADATA_MAX = 4096  # offset.metadata.max.bytes (Kafka's default)
 MakeMember = Callable[..., Member]
@@ -138,6 +138,45 @@ def test_find_coordinator_transaction_key_is_not_available(conn: BlockingConnect
     answer = find_coordinator(conn, "some-transactional-id", 4, key_type=1)
     assert [(c.key, c.error_code) for c in answer.coordinators] == [
         ("some-transactional-id", COORDINATOR_NOT_AVAILABLE)], answer
+
+
+def test_find_coordinator_v6_share_keys_and_kafkas_messages(broker: BrokerProcess,
+                                                            conn: BlockingConnection) -> None:
+    """v6 (KIP-932) as a 3.9 ZooKeeper broker answers it: a share key (type 2) finds no
+    coordinator (15; this broker has no authorizer, so CLUSTER_ACTION is allowed), below v6
+    it is INVALID_REQUEST; groups are found as in v4-5. Messages are Kafka's: none in v4+,
+    the code's default in v0-3 ("NONE" when found)."""
+    share_key = "share-group:AAAAAAAAAAAAAAAAAAAAAA:0"
+    answer = find_coordinator(conn, share_key, 6, key_type=2)
+    assert [(c.key, c.error_code, c.node_id, c.host, c.port, c.error_message)
+            for c in answer.coordinators] == [(share_key, 15, -1, "", -1, None)], answer
+    for version in (4, 5):
+        answer = find_coordinator(conn, share_key, version, key_type=2)
+        assert [(c.error_code, c.node_id) for c in answer.coordinators] == [
+            (INVALID_REQUEST, -1)], answer
+    answer = find_coordinator(conn, share_key, 3, key_type=2)
+    assert (answer.error_code, answer.node_id, answer.host, answer.port) == (
+        INVALID_REQUEST, -1, "", -1), answer
+    group = group_name("fc6")
+    answer = wait_for(lambda: _found_v4(find_coordinator(conn, group, 6)), "FindCoordinator v6")
+    assert [(c.key, c.node_id, c.host, c.port, c.error_message)
+            for c in answer.coordinators] == [(group, 1, "127.0.0.1", broker.port, None)]
+    found = find_coordinator(conn, group, 3)
+    assert (found.error_code, found.error_message) == (NONE, "NONE"), found
+    missing = find_coordinator(conn, "a-transactional-id", 3, key_type=1)
+    assert (missing.error_code, missing.error_message) == (
+        COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."), missing
+    # an unknown key type fails every key of the request, with the default message
+    answer = conn.request(FIND_COORDINATOR, 6, FindCoordinatorRequest(
+        key_type=3, coordinator_keys=[group, "other"]))
+    assert [(c.key, c.error_code, c.node_id) for c in answer.coordinators] == [
+        (group, INVALID_REQUEST, -1), ("other", INVALID_REQUEST, -1)], answer
+    assert answer.coordinators[0].error_message.startswith("This most likely occurs")
+    assert broker.healthy()
+
+
+def _found_v4(answer: Any) -> Any:
+    return answer if answer.coordinators[0].error_code == NONE else None
 
 
 # ---- joining by hand

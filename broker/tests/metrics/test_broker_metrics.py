@@ -9,10 +9,12 @@ import socket
 import time
 import urllib.request
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from moldau.devcluster.brokers import BrokerProcess
 
@@ -93,3 +95,67 @@ def test_state_gauges_and_bad_requests(broker: tuple[BrokerProcess, int]) -> Non
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 405
     assert process.healthy()
+
+
+def test_transaction_metrics_follow_real_transactions(broker: tuple[BrokerProcess, int]
+                                                      ) -> None:
+    """librdkafka's transactional producer commits a transaction, then leaves one open
+    whose records carry a timestamp 30 minutes old: its partition's LastStableOffsetLag is
+    its 5 records and it counts in PartitionsWithLateTransactionsCount (its producer last
+    wrote longer than transaction.max.timeout.ms + 5 minutes ago, as Kafka judges it);
+    the abort clears both. The coordinator's partition loads are timed and the marker
+    channel's queues are empty."""
+    process, port = broker
+    suffix = uuid.uuid4().hex[:8]
+    committed, hanging = f"txn-ok-{suffix}", f"txn-late-{suffix}"
+    admin = AdminClient({"bootstrap.servers": process.bootstrap})
+    for future in admin.create_topics([NewTopic(committed, 1, 1),
+                                       NewTopic(hanging, 1, 1)]).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": process.bootstrap,
+                         "transactional.id": f"metered-{suffix}"})
+    producer.init_transactions(60)  # creates and loads __transaction_state
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce(committed, b"%d" % i)
+    producer.commit_transaction(30)
+
+    loads = beans(port, "kafka.server:type=transaction-coordinator-metrics")[
+        "kafka.server:type=transaction-coordinator-metrics"]
+    assert loads["partition-load-time-max"] >= loads["partition-load-time-avg"] > 0, loads
+    lag_of = {t: f"kafka.cluster:type=Partition,name=LastStableOffsetLag,topic={t},partition=0"
+              for t in (committed, hanging)}
+    late = "kafka.server:type=ReplicaManager,name=PartitionsWithLateTransactionsCount"
+    wait_until(lambda: value(port, lag_of[committed], "Value") == 0, "the COMMIT marker")
+    assert value(port, late, "Value") == 0
+
+    thirty_minutes_ago = int(time.time() * 1000) - 30 * 60 * 1000
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce(hanging, b"late %d" % i, timestamp=thirty_minutes_ago)
+    assert producer.flush(20) == 0
+    assert value(port, lag_of[hanging], "Value") == 5
+    assert value(port, late, "Value") == 1
+    manager = beans(port, "kafka.server:type=ReplicaManager,*")
+    assert manager["kafka.server:type=ReplicaManager,name=ProducerIdCount"]["Value"] >= 1
+    # the leader verified the transaction's partitions with its coordinator (KIP-890)
+    verification = beans(port, "kafka.server:type=AddPartitionsToTxnManager,*")
+    assert verification["kafka.server:type=AddPartitionsToTxnManager,"
+                        "name=VerificationTimeMs"]["Count"] >= 2
+    assert verification["kafka.server:type=AddPartitionsToTxnManager,"
+                        "name=VerificationFailureRate"]["Count"] == 0
+    channel = beans(port, "kafka.coordinator.transaction:type=TransactionMarkerChannelManager,*")
+    assert {name.rsplit("=", 1)[1]: bean["Value"] for name, bean in channel.items()} == {
+        "UnknownDestinationQueueSize": 0, "LogAppendRetryQueueSize": 0}
+
+    producer.abort_transaction(30)
+    wait_until(lambda: value(port, lag_of[hanging], "Value") == 0, "the ABORT marker")
+    assert value(port, late, "Value") == 0
+    assert process.healthy()
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)

@@ -8,6 +8,7 @@ import pytest
 
 from moldau.server.rate_sensors import (
     Avg,
+    Max,
     Rate,
     TokenBucket,
     WindowConfig,
@@ -85,6 +86,18 @@ def test_avg_is_the_mean_of_the_windows_values() -> None:
     avg.record(100, 0.0)
     avg.record(300, 10.0)
     assert avg.measure(20.0) == 200.0
+
+
+def test_max_is_the_largest_value_of_the_windows_until_they_roll_out() -> None:
+    # Kafka's Max over 2 windows of 30 s (the transaction coordinator's load times)
+    largest = Max(WindowConfig.of(2, 30))
+    assert largest.measure(0.0) == 0.0  # Kafka: NaN
+    largest.record(5.0, 0.0)
+    largest.record(40.0, 1_000.0)
+    largest.record(7.0, 31_000.0)  # the next window
+    assert largest.measure(31_000.0) == 40.0
+    assert largest.measure(61_000.0) == 7.0  # the first window is gone
+    assert largest.measure(200_000.0) == 0.0
 
 
 def test_the_token_bucket_starts_full_and_may_go_negative() -> None:

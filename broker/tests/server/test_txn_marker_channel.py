@@ -74,6 +74,30 @@ def test_partitions_go_to_their_leaders_and_a_deleted_topics_is_done() -> None:
     asyncio.run(go())
 
 
+def test_markers_without_a_known_leader_are_the_unknown_destination_queue() -> None:
+    # Kafka's UnknownDestinationQueueSize: one marker per transaction and attempt
+    async def go() -> None:
+        channel, _queues, outcomes, job = channel_and_outcomes()
+        assert channel.unknown_destination_markers() == 0
+        channel.send(job)
+        assert channel.unknown_destination_markers() == 1  # t-2 has no leader
+        channel.metadata.update_partition("t", PartitionInfo(2, 2, 1, [1, 2], [2]))
+        await asyncio.sleep(txn_marker_channel.RETRY_BACKOFF_S * 2)
+        assert channel.unknown_destination_markers() == 0
+        # a removed transaction's markers no longer wait
+        other = MarkerJob("tx2", 43, 0, 5, TransactionResult.ABORT,
+                          frozenset({("t", 2), ("u", 0)}), outcomes.append)
+        channel.metadata.update_partition("t", PartitionInfo(2, -1, 2, [1, 2], []))
+        channel.metadata.put_topic(TopicInfo("u", uuid.uuid4(), {
+            0: PartitionInfo(0, 3, 0, [3], [3])}))  # broker 3 is not alive
+        channel.send(other)
+        assert channel.unknown_destination_markers() == 1
+        channel.remove_transactions(["tx2"])
+        assert channel.unknown_destination_markers() == 0
+        channel.close()
+    asyncio.run(go())
+
+
 def test_answers_are_done_retried_or_stop_the_transaction() -> None:
     async def go() -> None:
         channel, queues, outcomes, job = channel_and_outcomes()

@@ -154,3 +154,25 @@ def test_snapshot_entry_of_a_marker_only_producer_is_kafkas(tmp_path):
 ])
 def test_last_stable_offset(first_unstable, hw, log_start, lso):
     assert last_stable_offset(first_unstable, hw, log_start) == lso
+
+
+def test_a_late_transaction_is_the_oldest_ones_producer_silent_past_the_max_timeout(tmp_path):
+    # Kafka's hasLateTransaction: transaction.max.timeout.ms + 5 minutes after the last
+    # write of the producer whose open transaction starts first
+    from moldau.storage.producer_state import LATE_TRANSACTION_BUFFER_MS
+
+    state = ProducerStateManager(str(tmp_path))
+    limit = 60_000 + LATE_TRANSACTION_BUFFER_MS
+    assert not state.has_late_transaction(10**12, 60_000)  # nothing open
+    txn_batch(state, 1, first=0)  # written at 1000
+    txn_batch(state, 2, first=2)  # written at 1002
+    assert not state.has_late_transaction(1000 + limit, 60_000)
+    assert state.has_late_transaction(1001 + limit, 60_000)
+    # producer 1 writes again: its transaction is no longer silent
+    txn_batch(state, 1, first=4, seq=2)  # at 1004
+    assert not state.has_late_transaction(1001 + limit, 60_000)
+    # producer 1 commits: producer 2's transaction is the oldest now
+    close(state, 1, 6)
+    assert state.has_late_transaction(1003 + limit, 60_000)
+    close(state, 2, 7, abort=True)
+    assert not state.has_late_transaction(10**12, 60_000)

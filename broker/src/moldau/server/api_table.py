@@ -129,7 +129,8 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
     ApiKey.FIND_COORDINATOR: ApiEntry(h.FindCoordinatorHandler, (
         _group("DESCRIBE", Scope.EACH, "key type 0"),
         Check("TRANSACTIONAL_ID", "DESCRIBE", TRANSACTIONAL_ID_DENIED, Scope.EACH,
-              "key type 1"))),
+              "key type 1"),
+        _cluster("CLUSTER_ACTION", Scope.EACH, "key type 2 (share, v6)"))),
     ApiKey.JOIN_GROUP: ApiEntry(h.JoinGroupHandler, _GROUP_MEMBER),
     ApiKey.HEARTBEAT: ApiEntry(h.HeartbeatHandler, _GROUP_MEMBER),
     ApiKey.LEAVE_GROUP: ApiEntry(h.LeaveGroupHandler, _GROUP_MEMBER),

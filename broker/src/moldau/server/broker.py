@@ -71,6 +71,7 @@ from .partition_states import IsrWriter, PartitionStates
 from .producer_ids import ProducerIdManager
 from .quota_config_handler import QuotaConfigHandler
 from .quotas import install_client_quotas
+from .rate_sensors import WindowConfig
 from .request_metrics import RequestMetrics
 from .requests import RequestDispatcher
 from .routes import register_handlers
@@ -79,6 +80,7 @@ from .startup_error import StartupError
 from .topic_admin import TopicAdmin
 from .topic_configs import TopicConfigs
 from .txn_marker_channel import TxnMarkerChannel
+from .txn_metrics import TransactionMetricSources, register_transaction_metrics
 from .txn_verification import TxnVerifier, network_verifier
 from .user_configs import UserConfigs
 
@@ -130,6 +132,13 @@ class Broker:
             replica_manager=lambda: self.replica_manager,
             log_manager=lambda: self.log_manager, fetchers=lambda: self.fetchers,
             controller=lambda: self.controller, socket_server=lambda: self.socket_server))
+        self.txn_load_times = register_transaction_metrics(TransactionMetricSources(
+            self.metrics, replica_manager=lambda: self.replica_manager,
+            coordinator=lambda: self.transaction_coordinator,
+            channel=lambda: self.txn_marker_channel,
+            max_transaction_timeout_ms=config["transaction.max.timeout.ms"],
+            window=WindowConfig.of(config["metrics.num.samples"],
+                                   config["metrics.sample.window.ms"] / 1000)))
         self._runtime: Any = None  # the loop-lag probe and GC timing (metrics.runtime)
         self.topics: TopicAdmin | None = None
         self.topic_configs = TopicConfigs(config)
@@ -356,6 +365,7 @@ class Broker:
             request_timeout_ms=c["request.timeout.ms"],
         ), TransactionLog(lambda: self.replica_manager), self.txn_marker_channel,
             self.producer_ids.next_id)
+        coordinator.state.on_load_time = self.txn_load_times.record
         coordinator.start()
         return coordinator
 

@@ -162,7 +162,7 @@ def register_state_gauges(sources: MetricSources) -> None:
 
 def partition_beans(partitions: list) -> dict[str, dict[str, object]]:
     """Kafka's per-partition MBeans: Log (every replica) and Partition (its values count
-    on the leader only, as in Kafka)."""
+    on the leader only, as in Kafka, except LastStableOffsetLag)."""
     beans: dict[str, dict[str, object]] = {}
     for p in partitions:
         tags = (("topic", p.topic), ("partition", str(p.index)))
@@ -178,7 +178,11 @@ def partition_beans(partitions: list) -> dict[str, dict[str, object]]:
                             ("InSyncReplicasCount", isr if leader else 0),
                             ("ReplicasCount", replicas if leader else 0),
                             ("UnderMinIsr", int(leader and isr < minimum)),
-                            ("AtMinIsr", int(leader and isr == minimum))):
+                            ("AtMinIsr", int(leader and isr == minimum)),
+                            # every replica, as Kafka: records above the LSO (open or
+                            # not yet replicated transactions)
+                            ("LastStableOffsetLag",
+                             plog.high_watermark - plog.last_stable_offset)):
             beans[mbean_name(CLUSTER, "Partition", name, tags)] = {"Value": value}
     return beans
 

@@ -143,6 +143,40 @@ class Avg:
         return self.windows.total(now_ms) / count if count else 0.0
 
 
+class _MaxWindows(SampledWindows):
+    """The windows of a Max: each keeps the largest value recorded in it."""
+
+    __slots__ = ()
+
+    def record(self, value: float, now_ms: float) -> None:
+        sample = self._current_sample(now_ms)
+        if now_ms - sample.start_ms >= self.config.window_ms:
+            sample = self._advance(now_ms)
+        sample.value = value if sample.count == 0 else max(sample.value, value)
+        sample.count += 1
+        sample.last_event_ms = now_ms
+
+    def maximum(self, now_ms: float) -> float:
+        self.purge(now_ms)
+        return max((s.value for s in self._samples if s.count), default=0.0)
+
+
+class Max:
+    """Kafka's Max over the windows: the largest value recorded in them (0.0 with none,
+    where Kafka shows NaN, as Avg)."""
+
+    __slots__ = ("windows",)
+
+    def __init__(self, config: WindowConfig) -> None:
+        self.windows = _MaxWindows(config)
+
+    def record(self, value: float, now_ms: float) -> None:
+        self.windows.record(value, now_ms)
+
+    def measure(self, now_ms: float) -> float:
+        return self.windows.maximum(now_ms)
+
+
 class TokenBucket:
     """Kafka's TokenBucket (the controller mutation quota): `quota` tokens a second up to a
     burst of quota x samples x window; a mutation takes its permits even when that leaves

@@ -131,6 +131,9 @@ class TxnMarkerChannel:
         self.sending: dict[str, _Sending] = {}
         self.queues: dict[int, _BrokerQueue] = {}
         self._timers: set[asyncio.TimerHandle] = set()
+        # the batches waiting for a leader with an endpoint (Kafka's unknown-destination
+        # queue), by timer
+        self._unknown: dict[asyncio.TimerHandle, list[Queued]] = {}
         self.closed = False
 
     # --- the MarkerChannel protocol -----------------------------------------------------
@@ -171,7 +174,7 @@ class TxnMarkerChannel:
             else:
                 self._queue_for(info.leader).put((job, tp))
         if later:
-            self.retry_later(later, RETRY_BACKOFF_S)
+            self.retry_later(later, RETRY_BACKOFF_S, unknown_destination=True)
 
     def _queue_for(self, broker_id: int) -> _BrokerQueue:
         queue = self.queues.get(broker_id)
@@ -179,7 +182,8 @@ class TxnMarkerChannel:
             queue = self.queues[broker_id] = _BrokerQueue(broker_id, self)
         return queue
 
-    def retry_later(self, items: list[Queued], delay_s: float) -> None:
+    def retry_later(self, items: list[Queued], delay_s: float, *,
+                    unknown_destination: bool = False) -> None:
         if self.closed:
             return
         loop = asyncio.get_running_loop()
@@ -188,10 +192,20 @@ class TxnMarkerChannel:
         def fire() -> None:
             if timer is not None:
                 self._timers.discard(timer)
+                self._unknown.pop(timer, None)
             self._route(items)
 
         timer = loop.call_later(delay_s, fire)
         self._timers.add(timer)
+        if unknown_destination:
+            self._unknown[timer] = items
+
+    def unknown_destination_markers(self) -> int:
+        """Kafka's UnknownDestinationQueueSize: the markers (one per transaction and
+        routing attempt, whatever its partitions) waiting because their partitions'
+        leader is unknown or has no inter-broker endpoint."""
+        return sum(len({id(job) for job, tp in items if self.wanted(job, tp)})
+                   for items in list(self._unknown.values()))
 
     # --- answers --------------------------------------------------------------------------
 
@@ -246,6 +260,7 @@ class TxnMarkerChannel:
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
+        self._unknown.clear()
         for queue in self.queues.values():
             queue.close()
         self.queues.clear()

@@ -40,6 +40,9 @@ SNAPSHOT_VERSION = 1
 NUM_BATCHES_TO_RETAIN = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
+# a transaction counts as late this long after transaction.max.timeout.ms (Kafka's
+# ProducerStateManager.LATE_TRANSACTION_BUFFER_MS): past the coordinator's own timeout abort
+LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000
 _INT32_MAX = 0x7FFFFFFF
 _HEADER = struct.Struct(">hIi")  # version, crc, entry count
 _ENTRY = struct.Struct(">qhiqiqiq")  # see write_snapshot
@@ -213,6 +216,19 @@ class ProducerStateManager:
 
     def first_unstable_offset(self) -> int | None:
         return self.txns.first_unstable_offset()
+
+    def has_late_transaction(self, now_ms: int, max_transaction_timeout_ms: int) -> bool:
+        """Kafka's hasLateTransaction (the ReplicaManager's
+        PartitionsWithLateTransactionsCount): the producer of the earliest open transaction
+        last wrote more than transaction.max.timeout.ms plus LATE_TRANSACTION_BUFFER_MS ago,
+        so the coordinator should long have aborted it: it hangs. Computed when asked,
+        from the same state Kafka samples after each append."""
+        first = self.txns.first_undecided_offset()
+        if first is None:
+            return False
+        entry = self.producers.get(self.txns.ongoing[first].producer_id)
+        last = entry.last_timestamp if entry is not None else -1
+        return last > 0 and now_ms - last > max_transaction_timeout_ms + LATE_TRANSACTION_BUFFER_MS
 
     def remove_expired(self, now_ms: int, expiration_ms: int | None = None) -> None:
         """Forget producers whose last batch is older than producer.id.expiration.ms (the

@@ -38,6 +38,9 @@ class TransactionCompletion:
         self.manager = manager
         self.channel = channel
         self._tasks: set[asyncio.Future[None]] = set()
+        # Complete records waiting to be written again after COORDINATOR_NOT_AVAILABLE
+        # (Kafka's TransactionMarkerChannelManager LogAppendRetryQueueSize)
+        self.retrying = 0
 
     def send(self, pending: PendingCompletion) -> None:
         """The Prepare record of the transaction is written and its completion prepared:
@@ -90,7 +93,11 @@ class TransactionCompletion:
                                               retry_on=(COORDINATOR_NOT_AVAILABLE,))
             if error != COORDINATOR_NOT_AVAILABLE or self.manager.shutting_down:
                 break
-            await asyncio.sleep(RETRY_BACKOFF_S)
+            self.retrying += 1
+            try:
+                await asyncio.sleep(RETRY_BACKOFF_S)
+            finally:
+                self.retrying -= 1
         if error:
             log.info("Writing %s for %s failed with error %d", complete.state.display_name,
                      tid, error)

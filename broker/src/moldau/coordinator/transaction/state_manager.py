@@ -55,6 +55,9 @@ class TransactionStateManager:
         self.loading: dict[int, int] = {}  # partition -> the coordinator epoch it loads at
         self._tasks: set[asyncio.Future[None]] = set()
         self.shutting_down = False
+        # each partition load's duration in ms, election to served or given up (Kafka's
+        # transaction-coordinator-metrics partition-load-time sensor); set by the broker
+        self.on_load_time: Callable[[float], None] | None = None
 
     def partition_for(self, transactional_id: str) -> int:
         return transaction_partition_for(transactional_id, self.config.num_partitions)
@@ -128,11 +131,11 @@ class TransactionStateManager:
         """This broker leads the partition at coordinator_epoch: read it back, serve it,
         then hand over the transactions left in PrepareCommit/PrepareAbort."""
         self.loading[partition] = coordinator_epoch
-        self._spawn(self._load(partition, coordinator_epoch, send_markers))
+        # timed from here, as Kafka times from scheduling the load
+        self._spawn(self._load(partition, coordinator_epoch, send_markers, time.monotonic()))
 
     async def _load(self, partition: int, coordinator_epoch: int,
-                    send_markers: SendMarkers) -> None:
-        started = time.monotonic()
+                    send_markers: SendMarkers, started: float) -> None:
         name = f"{TRANSACTION_STATE_TOPIC}-{partition}"
         log.info("Loading transaction metadata from %s at epoch %d", name, coordinator_epoch)
         try:
@@ -140,9 +143,11 @@ class TransactionStateManager:
             loaded = load_transactions(records, partition)
         except Exception as exc:
             log.error("Error loading transactions from transaction log %s: %s", name, exc)
+            self._record_load_time(started)
             if self.loading.get(partition) == coordinator_epoch:
                 del self.loading[partition]
             return
+        self._record_load_time(started)  # Kafka records a load resigned meanwhile too
         if self.loading.get(partition) != coordinator_epoch or self.shutting_down:
             return  # resigned (or re-elected) while loading
         self.partitions[partition] = TxnPartition(coordinator_epoch, loaded)
@@ -157,6 +162,10 @@ class TransactionStateManager:
                  len(loaded), name, (time.monotonic() - started) * 1000)
         for completion in pending:
             send_markers(completion)
+
+    def _record_load_time(self, started: float) -> None:
+        if self.on_load_time is not None:
+            self.on_load_time((time.monotonic() - started) * 1000)
 
     def unload(self, partition: int, coordinator_epoch: int | None) -> list[str]:
         """Leadership moved away (coordinator_epoch None: the replica was stopped): forget

@@ -19,6 +19,7 @@ from moldau.coordinator.group.offsets_log import OFFSETS_TOPIC
 from moldau.coordinator.group.records import OffsetAndMetadata
 from moldau.coordinator.transaction.partitioning import TRANSACTION_STATE_TOPIC
 from moldau.errors import (
+    ClusterAuthorizationFailedError,
     CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,
     InvalidRequestError,
@@ -27,6 +28,7 @@ from moldau.errors import (
     TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
     UnstableOffsetCommitError,
+    error_for,
 )
 from moldau.protocol.generated.delete_groups_response import DeleteGroupsResponse
 from moldau.protocol.generated.describe_groups_response import DescribeGroupsResponse
@@ -66,7 +68,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafka.server.KafkaApis")
 
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2  # Kafka's CoordinatorType
+KEY_TYPES = frozenset({GROUP_KEY, TRANSACTION_KEY, SHARE_KEY})
+SHARE_KEY_VERSION = 6  # the first FindCoordinator version that may ask for a share key
+INVALID_REQUEST = InvalidRequestError.code
 NO_OPERATIONS = -(2**31)  # DescribeGroups without include_authorized_operations
 # one partition of an OffsetFetch answer: (index, offset, leader epoch, metadata, error)
 OffsetRow = tuple[int, int, int, str, int]
@@ -81,7 +86,14 @@ class _GroupHandler:
 # --- FindCoordinator --------------------------------------------------------------------
 
 class FindCoordinatorHandler(_GroupHandler):
-    MIN_VERSION, MAX_VERSION = 0, 5
+    """Kafka 3.9's KafkaApis.getCoordinator in ZooKeeper mode. v6 (KIP-932) adds key type 2,
+    a share-group state key: asked below v6 it is INVALID_REQUEST, without Cluster
+    CLUSTER_ACTION CLUSTER_AUTHORIZATION_FAILED, and else COORDINATOR_NOT_AVAILABLE, as a
+    ZooKeeper broker has no share coordinator. The error messages are Kafka's too: v0-3
+    carry the code's default message (NONE's is "NONE"), v4+ none, except for an unknown
+    key type, which fails the whole request (Kafka's error response)."""
+
+    MIN_VERSION, MAX_VERSION = 0, 6
 
     def __init__(self, coordinator: GroupCoordinator, metadata: MetadataCache,
                  topics: TopicAdmin, transactions: TransactionCoordinator) -> None:
@@ -95,23 +107,33 @@ class FindCoordinatorHandler(_GroupHandler):
         version = ctx.api_version
         key_type = request.key_type if version >= 1 else GROUP_KEY
         keys = request.coordinator_keys if version >= 4 else [request.key]
-        found = [self._find(ctx, key_type, key) for key in keys]
+        if key_type in KEY_TYPES:
+            found = [self._find(ctx, key_type, key) for key in keys]
+            # Kafka's v4+ answers set no message; v0-3 the code's default one
+            message: str | None = None
+        else:  # Kafka's CoordinatorType.forId throws: the error response, every key
+            log.debug("FindCoordinator with unknown coordinator key type %d", key_type)
+            found = [(-1, "", -1, INVALID_REQUEST)] * len(keys)
+            message = InvalidRequestError.default_message
         if version >= 4:
             return FindCoordinatorResponse(coordinators=[
                 FindCoordinatorResponse.Coordinator(
                     key=key, node_id=node, host=host, port=port, error_code=error,
                     error_message=message)
-                for key, (node, host, port, error, message) in zip(keys, found, strict=True)])
-        node, host, port, error, message = found[0]
+                for key, (node, host, port, error) in zip(keys, found, strict=True)])
+        node, host, port, error = found[0]
         response = FindCoordinatorResponse(error_code=error, node_id=node, host=host,
                                            port=port)
         if version >= 1:
-            response.error_message = message
+            response.error_message = error_for(error).default_message if error else "NONE"
         return response
 
-    def _find(self, ctx: RequestContext, key_type: int,
-              key: str) -> tuple[int, str, int, int, str | None]:
+    def _find(self, ctx: RequestContext, key_type: int, key: str) -> tuple[int, str, int, int]:
+        """(node id, host, port, error code): the coordinator of one key, Node.noNode
+        (-1, "", -1) with an error."""
         try:
+            if key_type == SHARE_KEY and ctx.api_version < SHARE_KEY_VERSION:
+                raise InvalidRequestError("share coordinator keys need FindCoordinator v6")
             # authorization first, for both key types: a transactional id the requester may
             # not describe answers 53 even before transactions exist here
             if key_type == GROUP_KEY and not ctx.authorize(AclOperation.DESCRIBE,
@@ -127,14 +149,18 @@ class FindCoordinatorHandler(_GroupHandler):
             elif key_type == GROUP_KEY:
                 node = self._leader_of(OFFSETS_TOPIC, self.coordinator.partition_of(key),
                                        self.topics.create_offsets_topic)
-            else:
-                raise InvalidRequestError(f"unknown coordinator key type {key_type}")
+            else:  # SHARE_KEY: asked by brokers' share-group persisters only
+                if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
+                                     CLUSTER_NAME):
+                    raise ClusterAuthorizationFailedError("share coordinator lookups need "
+                                                          "CLUSTER_ACTION")
+                raise CoordinatorNotAvailableError("no share coordinator in ZooKeeper mode")
             endpoint = self.metadata.endpoint(node, ctx.listener)
             if endpoint is None:
                 raise CoordinatorNotAvailableError(f"broker {node} has no {ctx.listener}")
-            return node, endpoint[0], endpoint[1], 0, None
+            return node, endpoint[0], endpoint[1], 0
         except KafkaError as exc:
-            return -1, "", -1, exc.code, str(exc) or None
+            return -1, "", -1, exc.code
 
     def _leader_of(self, topic: str, partition: int, create: Callable[[], bool]) -> int:
         """The leader of the key's partition of the internal topic (the coordinator);
