@@ -11,7 +11,8 @@ the suites stays cheap.
     python bench/run.py --quick                # smoke test: short runs, prints, no write
 
 Each section sits between `<!-- suite:<name> -->` and `<!-- /suite:<name> -->`, which
-is how `--only` finds the one to replace.
+is how `--only` finds the one to replace; it keeps the rest of the page as it is, text
+between sections included (a full run rewrites the page from the sections alone).
 """
 
 from __future__ import annotations
@@ -88,6 +89,30 @@ def render(suites: list[Suite], sections: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
+def replace_sections(text: str, suites: list[Suite], sections: dict[str, str]) -> str:
+    """`text` with the given sections replaced where they stand, and those it lacks
+    inserted before the first section of a later suite (or at the end). What lies
+    between sections, such as notes added by hand, is kept: a partial run must not
+    drop it, as re-rendering the page would."""
+
+    def block(name: str) -> str:
+        body = sections[name].rstrip("\n")
+        return f"<!-- suite:{name} -->\n{body}\n<!-- /suite:{name} -->\n"
+
+    present = existing_sections(text)
+    text = _SECTION.sub(
+        lambda m: block(m["name"]) if m["name"] in sections else m.group(0), text)
+    rank = {suite.name: i for i, suite in enumerate(suites)}
+    for name in sorted(set(sections) - set(present), key=lambda n: rank.get(n, len(rank))):
+        later = [m for m in _SECTION.finditer(text)
+                 if rank.get(m["name"], len(rank)) > rank.get(name, len(rank))]
+        at = later[0].start() if later else len(text)
+        before = text[:at] if at == 0 or text[:at].endswith("\n\n") else text[:at].rstrip(
+            "\n") + "\n\n"
+        text = before + block(name) + ("\n" if later else "") + text[at:]
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -133,7 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         print("quick mode: docs not written", file=sys.stderr)
     else:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(render(suites, sections))
+        if args.only and args.output.exists():
+            fresh = {name: sections[name] for name in args.only if name in sections}
+            args.output.write_text(replace_sections(args.output.read_text(), suites, fresh))
+        else:
+            args.output.write_text(render(suites, sections))
         print(f"wrote {args.output}", file=sys.stderr)
     if failed:
         print(f"failed suites: {', '.join(failed)}", file=sys.stderr)

@@ -10,8 +10,11 @@
  * the last record, and "first_at", "first_bytes", "last_at": the CLOCK_MONOTONIC seconds
  * of the first batch's arrival, its bytes, and the last's arrival, so the caller can
  * leave out the client's start (connection, metadata, offset lookup) as Kafka's
- * kafka-consumer-perf-test does in its fetch.MB.sec. Exit status 1 on a consume error
- * or when COUNT is not reached in 600 s.
+ * kafka-consumer-perf-test does in its fetch.MB.sec. "first_offsets" and "last_offsets"
+ * are the sums over the partitions of the offset after the last record seen, after the
+ * first batch and at the end: the log range read meanwhile, which a read_committed
+ * consumer also crosses where it delivers nothing (aborted records, markers).
+ * Exit status 1 on a consume error or when COUNT is not reached in 600 s.
  */
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
@@ -80,6 +83,8 @@ int consume_main(int argc, char **argv) {
     }
     rd_kafka_message_t **batch = calloc(BATCH, sizeof *batch);
     long records = 0, bytes = 0, errors = 0, first_bytes = -1;
+    static long long next_offset[1024]; /* by partition id */
+    long long offsets = 0, first_offsets = 0;
     double last = t0, first = t0;
     while (records < count && seconds_now() - t0 < 600) {
         /* Ask for no more than is still due: a batch call waits out its timeout unless
@@ -93,6 +98,11 @@ int consume_main(int argc, char **argv) {
             } else {
                 records++;
                 bytes += (long)batch[i]->len;
+                int32_t p = batch[i]->partition;
+                if (p >= 0 && p < 1024 && batch[i]->offset + 1 > next_offset[p]) {
+                    offsets += batch[i]->offset + 1 - next_offset[p];
+                    next_offset[p] = batch[i]->offset + 1;
+                }
             }
             rd_kafka_message_destroy(batch[i]);
         }
@@ -101,12 +111,15 @@ int consume_main(int argc, char **argv) {
             if (first_bytes < 0) {
                 first = last;
                 first_bytes = bytes;
+                first_offsets = offsets;
             }
         }
     }
     printf("{\"records\": %ld, \"bytes\": %ld, \"seconds\": %.6f, \"errors\": %ld, "
-           "\"first_at\": %.6f, \"first_bytes\": %ld, \"last_at\": %.6f}\n",
-           records, bytes, last - t0, errors, first, first_bytes < 0 ? 0 : first_bytes, last);
+           "\"first_at\": %.6f, \"first_bytes\": %ld, \"last_at\": %.6f, "
+           "\"first_offsets\": %lld, \"last_offsets\": %lld}\n",
+           records, bytes, last - t0, errors, first, first_bytes < 0 ? 0 : first_bytes, last,
+           first_offsets, offsets);
     for (int i = 0; i < partitions; i++)
         rd_kafka_consume_stop(topic, list[i]);
     free(batch);
