@@ -105,6 +105,7 @@ test-long: deps deploy-deps spark-deps fuzz-deps
 		"authorizer@120:MOLDAU_LONG=1 $(BIN)/pytest broker/tests/authorizer/test_authorizer_long.py -q -p no:cacheprovider" \
 		"quotas@300:MOLDAU_LONG=1 $(BIN)/pytest broker/tests/broker/test_client_quotas_long.py -q -p no:cacheprovider" \
 		"kerberos-expiry@330:MOLDAU_LONG=1 $(BIN)/pytest broker/tests/replication/test_gssapi_ticket_expiry_long.py -q -p no:cacheprovider" \
+		"transactions@305:MOLDAU_LONG=1 $(BIN)/pytest broker/tests/transactions/test_transactions_soak_long.py -q -p no:cacheprovider" \
 		"zookeeper@150:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test" \
 		"operations-full@1750:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
 

@@ -1,6 +1,8 @@
 """`moldau checker`: produce sequenced records, read them back, report loss, duplicates
 and reordering; exit 0 when the report is ok, 1 when it is not, 2 when the check could
-not run (no cluster, no topic, bad arguments).
+not run (no cluster, no topic, bad arguments). With --transactional-id the records are
+written in transactions, some aborted on purpose, and read back with read_committed
+(`transactional`, `txn_report`).
 
 confluent-kafka is imported only when the command runs, so `moldau` itself does not
 need it.
@@ -60,6 +62,20 @@ def add_checker_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
                    help="seconds for reading everything back (default %(default)s)")
     p.add_argument("--command-config",
                    help="client properties file (security settings), Kafka tool style")
+    txn = p.add_argument_group(
+        "transactional mode", "write in transactions (a share aborted on purpose) and read "
+        "back with isolation.level=read_committed: also reports aborted-but-visible "
+        "records and torn transactions")
+    txn.add_argument("--transactional-id", metavar="PREFIX",
+                     help="turn the mode on; the writer's transactional.id is PREFIX-<run id>")
+    txn.add_argument("--transaction-records", type=int, default=10, metavar="N",
+                     help="records per transaction (default %(default)s)")
+    txn.add_argument("--abort-ratio", type=float, default=1 / 3, metavar="R",
+                     help="share of transactions aborted on purpose, spread evenly "
+                          "(default 1/3: every third)")
+    txn.add_argument("--transaction-timeout-ms", type=int, default=None,
+                     help="the producer's transaction.timeout.ms (default 30000); a commit "
+                          "or abort is retried this long before it counts as in doubt")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--report-file", help="also write the JSON report to this file")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -121,6 +137,11 @@ def run_checker(args: argparse.Namespace) -> int:
         DEFAULT_REQUEST_TIMEOUT_MS,
         ProducerRun,
     )
+    from moldau.checker.transactional import (
+        DEFAULT_TRANSACTION_TIMEOUT_MS,
+        TransactionalRun,
+        verify_transactions,
+    )
 
     try:
         config: dict[str, str] = {}
@@ -133,11 +154,25 @@ def run_checker(args: argparse.Namespace) -> int:
                                    args.replication_factor, args.min_insync_replicas, config)
             _progress(args, f"{'created' if created else 'using the existing'} topic "
                             f"{args.topic!r}")
-        run = ProducerRun(
-            args.bootstrap_server, args.topic, rate=args.rate or None,
-            record_size=args.record_size, config=config, max_records=args.max_records,
-            delivery_timeout_ms=args.delivery_timeout_ms or DEFAULT_DELIVERY_TIMEOUT_MS,
-            request_timeout_ms=args.request_timeout_ms or DEFAULT_REQUEST_TIMEOUT_MS)
+        run: ProducerRun | TransactionalRun
+        if args.transactional_id:
+            from moldau.checker.producer import new_run_id
+
+            run_id = new_run_id()
+            run = TransactionalRun(
+                args.bootstrap_server, args.topic, f"{args.transactional_id}-{run_id}",
+                run_id=run_id, rate=args.rate or None, record_size=args.record_size,
+                config=config, max_records=args.max_records,
+                transaction_records=args.transaction_records, abort_ratio=args.abort_ratio,
+                transaction_timeout_ms=(args.transaction_timeout_ms
+                                        or DEFAULT_TRANSACTION_TIMEOUT_MS),
+                request_timeout_ms=args.request_timeout_ms or DEFAULT_REQUEST_TIMEOUT_MS)
+        else:
+            run = ProducerRun(
+                args.bootstrap_server, args.topic, rate=args.rate or None,
+                record_size=args.record_size, config=config, max_records=args.max_records,
+                delivery_timeout_ms=args.delivery_timeout_ms or DEFAULT_DELIVERY_TIMEOUT_MS,
+                request_timeout_ms=args.request_timeout_ms or DEFAULT_REQUEST_TIMEOUT_MS)
     except (KafkaException, ValueError, OSError) as exc:
         print(f"moldau checker: {exc}", file=sys.stderr)
         return 2
@@ -155,11 +190,17 @@ def run_checker(args: argparse.Namespace) -> int:
                 next_progress += 10
     except KeyboardInterrupt:
         _progress(args, "interrupted: stopping the producer early")
-    _progress(args, f"stopping, waiting for acknowledgements: {run.counters()}")
-    run.stop(args.flush_timeout)
-    _progress(args, f"reading back: {run.counters()}")
     try:
-        report = verify(run, timeout=args.read_timeout)
+        if isinstance(run, TransactionalRun):
+            _progress(args, f"stopping after the transaction under way: {run.counters()}")
+            run.stop()
+            _progress(args, f"reading back with read_committed: {run.counters()}")
+            report = verify_transactions(run, timeout=args.read_timeout)
+        else:
+            _progress(args, f"stopping, waiting for acknowledgements: {run.counters()}")
+            run.stop(args.flush_timeout)
+            _progress(args, f"reading back: {run.counters()}")
+            report = verify(run, timeout=args.read_timeout)
     except KafkaException as exc:
         print(f"moldau checker: reading back failed: {exc}", file=sys.stderr)
         return 2

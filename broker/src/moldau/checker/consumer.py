@@ -5,6 +5,11 @@ start offset to that end offset with a group-less assigned confluent-kafka consu
 (nothing is committed; ``isolation.level`` stays the client's default), bounded by one
 timeout for the whole read. `verify` stops a `ProducerRun` (flushing it), reads its
 partitions and returns the `Report`.
+
+With `transactional=True` the end offsets are the high watermarks (queried with
+read_uncommitted) and the records are read with read_committed: the read completes only
+once every transaction below the high watermark is decided (the last stable offset
+reached it), and each record's `mdc-txn` header is kept as its transaction tag.
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from moldau.checker.producer import ClientConfig, ProducerRun, topic_partitions
 from moldau.checker.records import CorruptRecord, parse
 from moldau.checker.report import PartitionRead, Report, build_report
+from moldau.checker.txn_report import TAG_HEADER
 
 DEFAULT_READ_TIMEOUT = 60.0
 
@@ -37,13 +43,9 @@ def _watermarks(consumer: Consumer, topic: str, partition: int,
             time.sleep(0.5)
 
 
-def read_partitions(bootstrap_servers: str, topic: str, partitions: Sequence[int] | None = None,
-                    *, timeout: float = DEFAULT_READ_TIMEOUT,
-                    config: ClientConfig | None = None) -> dict[int, PartitionRead]:
-    """Every record of each partition from its log start to the end offset found before
-    reading, as `PartitionRead`s (records are (offset, parsed record or None))."""
-    deadline = time.monotonic() + timeout
-    consumer = Consumer({
+def _reader(bootstrap_servers: str, config: ClientConfig | None,
+            isolation_level: str | None) -> Consumer:
+    return Consumer({
         **dict(config or {}),
         "bootstrap.servers": bootstrap_servers,
         # the Python client insists on a group id; nothing is subscribed or committed
@@ -52,7 +54,32 @@ def read_partitions(bootstrap_servers: str, topic: str, partitions: Sequence[int
         "enable.auto.offset.store": False,
         "enable.partition.eof": True,
         "auto.offset.reset": "earliest",
+        **({} if isolation_level is None else {"isolation.level": isolation_level}),
     })
+
+
+def _tag(msg: Message) -> str | None:
+    for header in msg.headers() or ():
+        name, value = header[0], header[1]
+        if name == TAG_HEADER and value is not None:
+            return value if isinstance(value, str) else value.decode("utf-8", "replace")
+    return None
+
+
+def read_partitions(bootstrap_servers: str, topic: str, partitions: Sequence[int] | None = None,
+                    *, timeout: float = DEFAULT_READ_TIMEOUT,
+                    config: ClientConfig | None = None,
+                    transactional: bool = False) -> dict[int, PartitionRead]:
+    """Every record of each partition from its log start to the end offset found before
+    reading, as `PartitionRead`s (records are (offset, parsed record or None)).
+    transactional: read_committed up to the high watermark, tags kept (module doc)."""
+    deadline = time.monotonic() + timeout
+    consumer = _reader(bootstrap_servers, config,
+                       "read_committed" if transactional else None)
+    # librdkafka's watermark query asks with the client's isolation level: read_committed
+    # would answer the last stable offset, which stops short of open transactions
+    marks = _reader(bootstrap_servers, config, "read_uncommitted") if transactional \
+        else consumer
     try:
         if partitions is None:
             partitions = topic_partitions(consumer, topic,
@@ -60,7 +87,7 @@ def read_partitions(bootstrap_servers: str, topic: str, partitions: Sequence[int
         reads: dict[int, PartitionRead] = {}
         for p in partitions:
             try:
-                low, high = _watermarks(consumer, topic, p, deadline)
+                low, high = _watermarks(marks, topic, p, deadline)
             except KafkaException as exc:
                 reads[p] = PartitionRead(p, complete=False, error=f"watermarks: {exc}")
                 continue
@@ -93,6 +120,9 @@ def read_partitions(bootstrap_servers: str, topic: str, partitions: Sequence[int
                     read.records.append((offset, parse(msg.key(), msg.value())))
                 except CorruptRecord as exc:
                     read.corrupt.append((offset, str(exc)))
+                tag = _tag(msg) if transactional else None
+                if tag is not None:
+                    read.tags[offset] = tag
                 if offset >= read.end_offset - 1:
                     todo.discard(read.partition)
         for p, read in reads.items():
@@ -103,10 +133,25 @@ def read_partitions(bootstrap_servers: str, topic: str, partitions: Sequence[int
             reads[p].complete = False
             reads[p].error = (f"timed out after {timeout:g} s at offset {last} of end offset "
                               f"{reads[p].end_offset}"
-                              + (f" (last error: {errors[p]})" if p in errors else ""))
+                              + (f" (last error: {errors[p]})" if p in errors else "")
+                              + (_stable_offset(consumer, topic, p, reads[p].end_offset)
+                                 if transactional else ""))
         return reads
     finally:
         consumer.close()
+        if marks is not consumer:
+            marks.close()
+
+
+def _stable_offset(consumer: Consumer, topic: str, partition: int, end: int) -> str:
+    """Why a read_committed read may stop short: the last stable offset now."""
+    try:
+        _, stable = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                   timeout=5, cached=False)
+    except KafkaException as exc:
+        return f" (last stable offset unknown: {exc})"
+    why = ": a transaction below the end offset is still open" if stable < end else ""
+    return f" (last stable offset {stable}{why})"
 
 
 def verify(run: ProducerRun, *, timeout: float = DEFAULT_READ_TIMEOUT,

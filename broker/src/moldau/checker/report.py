@@ -24,6 +24,8 @@ topic are counted as foreign and otherwise ignored):
 * landed unacknowledged: an in-doubt or failed sequence that was read. Not an error: a
   write whose answer was lost may still have been stored (at most once, with
   idempotence), and a timed-out write may have landed.
+* aborted but visible (transactional runs, `txn_report`): a sequence of a transaction the
+  client aborted, read with read_committed. An error.
 * offset mismatch: an acknowledged sequence read at another offset than the one the
   broker acknowledged. Reported, not counted as an error (a client may be given no
   offset for a retried batch).
@@ -38,6 +40,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from moldau.checker.records import CheckerRecord
 
@@ -48,9 +51,12 @@ class PartitionWrites:
     sent: int = 0  # sequences 0 .. sent-1 were handed to the client
     acknowledged: dict[int, int] = field(default_factory=dict)  # sequence -> offset
     failed: dict[int, str] = field(default_factory=dict)  # sequence -> error
+    # transactional runs: sequences of transactions the client aborted (never to be read)
+    aborted: set[int] = field(default_factory=set)
 
     def in_doubt(self) -> set[int]:
-        return set(range(self.sent)) - self.acknowledged.keys() - self.failed.keys()
+        return (set(range(self.sent)) - self.acknowledged.keys() - self.failed.keys()
+                - self.aborted)
 
 
 @dataclass
@@ -63,6 +69,8 @@ class PartitionRead:
     end_offset: int = 0  # the high watermark (end offset) the read had to reach
     complete: bool = True  # the read reached end_offset before its timeout
     error: str | None = None  # why it did not, when known
+    # offset -> the record's transaction tag (its `mdc-txn` header), where it has one
+    tags: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -85,11 +93,14 @@ class PartitionReport:
     read_complete: bool
     read_error: str | None
     failed_errors: dict[str, int]  # error -> how many sequences failed with it
+    aborted: int = 0  # sequences of aborted transactions (transactional runs)
+    aborted_visible: list[int] = field(default_factory=list)  # ... that were read anyway
 
     @property
     def ok(self) -> bool:
         return (self.read_complete and not self.lost and not self.duplicated
-                and not self.out_of_order and not self.unexpected)
+                and not self.out_of_order and not self.unexpected
+                and not self.aborted_visible)
 
     def summary(self) -> str:
         line = (f"partition {self.partition}: sent {self.sent} acked {self.acknowledged} "
@@ -98,7 +109,8 @@ class PartitionReport:
                 f"duplicated {len(self.duplicated)} out-of-order {len(self.out_of_order)} "
                 f"unexpected {len(self.unexpected)} | landed-unacked "
                 f"{self.landed_unacknowledged} offset-mismatch {len(self.offset_mismatch)} "
-                f"foreign {self.foreign} | {'OK' if self.ok else 'FAILED'}")
+                f"foreign {self.foreign}{self._aborted_counts()} | "
+                f"{'OK' if self.ok else 'FAILED'}")
         details = []
         if not self.read_complete:
             details.append(f"read incomplete: {self.read_error or 'timed out'}")
@@ -113,7 +125,15 @@ class PartitionReport:
             details.append(f"out of order {', '.join(ooo)}")
         if self.unexpected:
             details.append(f"unexpected {self.unexpected[:3]}")
+        if self.aborted_visible:
+            details.append(f"aborted but visible sequences {_ranges(self.aborted_visible)}")
         return "\n    ".join([line, *details])
+
+    def _aborted_counts(self) -> str:
+        # only transactional runs have aborted sequences: the idempotent line is unchanged
+        if not self.aborted and not self.aborted_visible:
+            return ""
+        return f" aborted {self.aborted} aborted-visible {len(self.aborted_visible)}"
 
     def to_dict(self) -> dict[str, object]:
         """The JSON form of this partition's result."""
@@ -133,11 +153,24 @@ class PartitionReport:
             "start_offset": self.start_offset, "end_offset": self.end_offset,
             "read_complete": self.read_complete, "read_error": self.read_error,
             "failed_errors": self.failed_errors,
+            "aborted": self.aborted, "aborted_visible": self.aborted_visible,
         }
 
 
 COUNTS = ("sent", "acknowledged", "failed", "in_doubt", "read", "lost", "duplicated",
-          "out_of_order", "unexpected", "landed_unacknowledged", "offset_mismatch", "foreign")
+          "out_of_order", "unexpected", "landed_unacknowledged", "offset_mismatch", "foreign",
+          "aborted", "aborted_visible")
+
+
+class TransactionVerdict(Protocol):
+    """The judgement over a transactional run's transactions (`txn_report`)."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    def summary(self) -> str: ...
+
+    def to_dict(self) -> dict[str, object]: ...
 
 
 @dataclass
@@ -147,10 +180,12 @@ class Report:
     partitions: dict[int, PartitionReport]
     producer_errors: dict[str, int] = field(default_factory=dict)  # client errors seen
     fatal_error: str | None = None  # the producer's fatal error, if it had one
+    transactions: TransactionVerdict | None = None  # transactional runs only
 
     @property
     def ok(self) -> bool:
-        return all(p.ok for p in self.partitions.values())
+        return (all(p.ok for p in self.partitions.values())
+                and (self.transactions is None or self.transactions.ok))
 
     def totals(self) -> dict[str, int]:
         totals = dict.fromkeys(COUNTS, 0)
@@ -187,7 +222,11 @@ class Report:
             f"in-doubt {t['in_doubt']} | read {t['read']} lost {t['lost']} duplicated "
             f"{t['duplicated']} out-of-order {t['out_of_order']} unexpected "
             f"{t['unexpected']} | landed-unacked {t['landed_unacknowledged']} "
-            f"offset-mismatch {t['offset_mismatch']} foreign {t['foreign']}")
+            f"offset-mismatch {t['offset_mismatch']} foreign {t['foreign']}"
+            + (f" aborted {t['aborted']} aborted-visible {t['aborted_visible']}"
+               if t["aborted"] or t["aborted_visible"] else ""))
+        if self.transactions is not None:
+            lines.append(self.transactions.summary())
         if self.fatal_error:
             lines.append(f"producer fatal error: {self.fatal_error}")
         if self.producer_errors:
@@ -200,7 +239,9 @@ class Report:
         return {"run_id": self.run_id, "topic": self.topic, "ok": self.ok,
                 "totals": self.totals(), "fatal_error": self.fatal_error,
                 "producer_errors": self.producer_errors,
-                "partitions": [self.partitions[p].to_dict() for p in sorted(self.partitions)]}
+                "partitions": [self.partitions[p].to_dict() for p in sorted(self.partitions)],
+                **({} if self.transactions is None
+                   else {"transactions": self.transactions.to_dict()})}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
@@ -235,6 +276,7 @@ def partition_report(run_id: str, writes: PartitionWrites, read: PartitionRead) 
         read_at[seq] = [offset]
         highest = seq if highest is None else max(highest, seq)
     lost = sorted(seq for seq in writes.acknowledged if seq not in read_at)
+    aborted_visible = sorted(seq for seq in read_at if seq in writes.aborted)
     mismatch = [(seq, acked, read_at[seq]) for seq, acked in sorted(writes.acknowledged.items())
                 if acked >= 0 and seq in read_at and acked not in read_at[seq]]
     return PartitionReport(
@@ -244,25 +286,29 @@ def partition_report(run_id: str, writes: PartitionWrites, read: PartitionRead) 
         lost=lost,
         duplicated={seq: offsets for seq, offsets in sorted(read_at.items()) if len(offsets) > 1},
         out_of_order=out_of_order, unexpected=unexpected,
-        landed_unacknowledged=sum(1 for seq in read_at if seq not in writes.acknowledged),
+        landed_unacknowledged=sum(1 for seq in read_at if seq not in writes.acknowledged
+                                  and seq not in writes.aborted),
         offset_mismatch=mismatch, foreign=foreign,
         start_offset=read.start_offset, end_offset=read.end_offset,
         read_complete=read.complete, read_error=read.error,
         failed_errors=dict(Counter(writes.failed.values())),
+        aborted=len(writes.aborted), aborted_visible=aborted_visible,
     )
 
 
 def build_report(run_id: str, topic: str, writes: Mapping[int, PartitionWrites],
                  reads: Mapping[int, PartitionRead],
                  producer_errors: Mapping[str, int] | None = None,
-                 fatal_error: str | None = None) -> Report:
+                 fatal_error: str | None = None,
+                 transactions: TransactionVerdict | None = None) -> Report:
     """The report over every partition written or read; a partition written but not read
     counts as an incomplete read."""
     partitions = {}
     for p in sorted(set(writes) | set(reads)):
         read = reads.get(p) or PartitionRead(p, complete=False, error="not read")
         partitions[p] = partition_report(run_id, writes.get(p) or PartitionWrites(p), read)
-    return Report(run_id, topic, partitions, dict(producer_errors or {}), fatal_error)
+    return Report(run_id, topic, partitions, dict(producer_errors or {}), fatal_error,
+                  transactions)
 
 
 def _ranges(values: Iterable[int], limit: int = 10) -> str:
