@@ -24,7 +24,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +85,7 @@ class KafkaBroker:
     properties: Mapping[str, str] = field(default_factory=dict)
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    jvm_options: Sequence[str] = ()  # launcher.jmx_options(port) turns JMX on
 
     @property
     def data_dir(self) -> Path:
@@ -122,7 +123,8 @@ class KafkaBroker:
         self.write_config()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         command = launcher.java_command(launcher.KAFKA_MAIN, [str(self.config_path)],
-                                        broker=True, log_dir=self.log_dir)
+                                        broker=True, log_dir=self.log_dir,
+                                        jvm_options=self.jvm_options)
         with open(self.log_dir / "stdout.log", "ab") as out:
             self.process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -3,7 +3,9 @@
 Maven Central has no `bin/` or `config/`, so this is the lab's own kafka-run-class: the
 same JVM flags as Kafka 3.9's kafka-run-class.sh (G1 with a 20 ms pause goal, 256 MiB of
 heap for a tool) and kafka-server-start.sh (1 GiB fixed heap for a broker), the lab's own
-log4j files, and every cached jar on the classpath. JMX stays off: nothing here reads it.
+log4j files, and every cached jar on the classpath. JMX stays off unless a caller asks
+for it (`jmx_options`: kafka-run-class.sh's JMX_PORT settings; compat/quotas.py reads the
+broker's quota sensors with Kafka's JmxTool).
 
     python -m compat.launcher kafka.Kafka server.properties
     python -m compat.launcher org.apache.kafka.tools.TopicCommand --bootstrap-server ... --list
@@ -72,16 +74,35 @@ def kafka_classpath() -> str:
     return f"{lib}/*"
 
 
+def jmx_options(port: int, host: str = "127.0.0.1") -> tuple[str, ...]:
+    """kafka-run-class.sh's KAFKA_JMX_OPTS with JMX_PORT set (remote JMX without
+    authentication or TLS, the RMI registry and server on one port), bound to `host`."""
+    return ("-Dcom.sun.management.jmxremote=true",
+            "-Dcom.sun.management.jmxremote.authenticate=false",
+            "-Dcom.sun.management.jmxremote.ssl=false",
+            f"-Dcom.sun.management.jmxremote.port={port}",
+            f"-Dcom.sun.management.jmxremote.rmi.port={port}",
+            f"-Dcom.sun.management.jmxremote.host={host}",
+            f"-Djava.rmi.server.hostname={host}")
+
+
+def jmx_url(port: int, host: str = "127.0.0.1") -> str:
+    """The JMX service URL of a JVM started with `jmx_options(port)` (JmxTool's --jmx-url)."""
+    return f"service:jmx:rmi:///jndi/rmi://{host}:{port}/jmxrmi"
+
+
 def java_command(main_class: str, args: Sequence[str], *, broker: bool = False,
                  log_dir: str | os.PathLike[str] | None = None,
-                 extra_classpath: Sequence[str] = ()) -> list[str]:
+                 extra_classpath: Sequence[str] = (),
+                 jvm_options: Sequence[str] = ()) -> list[str]:
     """The JVM command line of kafka-run-class.sh for `main_class`: a broker's heap and
-    log4j file when `broker`, a tool's otherwise."""
+    log4j file when `broker`, a tool's otherwise; `jvm_options` go before the class
+    (`jmx_options`, say)."""
     heap = BROKER_HEAP if broker else TOOL_HEAP
     log4j = BROKER_LOG4J if broker else TOOLS_LOG4J
     logs = os.fspath(log_dir) if log_dir is not None else os.getcwd()
     classpath = os.pathsep.join([*extra_classpath, kafka_classpath()])
-    return [java(), *heap, *JVM_PERFORMANCE_OPTS, f"-Dkafka.logs.dir={logs}",
+    return [java(), *heap, *JVM_PERFORMANCE_OPTS, *jvm_options, f"-Dkafka.logs.dir={logs}",
             f"-Dlog4j.configuration=file:{log4j}", "-cp", classpath, main_class, *args]
 
 

@@ -140,6 +140,12 @@ def test_a_throttled_fetch_has_no_records(broker: BrokerProcess) -> None:
     assert next_answered - answered >= fetched.throttle_time_ms / 1000 * 0.9
     # the bytes not sent were not counted: the next fetch finds the bucket empty
     assert refetched.responses and refetched.responses[0].partitions[0].records
+    # nor are they bytes out: BytesOutPerSec counts the records that left (as Kafka
+    # counts the response it sends), the second fetch's alone
+    bytes_out = broker_beans(broker, "kafka.server:type=BrokerTopicMetrics,"
+                                     f"name=BytesOutPerSec,topic={topic}")
+    assert [b["Count"] for b in bytes_out.values()] == [
+        len(refetched.responses[0].partitions[0].records)]
 
 
 def _produce_for(client_id: str, topic: str, seconds: float, counted_after: float,

@@ -3,8 +3,9 @@ with Kafka's default windows (11 of 1 s).
 
 - clueful at 1 MB/s produce and 10 MB/s consume: after the first 11 s the broker-side
   byte-rate (sampled each second) and the client's measured rate stay near the quota
-  (at most TOLERANCE over it: see there why not Kafka's 5 %), while another client on
-  the same broker is not throttled;
+  (at most TOLERANCE over it: see there why not 5 %), and the topic's BytesInPerSec and
+  BytesOutPerSec one-minute rates within 5 % of it (Kafka's own quota test criterion),
+  while another client on the same broker is not throttled;
 - a user quota of 10 MB/s beats a client-id quota of 1 MB/s (the user's quota applies to
   all its client ids: on PLAINTEXT the user is ANONYMOUS);
 - removing the quota restores full speed within a window.
@@ -27,7 +28,7 @@ from moldau.client.blocking import BlockingConnection
 from moldau.devcluster.brokers import BrokerProcess, free_port
 
 from .conftest import start_broker
-from .raw import create_topic, topic_name
+from .raw import create_topic, produce, records, topic_name
 from .test_client_quotas_enforced import alter_client_quotas
 
 pytestmark = pytest.mark.skipif(os.environ.get("MOLDAU_LONG") != "1",
@@ -44,9 +45,13 @@ HOLD_S = WARMUP_S + 30.0  # then 30 s
 # later, and the room it leaves is filled again at once. A model of the arithmetic alone
 # (no broker) gives 1.10 x the quota for [11 s, 41 s] and up to 1.10 for the byte-rate,
 # and 1.22 for [11 s, 29 s]: the broker measured 1.21 there, as modelled, and 1.09 (produce)
-# and 1.12 (consume) over [11 s, 41 s]. The holds below allow 15 %, not Kafka's 5 % (which
-# its own system test checks on the broker's one-minute BytesIn rate).
+# and 1.12 (consume) over [11 s, 41 s]. Kafka 3.9.1 with this client measured the same
+# (`make compat-quotas`, docs/security.md "Measured against Kafka 3.9.1": 1.09 and 1.12,
+# its byte-rate read up to 1.18). The holds below allow 15 %; Kafka's own system test
+# (quota_test.py) holds the broker's one-minute BytesIn and BytesOut rates within 5 %
+# (KAFKA_CRITERION, checked below too) and allows the client 100 %.
 TOLERANCE = 1.15
+KAFKA_CRITERION = 1.05
 # the byte-rate read at a given second: the rate also rises when a window leaves the
 # measured span (it shrinks), so a momentary reading runs higher than the hold's average
 # (the first run read up to 1.19 x the consume quota, while the consumer paused)
@@ -125,8 +130,10 @@ def _produce(broker: BrokerProcess, client_id: str, topic: str, seconds: float,
 
 
 def _byte_rates(broker: BrokerProcess, type_: str, client_id: str, seconds: float,
-                out: list[float]) -> None:
-    """The broker-side byte-rate of a client's bucket, once a second."""
+                out: list[float], meter: str = "", one_minute: list[float] | None = None
+                ) -> None:
+    """The broker-side byte-rate of a client's bucket, once a second; and the OneMinuteRate
+    of a `meter` (a BrokerTopicMetrics MBean) into `one_minute`."""
     name = f"kafka.server:type={type_},client-id={client_id}"
     start = time.monotonic()
     while time.monotonic() - start < seconds:
@@ -134,25 +141,42 @@ def _byte_rates(broker: BrokerProcess, type_: str, client_id: str, seconds: floa
         found = broker_beans(broker, f"kafka.server:type={type_},*")
         if name in found:
             out.append(found[name]["byte-rate"])
+        if meter and one_minute is not None:
+            found = broker_beans(broker, meter)
+            if meter in found:
+                one_minute.append(found[meter]["OneMinuteRate"])
+
+
+def _topic_meter(name: str, topic: str) -> str:
+    return f"kafka.server:type=BrokerTopicMetrics,name={name},topic={topic}"
 
 
 def test_clueful_is_held_at_its_produce_and_consume_quotas(broker: BrokerProcess) -> None:
-    topic = topic_name("clueful-long")
+    topic, other_topic = topic_name("clueful-long"), topic_name("clueful-long-other")
     with BlockingConnection("127.0.0.1", broker.port, client_id="setup") as conn:
         create_topic(conn, topic)
+        create_topic(conn, other_topic)
+        # a first record: the topic's meters exist, and their one-minute rates start from
+        # zero (a meter's first 5 s tick sets its average to that tick's rate), as the
+        # broker-wide one does in Kafka's test, whose one client writes alone
+        assert produce(conn, topic, records(1)).error_code == 0
     _set(broker, {"clueful": {"producer_byte_rate": PRODUCE_QUOTA,
                               "consumer_byte_rate": CONSUME_QUOTA}})
-    # --- produce: clueful at its quota, another client paced at 4 MB/s beside it
+    time.sleep(6.0)  # a tick of the meters
+    # --- produce: clueful at its quota, another client paced at 4 MB/s beside it (on a
+    # topic of its own, so that the topic's BytesInPerSec is clueful's)
     clueful, other = Meter(), Meter()
     rates: list[float] = []
+    one_minute: list[float] = []
     results: dict[str, Any] = {}
     threads = [
         threading.Thread(target=lambda: results.update(
             clueful=_produce(broker, "clueful", topic, HOLD_S, clueful))),
         threading.Thread(target=lambda: results.update(
-            other=_produce(broker, "other", topic, HOLD_S, other, pace=4 * MB))),
-        threading.Thread(target=_byte_rates, args=(broker, "Produce", "clueful", HOLD_S,
-                                                   rates))]
+            other=_produce(broker, "other", other_topic, HOLD_S, other, pace=4 * MB))),
+        threading.Thread(target=_byte_rates, args=(
+            broker, "Produce", "clueful", HOLD_S, rates,
+            _topic_meter("BytesInPerSec", topic), one_minute))]
     for t in threads:
         t.start()
     for t in threads:
@@ -160,18 +184,23 @@ def test_clueful_is_held_at_its_produce_and_consume_quotas(broker: BrokerProcess
     held = rates[int(WARMUP_S):]
     assert held and max(held) <= PRODUCE_QUOTA * MOMENTARY, rates
     measured = clueful.rate(WARMUP_S, HOLD_S)
-    print(f"produce: clueful {measured:.0f} B/s, byte-rate {max(held):.0f} at most")
+    print(f"produce: clueful {measured:.0f} B/s, byte-rate {max(held):.0f} at most, "
+          f"BytesInPerSec OneMinuteRate {max(one_minute):.0f} at most")
     assert PRODUCE_QUOTA * 0.5 < measured <= PRODUCE_QUOTA * TOLERANCE, measured
+    assert one_minute and max(one_minute) <= PRODUCE_QUOTA * KAFKA_CRITERION, one_minute
     assert results["clueful"]["max_throttle"] > 0
     assert results["other"]["max_throttle"] == 0  # not throttled...
     assert other.rate(WARMUP_S, HOLD_S) > 3 * MB  # ...and at its own pace
-    # --- consume: a backlog larger than 30 s at the quota (with what clueful and the other
-    # client wrote), read as fast as allowed
+    # --- consume: a backlog larger than 30 s at the quota (with what clueful wrote), read
+    # as fast as allowed (the topic's BytesOutPerSec exists since its first record, and
+    # nothing fetched it yet: its one-minute rate starts from zero)
     _produce(broker, "loader", topic, 20.0, Meter(), pace=25 * MB)
     consumed = Meter()
     rates = []
-    sampler = threading.Thread(target=_byte_rates, args=(broker, "Fetch", "clueful", HOLD_S,
-                                                         rates))
+    one_minute = []
+    sampler = threading.Thread(target=_byte_rates, args=(
+        broker, "Fetch", "clueful", HOLD_S, rates, _topic_meter("BytesOutPerSec", topic),
+        one_minute))
     sampler.start()
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "client.id": "clueful",
                          "group.id": "clueful-long", "auto.offset.reset": "earliest",
@@ -186,9 +215,11 @@ def test_clueful_is_held_at_its_produce_and_consume_quotas(broker: BrokerProcess
     sampler.join(60)
     held = rates[int(WARMUP_S):]
     measured = consumed.rate(WARMUP_S, HOLD_S)
-    print(f"consume: clueful {measured:.0f} B/s, byte-rate {max(held):.0f} at most")
+    print(f"consume: clueful {measured:.0f} B/s, byte-rate {max(held):.0f} at most, "
+          f"BytesOutPerSec OneMinuteRate {max(one_minute):.0f} at most")
     assert held and max(held) <= CONSUME_QUOTA * MOMENTARY, rates
     assert CONSUME_QUOTA * 0.5 < measured <= CONSUME_QUOTA * TOLERANCE, measured
+    assert one_minute and max(one_minute) <= CONSUME_QUOTA * KAFKA_CRITERION, one_minute
     _set(broker, {"clueful": {"producer_byte_rate": 0, "consumer_byte_rate": 0}},
          remove=True)
 

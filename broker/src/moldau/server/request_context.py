@@ -5,7 +5,7 @@ request names."""
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from moldau.protocol.generated.api import APIS
@@ -31,6 +31,10 @@ class RequestContext:
     request_size: int = 0  # the request's bytes (Produce counts them)
     mutation_quota: MutationQuota | None = None  # CreateTopics etc.: the handler's quota
     throttle_ms: int = 0
+    # what the handler leaves for after the quota stage, which may still change the
+    # response (a consumer fetch's BytesOutPerSec: a throttled fetch leaves without its
+    # records, and Kafka counts the bytes of the response that leaves)
+    after_quota: Callable[[], None] | None = None
 
     @property
     def session(self) -> Session:

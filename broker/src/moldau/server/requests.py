@@ -236,6 +236,9 @@ class RequestDispatcher:
                 if response is not None and hasattr(response, "throttle_time_ms"):
                     response.throttle_time_ms = throttle_ms
                 ctx.conn.throttle(throttle_ms)
+        after = ctx.after_quota
+        if after is not None:
+            after()
         if response is None:
             self._log(ctx, request, None)
             return None

@@ -191,12 +191,12 @@ class FetchHandler:
                                                              replica_id)
         if (request.max_wait_ms <= 0 or total >= request.min_bytes or answer_now
                 or not partitions):
-            return self._answer(response, replica_id, session, version)
+            return self._answer(ctx, response, replica_id, session, version)
         # watch now: the long poll's task starts a loop pass later, and an append in
         # between (the next produce, answered first) would wait out max_wait_ms
         watched = self.replica_manager.watch(partitions)
-        return self._long_poll(request, wanted, partitions, version, replica_id, watched,
-                               session)
+        return self._long_poll(ctx, request, wanted, partitions, version, replica_id,
+                               watched, session)
 
     def _session(self, request: FetchRequest, by_id: bool) -> tuple[SessionUse, int]:
         """A follower's fetch session (KIP-227, as Kafka's FetchManager.newContext): (the
@@ -222,8 +222,8 @@ class FetchHandler:
         created.update(request.topics, [], by_id)
         return (created, False), 0
 
-    def _answer(self, response: FetchResponse, replica_id: int, session: SessionUse,
-                version: int) -> FetchResponse:
+    def _answer(self, ctx: RequestContext, response: FetchResponse, replica_id: int,
+                session: SessionUse, version: int) -> FetchResponse:
         """The final answer: an incremental one keeps only the partitions with news."""
         if session is not None:
             fetch_session, incremental = session
@@ -232,13 +232,17 @@ class FetchHandler:
             else:
                 fetch_session.remember(response, version >= 13)
             response.session_id = fetch_session.id
-        return self._accounted(response, replica_id)
+        return self._accounted(ctx, response, replica_id)
 
-    def _accounted(self, response: FetchResponse, replica_id: int) -> FetchResponse:
+    def _accounted(self, ctx: RequestContext, response: FetchResponse,
+                   replica_id: int) -> FetchResponse:
         """Count the answer in BrokerTopicMetrics: bytes out (replication bytes for a
-        follower), and a fetch request (failed or not) per partition of known topics."""
+        follower), and a fetch request (failed or not) per partition of known topics.
+        A consumer's bytes out wait for the quota stage while quotas are on: Kafka counts
+        the bytes of the response that leaves, none of a throttled fetch's records."""
         stats = self.topic_stats
         known = self.metadata.topics
+        after_quota = replica_id < 0 and type(ctx.quotas) is not NoQuotas
         for topic in response.responses:
             name = topic.topic
             if name not in known:
@@ -254,16 +258,32 @@ class FetchHandler:
                 stats.mark("TotalFetchRequestsPerSec", name)
                 if data.error_code:
                     stats.mark("FailedFetchRequestsPerSec", name)
-                elif size:
+                elif size and not after_quota:
                     stats.mark("BytesOutPerSec", name, size)
+        if after_quota:
+            ctx.after_quota = lambda: self._bytes_out(response)
         return response
+
+    def _bytes_out(self, response: FetchResponse) -> None:
+        """A consumer fetch's BytesOutPerSec, counted after the quota stage (which takes
+        a throttled fetch's records out of its response)."""
+        stats = self.topic_stats
+        known = self.metadata.topics
+        for topic in response.responses:
+            name = topic.topic
+            if name not in known:
+                continue
+            for data in topic.partitions:
+                if not data.error_code and data.records is not None and len(data.records):
+                    stats.mark("BytesOutPerSec", name, len(data.records))
 
     def _reassignment_fetch(self, topic: str, index: int, replica_id: int) -> bool:
         """A fetch by a replica that a reassignment adds (ReassignmentBytesOutPerSec)."""
         partition = self.replica_manager.partitions.get((topic, index))
         return partition is not None and replica_id in partition.state.adding
 
-    async def _long_poll(self, request: FetchRequest, wanted: list[ResolvedTopic],
+    async def _long_poll(self, ctx: RequestContext, request: FetchRequest,
+                         wanted: list[ResolvedTopic],
                          partitions: list[Partition], version: int, replica_id: int,
                          watched: asyncio.Future[None] | None,
                          session: SessionUse) -> FetchResponse:
@@ -281,9 +301,9 @@ class FetchHandler:
             response, total, partitions, answer_now = self._read(request, wanted, version,
                                                                  replica_id, again=True)
             if total >= request.min_bytes or answer_now or not partitions:
-                return self._answer(response, replica_id, session, version)
-        return self._answer(self._read(request, wanted, version, replica_id, again=True)[0],
-                            replica_id, session, version)
+                return self._answer(ctx, response, replica_id, session, version)
+        return self._answer(ctx, self._read(request, wanted, version, replica_id,
+                                            again=True)[0], replica_id, session, version)
 
     def _resolve(self, ctx: RequestContext, topics: list[FetchRequest.FetchTopic],
                  version: int, from_follower: bool) -> list[ResolvedTopic]:
