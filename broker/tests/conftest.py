@@ -20,27 +20,37 @@ _default_profile = "ci" if os.environ.get("CI") else "dev"
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or _default_profile)
 from zk_fixtures import zk_chroot, zk_client, zk_ensemble  # noqa: F401, E402  (ZooKeeper fixtures)
 
-# The files that take longest (seconds of test time in one worker, measured 2026-12-06),
-# longest first. `make test` runs the suite in pytest-xdist workers a file at a time, in
-# collection order (--no-loadscope-reorder): a long file handed out last keeps one worker
-# busy after the others have finished, so these go first and the short files fill in
-# around them. A file missing from the list only runs in its usual place.
+# The files that take longest (seconds of test time in one worker, measured 2026-12-07 in
+# a full run on a machine other work loaded, so about 1.3x a quiet run), longest first.
+# `make test` runs the suite in pytest-xdist workers a file at a time, in collection order
+# (--no-loadscope-reorder): a long file handed out last keeps one worker busy after the
+# others have finished, so these go first and the short files fill in around them. A
+# file missing from the list only runs in its usual place.
 LONGEST_FIRST = (
-    "replication/test_faults.py",  # 87
-    "groups/test_group_clients.py",  # 65
-    "replication/test_replication.py",  # 54
-    "tools/test_acls_tool.py",  # 45-57
-    "replication/test_zookeeper_partition.py",  # 47
-    "storage/test_log_properties.py",  # 45
-    "replication/test_reassignment.py",  # 43
-    "protocol/test_message_roundtrip.py",  # 37
-    "replication/test_elections.py",  # 36
-    "broker/test_restarts.py",  # 32
-    "broker/test_compaction.py",  # 32
-    "tools/test_topics.py",  # 28
-    "protocol/test_against_kafka_python.py",  # 27
-    "broker/test_dev_cluster.py",  # 24
-    "authorizer/test_acl_authorizer.py",  # 18-22
+    "replication/test_faults.py",  # 153
+    "storage/test_log_properties.py",  # 146
+    "tools/test_acls_tool.py",  # 129
+    "replication/test_replication.py",  # 124
+    "tools/test_console.py",  # 96
+    "groups/test_group_clients.py",  # 93
+    "tools/test_topics.py",  # 86
+    "protocol/test_message_roundtrip.py",  # 82
+    "tools/test_client_settings.py",  # 67
+    "tools/test_configs.py",  # 66
+    "protocol/test_against_kafka_python.py",  # 61
+    "replication/test_reassignment.py",  # 55
+    "cluster/test_zk_sasl.py",  # 55
+    "transactions/test_exactly_once.py",  # 47
+    "replication/test_elections.py",  # 46
+    "broker/test_restarts.py",  # 46
+    "tools/test_cluster_tools.py",  # 44
+    "tools/test_transactions_tool.py",  # 42
+    "broker/test_dev_cluster.py",  # 40
+    "replication/test_coordinator_failover.py",  # 37
+    "replication/test_zookeeper_partition.py",  # 34
+    "tools/test_configs_scram.py",  # 33
+    "tools/test_consumer_groups.py",  # 31
+    "cluster/test_zk_tls.py",  # 30
 )
 
 
