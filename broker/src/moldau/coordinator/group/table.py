@@ -19,11 +19,11 @@ from moldau.errors import (
 )
 from moldau.protocol.records import NO_SEQUENCE
 
+from ..tasks import BackgroundTasks
 from .config import CoordinatorConfig, log
 from .group import Group
 from .offsets_log import OffsetsLog, TxnProducer
 from .records import group_metadata_key, group_metadata_value, partition_for
-from .tasks import BackgroundTasks
 
 
 class GroupTable:
@@ -32,7 +32,7 @@ class GroupTable:
         self.config = config
         self.offsets_log = offsets_log
         self.loop = loop
-        self.tasks = BackgroundTasks()
+        self.tasks = BackgroundTasks(log, "Group coordinator task")
         self.groups: dict[str, Group] = {}
         self.owned: set[int] = set()  # offsets partitions loaded and served here
         self.loading: set[int] = set()

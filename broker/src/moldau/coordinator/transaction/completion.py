@@ -13,7 +13,6 @@ loads it next sends the markers again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
 
 from moldau.errors import (
     CoordinatorNotAvailableError,
@@ -22,6 +21,7 @@ from moldau.errors import (
     TransactionCoordinatorFencedError,
 )
 
+from ..tasks import BackgroundTasks
 from .config import log
 from .markers import MarkerChannel, MarkerJob, MarkerOutcome, TransactionResult
 from .metadata import TransactionMetadata, TxnTransitMetadata
@@ -37,7 +37,7 @@ class TransactionCompletion:
     def __init__(self, manager: TransactionStateManager, channel: MarkerChannel) -> None:
         self.manager = manager
         self.channel = channel
-        self._tasks: set[asyncio.Future[None]] = set()
+        self._tasks = BackgroundTasks(log, "Writing a transaction's completion")
         # Complete records waiting to be written again after COORDINATOR_NOT_AVAILABLE
         # (Kafka's TransactionMarkerChannelManager LogAppendRetryQueueSize)
         self.retrying = 0
@@ -49,7 +49,7 @@ class TransactionCompletion:
         tid = metadata.transactional_id
         partitions = frozenset(metadata.topic_partitions)
         if not partitions:  # nothing to mark (an empty transaction)
-            self._spawn(self._write_completion(tid, coordinator_epoch, complete))
+            self._tasks.spawn(self._write_completion(tid, coordinator_epoch, complete))
             return
         self.channel.send(MarkerJob(
             transactional_id=tid, producer_id=metadata.producer_id,
@@ -83,7 +83,7 @@ class TransactionCompletion:
         # written, or a partition that can never take one (a deleted topic, an old format)
         metadata.remove_partition((outcome.topic, outcome.partition))
         if not metadata.topic_partitions:
-            self._spawn(self._write_completion(tid, coordinator_epoch, complete))
+            self._tasks.spawn(self._write_completion(tid, coordinator_epoch, complete))
 
     async def _write_completion(self, tid: str, coordinator_epoch: int,
                                 complete: TxnTransitMetadata) -> None:
@@ -104,19 +104,8 @@ class TransactionCompletion:
         else:
             log.debug("Completed transaction of %s: %s", tid, complete.state.display_name)
 
-    def _spawn(self, work: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Future[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("Writing a transaction's completion failed", exc_info=task.exception())
-
     def shutdown(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.cancel_all()
 
 
 __all__ = ["TransactionCompletion", "TransactionResult"]

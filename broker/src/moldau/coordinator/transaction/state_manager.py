@@ -11,9 +11,8 @@ keeps two requests from changing one id at once (the callers check it before pre
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from moldau.errors import (
@@ -22,6 +21,7 @@ from moldau.errors import (
     NotCoordinatorError,
 )
 
+from ..tasks import BackgroundTasks
 from .config import TransactionConfig, log, now_ms
 from .loading import load_transactions, transactions_awaiting_markers
 from .log_records import transaction_log_key, transaction_log_value
@@ -53,7 +53,7 @@ class TransactionStateManager:
         self.txn_log = txn_log
         self.partitions: dict[int, TxnPartition] = {}
         self.loading: dict[int, int] = {}  # partition -> the coordinator epoch it loads at
-        self._tasks: set[asyncio.Future[None]] = set()
+        self._tasks = BackgroundTasks(log, "Transaction state task")
         self.shutting_down = False
         # each partition load's duration in ms, election to served or given up (Kafka's
         # transaction-coordinator-metrics partition-load-time sensor); set by the broker
@@ -132,7 +132,7 @@ class TransactionStateManager:
         then hand over the transactions left in PrepareCommit/PrepareAbort."""
         self.loading[partition] = coordinator_epoch
         # timed from here, as Kafka times from scheduling the load
-        self._spawn(self._load(partition, coordinator_epoch, send_markers, time.monotonic()))
+        self._tasks.spawn(self._load(partition, coordinator_epoch, send_markers, time.monotonic()))
 
     async def _load(self, partition: int, coordinator_epoch: int,
                     send_markers: SendMarkers, started: float) -> None:
@@ -234,20 +234,9 @@ class TransactionStateManager:
 
     # --- lifecycle --------------------------------------------------------------------
 
-    def _spawn(self, work: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Future[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("Transaction state task failed", exc_info=task.exception())
-
     def shutdown(self) -> None:
         self.shutting_down = True
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.cancel_all()
         self.loading.clear()
         self.partitions.clear()
 

@@ -1,18 +1,19 @@
-"""The coordinator's background work (partition loads, writes after a rebalance, offset
-expiry): each task is kept referenced until it ends (the loop holds tasks only weakly),
-its failure is logged, and shutdown cancels what is left."""
+"""A coordinator's background work (partition loads, writes after a rebalance or a
+transaction's end, offset expiry): each task is kept referenced until it ends (the loop
+holds tasks only weakly), its failure is logged, and shutdown cancels what is left."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable
-
-from .config import log
 
 
 class BackgroundTasks:
-    def __init__(self) -> None:
+    def __init__(self, log: logging.Logger, what: str) -> None:
         self._tasks: set[asyncio.Future[None]] = set()
+        self._log = log
+        self._what = what  # the failure's log line: "<what> failed"
 
     def spawn(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
@@ -26,4 +27,4 @@ class BackgroundTasks:
     def _done(self, task: asyncio.Future[None]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.error("Group coordinator task failed", exc_info=task.exception())
+            self._log.error("%s failed", self._what, exc_info=task.exception())
