@@ -32,6 +32,8 @@ from moldau.protocol.generated import (
     AlterPartitionReassignmentsRequest,
     AlterUserScramCredentialsRequest,
     ApiVersionsRequest,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     ControlledShutdownRequest,
     CreateAclsRequest,
     CreateDelegationTokenRequest,
@@ -50,6 +52,7 @@ from moldau.protocol.generated import (
     DescribeLogDirsRequest,
     DescribeUserScramCredentialsRequest,
     ElectLeadersRequest,
+    EnvelopeRequest,
     ExpireDelegationTokenRequest,
     FetchRequest,
     FindCoordinatorRequest,
@@ -826,6 +829,50 @@ def token_request_not_allowed(w: World, answer: Any) -> None:
     assert answer.error_code == TOKEN_REQUEST_NOT_ALLOWED
 
 
+# ---- ConsumerGroupHeartbeat (68), ConsumerGroupDescribe (69): a ZooKeeper broker has no
+# new group coordinator, so Kafka 3.9 answers UNSUPPORTED_VERSION before any ACL is asked
+
+
+def consumer_group_heartbeat(w: World) -> Any:
+    return w.ask(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest(
+        group_id=w.n.group, member_id="", member_epoch=0, rebalance_timeout_ms=30_000,
+        subscribed_topic_names=[w.n.ok], topic_partitions=[]))
+
+
+def heartbeat_unsupported(w: World, answer: Any) -> None:
+    assert answer.error_code == 35 and answer.member_id is None, answer
+
+
+def consumer_group_describe(w: World) -> Any:
+    return w.ask(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest(
+        group_ids=[w.n.group], include_authorized_operations=True))
+
+
+def describe_unsupported(w: World, answer: Any) -> None:
+    assert [(g.group_id, g.error_code) for g in answer.groups] == [(w.n.group, 35)], answer
+
+
+# ---- Envelope (58): forwarding is not enabled on a ZooKeeper broker (no KRaft migration):
+# the connection is closed before any ACL is asked, on a connection of its own here
+
+
+def envelope(w: World) -> Any:
+    with BlockingConnection("127.0.0.1", w.broker.port) as conn:
+        try:
+            return conn.request(ApiKey.ENVELOPE, 0, EnvelopeRequest(
+                request_data=b"\x00", request_principal=b"",
+                client_host_address=b"\x7f\x00\x00\x01"))
+        except ConnectionError as exc:
+            return exc
+
+
+def connection_closed(w: World, answer: Any) -> None:
+    assert isinstance(answer, ConnectionError), answer
+    round_trip = w.ask(ApiKey.API_VERSIONS, ApiVersionsRequest(
+        client_software_name="moldau-tests", client_software_version="1.0"))
+    assert round_trip.error_code == NONE  # the other connections are served
+
+
 # ---- CreateTopics (19), DeleteTopics (20), CreatePartitions (37)
 
 NEW_TOPICS = tuple(topic_name(f"new-{i}") for i in range(3))
@@ -1497,6 +1544,11 @@ ROWS: tuple[Row, ...] = (
     Row(ApiKey.ALTER_CLIENT_QUOTAS, alter_quotas,
         lambda n: (cluster(AclOperation.ALTER_CONFIGS),),
         each_result(CLUSTER_DENIED, "entries"), each_result(NONE, "entries")),
+    Row(ApiKey.ENVELOPE, envelope, lambda n: (), connection_closed, None),
+    Row(ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat, lambda n: (),
+        heartbeat_unsupported, None),
+    Row(ApiKey.CONSUMER_GROUP_DESCRIBE, consumer_group_describe, lambda n: (),
+        describe_unsupported, None),
 )
 
 

@@ -21,6 +21,8 @@ from moldau.protocol.generated.fetch_request import FetchRequest
 from moldau.protocol.generated.init_producer_id_request import InitProducerIdRequest
 from moldau.protocol.generated.list_offsets_request import ListOffsetsRequest
 from moldau.protocol.generated.metadata_request import MetadataRequest
+from moldau.protocol.generated.offset_commit_request import OffsetCommitRequest
+from moldau.protocol.generated.offset_fetch_request import OffsetFetchRequest
 from moldau.protocol.generated.request_header import RequestHeader
 from moldau.protocol.generated.response_header import ResponseHeader
 from moldau.protocol.headers import encode_request
@@ -229,11 +231,13 @@ def _truncated_metadata() -> bytes:
     return frame(header(METADATA, 4) + bytes(body[:-4]))
 
 
-def _list_offsets_v9() -> bytes:
-    """A well-formed request of a version the protocol has but this broker does not serve."""
+def _fetch_v3() -> bytes:
+    """A well-formed request of a version the protocol has but this broker does not serve
+    (Fetch v0-3 would need message down-conversion)."""
     body = bytearray()
-    ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[]).encode_into(body, 9)
-    return frame(header(2, 9, 2) + bytes(body))
+    FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1024,
+                 topics=[]).encode_into(body, 3)
+    return frame(header(1, 3) + bytes(body))
 
 
 BAD_FRAMES = {
@@ -245,7 +249,7 @@ BAD_FRAMES = {
     "negative": (struct.pack(">i", -5) + b"\0" * 8, "frame size -5 is negative"),
     "unknown-api-key": (frame(header(999, 0) + b"\0" * 8), "unknown API key 999"),
     "above-protocol-version": (frame(header(METADATA, 40, 2)), "Metadata v40"),
-    "unregistered-version": (_list_offsets_v9(), "ListOffsets v9 is not supported"),
+    "unregistered-version": (_fetch_v3(), "Fetch v3 is not supported"),
     "truncated-body": (_truncated_metadata(), "runs past the end"),
     "short-header": (frame(b"\x00\x03"), "too short"),
     # shorter than an API key, and an API key of 0 (Produce, which has a fast path)
@@ -356,7 +360,7 @@ def test_every_advertised_version_round_trips(strict: BrokerProcess) -> None:
         topic_id = metadata(conn, [name]).topics[0].topic_id
         advertised = _advertised(conn)
         assert advertised[PRODUCE] == (0, 11) and advertised[FETCH] == (4, 17)
-        assert advertised[LIST_OFFSETS] == (0, 8) and advertised[METADATA] == (0, 12)
+        assert advertised[LIST_OFFSETS] == (0, 9) and advertised[METADATA] == (0, 12)
         assert advertised[API_VERSIONS] == (0, 4) and advertised[INIT_PRODUCER_ID] == (0, 5)
 
         # Produce: v0-1 carry magic 0 message sets, v2 magic 1, v3+ v2 batches
@@ -398,7 +402,7 @@ def test_every_advertised_version_round_trips(strict: BrokerProcess) -> None:
             assert fetch(version, 10**6).error_code == OFFSET_OUT_OF_RANGE
             assert fetch(version, 0, partition=5).error_code == UNKNOWN_TOPIC_OR_PARTITION
 
-        for version in range(0, 9):
+        for version in range(0, 10):
             wanted = ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=LATEST)
             if version == 0:
                 wanted.max_num_offsets = 1
@@ -420,6 +424,25 @@ def test_every_advertised_version_round_trips(strict: BrokerProcess) -> None:
                 replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(
                     name=name, partitions=[unknown])]))
             assert answer.topics[0].partitions[0].error_code == UNKNOWN_TOPIC_OR_PARTITION
+        latest_tiered = ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-5)
+        answer = conn.request(LIST_OFFSETS, 9, ListOffsetsRequest(
+            replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(
+                name=name, partitions=[latest_tiered])]))
+        part = answer.topics[0].partitions[0]  # no remote storage: none, as Kafka 3.9
+        assert (part.error_code, part.offset, part.leader_epoch) == (NONE, -1, -1), answer
+
+        # OffsetCommit v0 and OffsetFetch v0 keep offsets in ZooKeeper, as Kafka 3.9 does
+        assert advertised[8] == (0, 9) and advertised[9] == (0, 9)
+        group, C, F = f"{name}-v0", OffsetCommitRequest, OffsetFetchRequest
+        answer = conn.request(8, 0, C(group_id=group, topics=[C.OffsetCommitRequestTopic(
+            name=name, partitions=[C.OffsetCommitRequestPartition(
+                partition_index=0, committed_offset=5, committed_metadata="m")])]))
+        assert answer.topics[0].partitions[0].error_code == NONE, answer
+        answer = conn.request(9, 0, F(group_id=group, topics=[F.OffsetFetchRequestTopic(
+            name=name, partition_indexes=[0, 1])]))
+        assert [(p.partition_index, p.committed_offset, p.metadata, p.error_code)
+                for p in answer.topics[0].partitions] == [
+            (0, 5, "", NONE), (1, -1, "", UNKNOWN_TOPIC_OR_PARTITION)], answer
 
         for version in range(0, 13):
             answer = metadata(conn, [name], version=version)

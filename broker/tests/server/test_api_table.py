@@ -27,9 +27,11 @@ RESOURCES = {"TOPIC": TopicAuthorizationFailedError.code,
              "TRANSACTIONAL_ID": TransactionalIdAuthorizationFailedError.code,
              "USER": DelegationTokenAuthorizationFailedError.code,
              "DELEGATION_TOKEN": 0}  # only filters what DescribeDelegationToken lists
-# APIs Kafka decides without an ACL: the SASL exchange, and renewing or expiring a token
-# (its owner or a renewer may)
-NO_ACL = {ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN}
+# APIs Kafka decides without an ACL: the SASL exchange, renewing or expiring a token (its
+# owner or a renewer may), and what a ZooKeeper broker refuses before authorizing: an
+# Envelope (closes the connection) and the new consumer protocol's APIs (35)
+NO_ACL = {ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN, ApiKey.ENVELOPE,
+          ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
 # Kafka's AclOperation names
 OPERATIONS = {"READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION",
               "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS",
@@ -87,8 +89,9 @@ def test_only_the_handshake_apis_come_before_authentication() -> None:
 
 def test_quota_classes_follow_kafka() -> None:
     exempt = {key for key, entry in API_TABLE.items() if entry.quota is Quota.EXEMPT}
-    # WriteTxnMarkers is a cluster action too (a coordinator's, or an operator's abort)
-    assert exempt == INTER_BROKER | {ApiKey.WRITE_TXN_MARKERS}
+    # WriteTxnMarkers is a cluster action too (a coordinator's, or an operator's abort), and
+    # so is Envelope (Kafka's ApiKeys marks both clusterAction)
+    assert exempt == INTER_BROKER | {ApiKey.WRITE_TXN_MARKERS, ApiKey.ENVELOPE}
     mutations = {key for key, entry in API_TABLE.items()
                  if entry.quota is Quota.CONTROLLER_MUTATION}
     assert mutations == {ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS}

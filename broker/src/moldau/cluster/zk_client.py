@@ -31,6 +31,7 @@ from __future__ import annotations
 from moldau.cluster import (
     zk_broker_ops,
     zk_config_ops,
+    zk_consumer_ops,
     zk_controller_ops,
     zk_quota_ops,
     zk_token_ops,
@@ -124,6 +125,10 @@ class KafkaZkClient(ZkSession):
     delete_delegation_token = zk_token_ops.delete_delegation_token
     create_token_change_notification = zk_token_ops.create_token_change_notification
     read_token_changes = zk_token_ops.read_token_changes
+
+    # -- the old consumers' offsets of OffsetCommit/OffsetFetch v0 (zk_consumer_ops) ---------
+    set_or_create_consumer_offset = zk_consumer_ops.set_or_create_consumer_offset
+    get_consumer_offset = zk_consumer_ops.get_consumer_offset
 
     # -- the controller and its notifications (zk_controller_ops) ------------------------------
     get_controller_id = zk_controller_ops.get_controller_id

@@ -235,6 +235,13 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
         _fallback("DELEGATION_TOKEN", "DESCRIBE",
                   "a token the requester neither owns, asked for nor renews"),
         _filter("USER", "DESCRIBE_TOKENS", "such a token, on User:<its owner>"))),
+    # forwarding is not enabled (no KRaft migration): the connection is closed before
+    # any authorization (Kafka's CLUSTER_ACTION check comes only after forwarding's)
+    ApiKey.ENVELOPE: ApiEntry(h.EnvelopeHandler, (), Quota.EXEMPT),
+    # without the new group coordinator (KRaft only) Kafka answers UNSUPPORTED_VERSION
+    # before it authorizes (READ, DESCRIBE on the group)
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: ApiEntry(h.ConsumerGroupHeartbeatHandler, ()),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: ApiEntry(h.ConsumerGroupDescribeHandler, ()),
 }
 
 # Allowed before a SASL connection has authenticated (Kafka's SaslServerAuthenticator):

@@ -26,6 +26,7 @@ LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5  # v9 (KIP-1005): the highest offset in remote storage
 
 
 def offset_for_timestamp(log: PartitionLog, timestamp: int) -> tuple[int, int, int] | None:

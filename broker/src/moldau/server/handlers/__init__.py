@@ -11,6 +11,7 @@ from .api_versions import ApiVersionsHandler
 from .client_quotas import AlterClientQuotasHandler, DescribeClientQuotasHandler
 from .cluster_info import DescribeClusterHandler, DescribeLogDirsHandler
 from .configs import AlterConfigsHandler, DescribeConfigsHandler, IncrementalAlterConfigsHandler
+from .consumer_group_protocol import ConsumerGroupDescribeHandler, ConsumerGroupHeartbeatHandler
 from .controller_requests import (
     ControlledShutdownHandler,
     LeaderAndIsrHandler,
@@ -25,6 +26,7 @@ from .delegation_tokens import (
 )
 from .describe_producers import DescribeProducersHandler
 from .elect_leaders import ElectLeadersHandler
+from .envelope import EnvelopeHandler
 from .fetch import FetchHandler
 from .groups import (
     DeleteGroupsHandler,
@@ -85,8 +87,8 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
         ApiKey.STOP_REPLICA: StopReplicaHandler(*control),
         ApiKey.UPDATE_METADATA: UpdateMetadataHandler(*control),
         ApiKey.CONTROLLED_SHUTDOWN: ControlledShutdownHandler(s.controller),
-        ApiKey.OFFSET_COMMIT: OffsetCommitHandler(*groups),
-        ApiKey.OFFSET_FETCH: OffsetFetchHandler(*groups),
+        ApiKey.OFFSET_COMMIT: OffsetCommitHandler(*groups, s.zk),
+        ApiKey.OFFSET_FETCH: OffsetFetchHandler(*groups, s.zk),
         ApiKey.FIND_COORDINATOR: FindCoordinatorHandler(*groups, s.topics,
                                                         s.transaction_coordinator),
         ApiKey.JOIN_GROUP: JoinGroupHandler(*groups),
@@ -140,5 +142,8 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
         ApiKey.RENEW_DELEGATION_TOKEN: RenewDelegationTokenHandler(tokens),
         ApiKey.EXPIRE_DELEGATION_TOKEN: ExpireDelegationTokenHandler(tokens),
         ApiKey.DESCRIBE_DELEGATION_TOKEN: DescribeDelegationTokenHandler(tokens),
+        ApiKey.ENVELOPE: EnvelopeHandler(),
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: ConsumerGroupHeartbeatHandler(),
+        ApiKey.CONSUMER_GROUP_DESCRIBE: ConsumerGroupDescribeHandler(),
     }
     return built, appends

@@ -4,8 +4,10 @@ DescribeGroups (15), ListGroups (16), DeleteGroups (42) and OffsetDelete (47)
 (TxnOffsetCommit, the group coordinator's side of transactions: txn_offset_commit.py).
 
 These translate between the wire and `moldau.coordinator.group`; the coordinator holds
-the behaviour. OffsetCommit v0 and OffsetFetch v0 (offsets kept in ZooKeeper by Kafka)
-are not served: every client in use speaks v1 or later.
+the behaviour. OffsetCommit v0 and OffsetFetch v0 keep their offsets in ZooKeeper, under
+`/consumers/<group>/offsets/<topic>/<partition>`, as Kafka 3.9 in ZooKeeper mode still
+does (KafkaApis.commitOffsetsToZookeeper, handleOffsetFetchRequestFromZookeeper): apart
+from the group coordinator's, so a v0 commit is seen only by v0 fetches.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from moldau.errors import (
     GroupAuthorizationFailedError,
     InvalidRequestError,
     KafkaError,
+    OffsetMetadataTooLargeError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
     UnstableOffsetCommitError,
+    UnsupportedVersionError,
     error_for,
 )
 from moldau.protocol.generated.delete_groups_response import DeleteGroupsResponse
@@ -48,6 +52,7 @@ from .cluster_info import CLUSTER_NAME
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from moldau.cluster.zk_async import AsyncZk
     from moldau.coordinator.group.coordinator import GroupCoordinator
     from moldau.coordinator.transaction.coordinator import TransactionCoordinator
     from moldau.protocol.generated.delete_groups_request import DeleteGroupsRequest
@@ -292,7 +297,12 @@ class LeaveGroupHandler(_GroupHandler):
 # --- OffsetCommit, OffsetFetch, OffsetDelete -----------------------------------------------
 
 class OffsetCommitHandler(_GroupHandler):
-    MIN_VERSION, MAX_VERSION = 1, 9
+    MIN_VERSION, MAX_VERSION = 0, 9
+
+    def __init__(self, coordinator: GroupCoordinator, metadata: MetadataCache,
+                 zk: AsyncZk | None = None) -> None:
+        super().__init__(coordinator, metadata)
+        self.zk = zk  # v0's offsets; None: v0 answers UNSUPPORTED_VERSION, as Kafka in KRaft
 
     def __call__(self, ctx: RequestContext,
                  request: OffsetCommitRequest) -> Awaitable[OffsetCommitResponse]:
@@ -329,7 +339,9 @@ class OffsetCommitHandler(_GroupHandler):
                         p.committed_leader_epoch if version >= 6 else -1,
                         p.committed_metadata or "",
                         now if timestamp == -1 else timestamp, expire)
-        if wanted:
+        if wanted and version == 0:
+            errors.update(await self._commit_to_zookeeper(request.group_id, wanted))
+        elif wanted:
             try:
                 errors.update(await self.coordinator.commit_offsets(
                     request.group_id, request.member_id,
@@ -347,12 +359,46 @@ class OffsetCommitHandler(_GroupHandler):
                     for p in topic.partitions]))
         return OffsetCommitResponse(topics=topics)
 
+    async def _commit_to_zookeeper(self, group_id: str,
+                                   wanted: dict[tuple[str, int], OffsetAndMetadata]
+                                   ) -> dict[tuple[str, int], int]:
+        """v0: each offset to its znode, with the coordinator's metadata limit; no group
+        membership or generation is checked (Kafka's commitOffsetsToZookeeper)."""
+        zk = self.zk
+        if zk is None:
+            return dict.fromkeys(wanted, UnsupportedVersionError.code)
+        limit = self.coordinator.config.offset_metadata_max_bytes
+        errors: dict[tuple[str, int], int] = {}
+        for (topic, partition), offset in wanted.items():
+            if len(offset.metadata) > limit:
+                errors[(topic, partition)] = OffsetMetadataTooLargeError.code
+                continue
+            try:
+                await zk.call(zk.client.set_or_create_consumer_offset, group_id, topic,
+                              partition, offset.offset)
+                errors[(topic, partition)] = 0
+            except KafkaError as exc:
+                errors[(topic, partition)] = exc.code
+            except Exception:
+                log.exception("OffsetCommit v0 of %s-%d for group %s to ZooKeeper failed",
+                              topic, partition, group_id)
+                errors[(topic, partition)] = KafkaError.code
+        return errors
+
 
 class OffsetFetchHandler(_GroupHandler):
-    MIN_VERSION, MAX_VERSION = 1, 9
+    MIN_VERSION, MAX_VERSION = 0, 9
 
-    def __call__(self, ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    def __init__(self, coordinator: GroupCoordinator, metadata: MetadataCache,
+                 zk: AsyncZk | None = None) -> None:
+        super().__init__(coordinator, metadata)
+        self.zk = zk  # v0's offsets; None: v0 answers UNSUPPORTED_VERSION, as Kafka in KRaft
+
+    def __call__(self, ctx: RequestContext, request: OffsetFetchRequest
+                 ) -> OffsetFetchResponse | Awaitable[OffsetFetchResponse]:
         version = ctx.api_version
+        if version == 0:
+            return self._fetch_from_zookeeper(ctx, request)
         stable = version >= 7 and request.require_stable
         if version >= 8:
             groups = [self._group(ctx, g.group_id, self._wanted(g.topics), version, stable)
@@ -384,6 +430,53 @@ class OffsetFetchHandler(_GroupHandler):
         if version >= 2:
             response.error_code = error
         return response
+
+    async def _fetch_from_zookeeper(self, ctx: RequestContext, request: OffsetFetchRequest
+                                    ) -> OffsetFetchResponse:
+        """v0 (Kafka's handleOffsetFetchRequestFromZookeeper): a denied group puts
+        GROUP_AUTHORIZATION_FAILED in every partition; a denied topic's partitions answer
+        TOPIC_AUTHORIZATION_FAILED, a partition the metadata does not know, or without a
+        znode, UNKNOWN_TOPIC_OR_PARTITION; the metadata is always empty."""
+        wanted = self._wanted(request.topics) or []
+        rows: list[tuple[tuple[str, int], tuple[int, int, str, int]]] = []
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, request.group_id):
+            rows = [(tp, (-1, -1, "", GroupAuthorizationFailedError.code)) for tp in wanted]
+        elif self.zk is None:
+            rows = [(tp, (-1, -1, "", UnsupportedVersionError.code)) for tp in wanted]
+        else:
+            zk = self.zk
+            allowed: dict[str, bool] = {}
+            for tp in wanted:
+                topic, partition = tp
+                if topic not in allowed:
+                    allowed[topic] = ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                                   topic)
+                if not allowed[topic]:
+                    rows.append((tp, (-1, -1, "", TopicAuthorizationFailedError.code)))
+                    continue
+                if self.metadata.partition(topic, partition) is None:
+                    rows.append((tp, (-1, -1, "", UnknownTopicOrPartitionError.code)))
+                    continue
+                try:
+                    offset = await zk.call(zk.client.get_consumer_offset, request.group_id,
+                                           topic, partition)
+                except KafkaError as exc:
+                    rows.append((tp, (-1, -1, "", exc.code)))
+                    continue
+                except Exception:
+                    log.exception("OffsetFetch v0 of %s-%d for group %s from ZooKeeper failed",
+                                  topic, partition, request.group_id)
+                    rows.append((tp, (-1, -1, "", KafkaError.code)))
+                    continue
+                rows.append((tp, (-1, -1, "", UnknownTopicOrPartitionError.code)
+                             if offset is None else (offset, -1, "", 0)))
+        return OffsetFetchResponse(topics=[
+            OffsetFetchResponse.OffsetFetchResponseTopic(name=t, partitions=[
+                OffsetFetchResponse.OffsetFetchResponsePartition(
+                    partition_index=i, committed_offset=o, committed_leader_epoch=e,
+                    metadata=m, error_code=pe)
+                for i, o, e, m, pe in parts])
+            for t, parts in _by_topic(rows)])
 
     @staticmethod
     def _wanted(topics: list[OffsetFetchRequest.OffsetFetchRequestTopic]

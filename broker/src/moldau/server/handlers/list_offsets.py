@@ -10,6 +10,7 @@ from moldau.errors import InvalidRequestError, KafkaError, TopicAuthorizationFai
 from moldau.protocol.generated.list_offsets_response import ListOffsetsResponse
 from moldau.security.acls import AclOperation, ResourceType
 from moldau.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from moldau.storage.log_timestamps import LATEST_TIERED_TIMESTAMP
 
 from .fetch import check_leader_epoch
 
@@ -26,7 +27,10 @@ CONSUMER_REPLICA_ID = -1
 
 
 class ListOffsetsHandler:
-    MIN_VERSION, MAX_VERSION = 0, 8
+    # v8 adds EARLIEST_LOCAL (-4): the log start offset, as no segment is ever tiered here;
+    # v9 adds LATEST_TIERED (-5): with no remote storage Kafka 3.9's UnifiedLog answers
+    # offset -1, leader epoch -1 and no timestamp. Neither is checked against the version.
+    MIN_VERSION, MAX_VERSION = 0, 9
 
     def __init__(self, metadata: MetadataCache, replica_manager: ReplicaManager) -> None:
         self.metadata = metadata
@@ -66,6 +70,8 @@ class ListOffsetsHandler:
                         found: tuple[int, int, int] | None = (
                             -1, bound, plog.epochs.epoch_for_offset(bound)
                             if bound < plog.log_end_offset else plog.epochs.latest_epoch)
+                    elif ts == LATEST_TIERED_TIMESTAMP and version >= 1:
+                        found = (-1, -1, -1)
                     elif ts == EARLIEST_TIMESTAMP or (ts < 0 and ts != MAX_TIMESTAMP):
                         found = plog.offset_for_timestamp(EARLIEST_TIMESTAMP)
                     else:
