@@ -78,7 +78,7 @@ test: debian-deps
 		"types@90:$(BIN)/mypy" \
 		"layers@30:$(BIN)/lint-imports" \
 		"codegen@60:scripts/check-codegen $(SHARED)/kafka-protocol" \
-		"unit@360:$(BIN)/pytest broker/tests -q -p no:cacheprovider -n 4 --dist loadfile --no-loadscope-reorder" \
+		"unit@560:$(BIN)/pytest broker/tests -q -p no:cacheprovider -n 4 --dist loadfile --no-loadscope-reorder" \
 		"exporters@45:$(BIN)/pytest exporters/tests -q -p no:cacheprovider -n 2" \
 		"monitoring@30:$(BIN)/pytest tests/monitoring -q -p no:cacheprovider" \
 		"deploy@60:$(BIN)/pytest tests/deploy -q -p no:cacheprovider -n 3" \
