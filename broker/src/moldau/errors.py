@@ -132,6 +132,10 @@ class InvalidTimestampError(
 class UnsupportedVersionError(
         KafkaError, code=35, name="UNSUPPORTED_VERSION",
         message="The version of API is not supported."): ...
+class UnsupportedCompressionTypeError(
+        KafkaError, code=76, name="UNSUPPORTED_COMPRESSION_TYPE",
+        message="The requesting client does not support the compression type of given "
+                "partition."): ...
 class InvalidRequestError(
         KafkaError, code=42, name="INVALID_REQUEST",
         message="This most likely occurs because of a request being malformed by the client "

@@ -17,6 +17,7 @@ from moldau.devcluster.brokers import BrokerProcess
 from moldau.protocol._runtime import ZERO_UUID
 from moldau.protocol.generated.api_versions_request import ApiVersionsRequest
 from moldau.protocol.generated.api_versions_response import ApiVersionsResponse
+from moldau.protocol.generated.describe_quorum_request import DescribeQuorumRequest
 from moldau.protocol.generated.fetch_request import FetchRequest
 from moldau.protocol.generated.init_producer_id_request import InitProducerIdRequest
 from moldau.protocol.generated.list_offsets_request import ListOffsetsRequest
@@ -231,13 +232,12 @@ def _truncated_metadata() -> bytes:
     return frame(header(METADATA, 4) + bytes(body[:-4]))
 
 
-def _fetch_v3() -> bytes:
-    """A well-formed request of a version the protocol has but this broker does not serve
-    (Fetch v0-3 would need message down-conversion)."""
+def _describe_quorum() -> bytes:
+    """A well-formed request of an API the protocol has but a ZooKeeper-mode broker does
+    not serve (DescribeQuorum, KRaft's; Kafka 3.9 in ZooKeeper mode lists it UNSUPPORTED)."""
     body = bytearray()
-    FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1024,
-                 topics=[]).encode_into(body, 3)
-    return frame(header(1, 3) + bytes(body))
+    DescribeQuorumRequest(topics=[]).encode_into(body, 0)
+    return frame(header(55, 0, 2) + bytes(body))
 
 
 BAD_FRAMES = {
@@ -249,7 +249,7 @@ BAD_FRAMES = {
     "negative": (struct.pack(">i", -5) + b"\0" * 8, "frame size -5 is negative"),
     "unknown-api-key": (frame(header(999, 0) + b"\0" * 8), "unknown API key 999"),
     "above-protocol-version": (frame(header(METADATA, 40, 2)), "Metadata v40"),
-    "unregistered-version": (_fetch_v3(), "Fetch v3 is not supported"),
+    "unregistered-api": (_describe_quorum(), "DescribeQuorum v0 is not supported"),
     "truncated-body": (_truncated_metadata(), "runs past the end"),
     "short-header": (frame(b"\x00\x03"), "too short"),
     # shorter than an API key, and an API key of 0 (Produce, which has a fast path)
@@ -302,7 +302,7 @@ def test_api_versions_above_max_answers_v0_and_keeps_the_connection(
         answer = ApiVersionsResponse.decode(payload[pos:], 0)
         assert answer.error_code == UNSUPPORTED_VERSION
         keys = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
-        assert keys[18] == (0, 4) and keys[0] == (0, 11) and keys[1] == (4, 17)
+        assert keys[18] == (0, 4) and keys[0] == (0, 11) and keys[1] == (0, 17)
         round_trip(conn)  # the connection stays open
         # an in-range version we do not serve gets the same answer
         assert conn.request(API_VERSIONS, 0, ApiVersionsRequest()).error_code == NONE
@@ -359,7 +359,7 @@ def test_every_advertised_version_round_trips(strict: BrokerProcess) -> None:
         create_topic(conn, name)
         topic_id = metadata(conn, [name]).topics[0].topic_id
         advertised = _advertised(conn)
-        assert advertised[PRODUCE] == (0, 11) and advertised[FETCH] == (4, 17)
+        assert advertised[PRODUCE] == (0, 11) and advertised[FETCH] == (0, 17)
         assert advertised[LIST_OFFSETS] == (0, 9) and advertised[METADATA] == (0, 12)
         assert advertised[API_VERSIONS] == (0, 4) and advertised[INIT_PRODUCER_ID] == (0, 5)
 

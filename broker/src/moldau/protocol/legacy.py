@@ -241,7 +241,11 @@ def _unwrap(wrapper: LegacyEntry, verify_crc: bool, max_size: int) -> Iterator[L
 # --- building (down-conversion, tools, tests) -------------------------------------
 
 
-def _message(out: bytearray, offset: int, magic: int, attributes: int, timestamp, key, value):
+def write_message(out: bytearray, offset: int, magic: int, attributes: int,
+                  timestamp: int | None, key: bytes | None,
+                  value: codecs.BytesLike | None) -> None:
+    """Append one legacy message (its offset and size fields, then the CRC'd body); the
+    timestamp is written for magic 1 only."""
     start = len(out)
     head = _HEAD_V0 if magic == 0 else _HEAD_V1
     out += bytes(head.size)
@@ -253,7 +257,7 @@ def _message(out: bytearray, offset: int, magic: int, attributes: int, timestamp
             out += data
     fields = [offset, len(out) - start - LOG_OVERHEAD, 0, magic, attributes]
     if magic == 1:
-        fields.append(timestamp)
+        fields.append(NO_TIMESTAMP if timestamp is None else timestamp)
     head.pack_into(out, start, *fields)
     crc = zlib.crc32(memoryview(out)[start + MAGIC_OFFSET :])
     _U32.pack_into(out, start + CRC_OFFSET, crc)
@@ -292,17 +296,17 @@ def build_message_set(
     out = bytearray()
     if not compression:
         for i, ((key, value, _, _), ts) in enumerate(zip(items, timestamps, strict=True)):
-            _message(out, base_offset + i, magic, ts_attr, ts, key, value)
+            write_message(out, base_offset + i, magic, ts_attr, ts, key, value)
         return bytes(out)
     inner = bytearray()
     relative = magic == 1
     for i, ((key, value, _, _), ts) in enumerate(zip(items, timestamps, strict=True)):
-        _message(inner, i if relative else base_offset + i, magic, 0, ts, key, value)
+        write_message(inner, i if relative else base_offset + i, magic, 0, ts, key, value)
     payload = codecs.compress(compression, inner, xerial=xerial_snappy)
     # cast: magic 0 timestamps are all NO_TIMESTAMP, and a magic 1 None raised above
     wrapper_ts = max(cast(list[int], timestamps), default=NO_TIMESTAMP)
     last = base_offset + len(items) - 1
-    _message(out, last, magic, compression | ts_attr, wrapper_ts, None, payload)
+    write_message(out, last, magic, compression | ts_attr, wrapper_ts, None, payload)
     return bytes(out)
 
 

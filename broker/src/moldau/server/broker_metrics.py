@@ -31,7 +31,8 @@ SERVER, CONTROLLER, LOG, CLUSTER = "kafka.server", "kafka.controller", "kafka.lo
 NETWORK = "kafka.network"
 TOPIC_METERS = ("MessagesInPerSec", "BytesInPerSec", "BytesOutPerSec", "BytesRejectedPerSec",
                 "TotalProduceRequestsPerSec", "FailedProduceRequestsPerSec",
-                "TotalFetchRequestsPerSec", "FailedFetchRequestsPerSec")
+                "TotalFetchRequestsPerSec", "FailedFetchRequestsPerSec",
+                "FetchMessageConversionsPerSec")
 BROKER_ONLY_METERS = ("ReplicationBytesInPerSec", "ReplicationBytesOutPerSec",
                       "ReassignmentBytesInPerSec", "ReassignmentBytesOutPerSec")
 

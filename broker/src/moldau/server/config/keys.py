@@ -233,8 +233,9 @@ KEYS_LIST: list[ConfigKey] = [
          note="deprecated: fallback for .before.max.ms and .after.max.ms left at default"),
     acc("log.message.format.version", "string", "3.0-IV1", "M",
         "ignored as in Kafka 3.x: the record format follows inter.broker.protocol.version"),
-    acc("log.message.downconversion.enable", "boolean", True, "L",
-        "Moldau keeps v2 batches; old fetch versions are answered per Kafka 3.9"),
+    impl("log.message.downconversion.enable", "boolean", True, "L",
+         note="topic synonym message.downconversion.enable: false makes Fetch v0-3 answer "
+              "UNSUPPORTED_VERSION ([broker.md](broker.md))"),
     acc("log.local.retention.ms", "long", -2, "M", NO_TIERED, at_least(-2)),
     acc("log.local.retention.bytes", "long", -2, "M", NO_TIERED, at_least(-2)),
     acc("log.initial.task.delay.ms", "long", 30000, "L", "testing-only knob in Kafka",

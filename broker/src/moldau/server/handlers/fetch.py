@@ -3,6 +3,11 @@ offset under read_committed), long-poll until min_bytes or max_wait_ms, and hand
 record data to the connection as file ranges, which plaintext connections send with
 sendfile.
 
+Consumers on Fetch v0-v3 read message formats v0/v1 only: their answer's records are
+down-converted (moldau.protocol.down_convert) when it is built, after any long poll, unless
+the topic's message.downconversion.enable is false (UNSUPPORTED_VERSION, as Kafka). A
+topic with compression.type=zstd answers UNSUPPORTED_COMPRESSION_TYPE below v10.
+
 Fetch sessions (KIP-227) are kept for followers only (moldau.server.fetch_sessions): a
 consumer's answer carries session id 0, which tells it to send full fetch requests, as
 Kafka does when its session cache is full.
@@ -27,11 +32,17 @@ from uuid import UUID
 from moldau.errors import (
     FencedLeaderEpochError,
     KafkaError,
+    KafkaStorageError,
+    NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
     TopicAuthorizationFailedError,
     UnknownLeaderEpochError,
     UnknownTopicIdError,
+    UnsupportedCompressionTypeError,
+    UnsupportedVersionError,
 )
+from moldau.protocol import down_convert
+from moldau.protocol.compression import UnsupportedCompressionError
 from moldau.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
 from moldau.protocol.generated.fetch_request import FetchRequest
 from moldau.protocol.generated.fetch_response import FetchResponse
@@ -76,6 +87,7 @@ NO_SNAPSHOT_ID = FetchResponse.SnapshotId()
 INT32_MAX = 2**31 - 1
 READ_COMMITTED = 1
 SESSIONS_VERSION = 7  # Fetch v7 brought fetch sessions
+ZSTD_VERSION = 10  # consumers below Fetch v10 cannot read zstd
 # Records up to this size are copied into the answer rather than sent with sendfile
 # (_records)
 INLINE_RECORDS_MAX = 32 * 1024
@@ -108,6 +120,21 @@ def _aborted(plog: PartitionLog, fetch_offset: int,
     """A read_committed answer's AbortedTransactions (docs/transactions.md item 4)."""
     return [AbortedTransaction(producer_id=txn.producer_id, first_offset=txn.first_offset)
             for txn in aborted_transactions(plog, fetch_offset, data)]
+
+
+def _bytes(records: FileRecords | bytes) -> bytes:
+    """A partition's records as bytes (a file range is read)."""
+    if isinstance(records, FileRecords):
+        return os.pread(records.fd, records.size, records.position)
+    return bytes(records)
+
+
+def _refused(data: FetchResponse.PartitionData, code: int) -> None:
+    """A partition answered with an error alone, as Kafka's FetchResponse.partitionResponse."""
+    data.error_code = code
+    data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
+    data.records = b""
+    data.aborted_transactions = None
 
 
 def check_leader_epoch(partition: Partition, requested: int) -> None:
@@ -144,7 +171,7 @@ def diverging_epoch(plog: PartitionLog, last_fetched_epoch: int,
 
 
 class FetchHandler:
-    MIN_VERSION, MAX_VERSION = 4, 17
+    MIN_VERSION, MAX_VERSION = 0, 17
 
     def __init__(self, config: BrokerConfig, metadata: MetadataCache,
                  replica_manager: ReplicaManager, topic_stats: BrokerTopicStats | NoTopicStats,
@@ -191,7 +218,7 @@ class FetchHandler:
                                                              replica_id)
         if (request.max_wait_ms <= 0 or total >= request.min_bytes or answer_now
                 or not partitions):
-            return self._answer(ctx, response, replica_id, session, version)
+            return self._answer(ctx, request, response, replica_id, session, version)
         # watch now: the long poll's task starts a loop pass later, and an append in
         # between (the next produce, answered first) would wait out max_wait_ms
         watched = self.replica_manager.watch(partitions)
@@ -222,9 +249,12 @@ class FetchHandler:
         created.update(request.topics, [], by_id)
         return (created, False), 0
 
-    def _answer(self, ctx: RequestContext, response: FetchResponse, replica_id: int,
-                session: SessionUse, version: int) -> FetchResponse:
-        """The final answer: an incremental one keeps only the partitions with news."""
+    def _answer(self, ctx: RequestContext, request: FetchRequest, response: FetchResponse,
+                replica_id: int, session: SessionUse, version: int) -> FetchResponse:
+        """The final answer: an incremental one keeps only the partitions with news; a
+        consumer's below v10 in the formats and codecs it reads."""
+        if replica_id < 0 and version < ZSTD_VERSION:
+            self._for_old_consumer(request, response, version)
         if session is not None:
             fetch_session, incremental = session
             if incremental:
@@ -233,6 +263,43 @@ class FetchHandler:
                 fetch_session.remember(response, version >= 13)
             response.session_id = fetch_session.id
         return self._accounted(ctx, response, replica_id)
+
+    def _for_old_consumer(self, request: FetchRequest, response: FetchResponse,
+                          version: int) -> None:
+        """Kafka's maybeConvertFetchedData for a consumer's fetch below v10: a zstd topic
+        answers UNSUPPORTED_COMPRESSION_TYPE; below v4 the records are down-converted, or
+        UNSUPPORTED_VERSION where the topic disables down-conversion. Up to v5 a storage
+        error reads NOT_LEADER_OR_FOLLOWER, which those clients retry."""
+        to_magic = down_convert.needs_conversion(version)
+        offsets = {(t.topic, p.partition): p.fetch_offset
+                   for t in request.topics for p in t.partitions}
+        rm = self.replica_manager
+        for topic in response.responses:
+            for data in topic.partitions:
+                if data.error_code == KafkaStorageError.code and version <= 5:
+                    data.error_code = NotLeaderOrFollowerError.code
+                partition = rm.partitions.get((topic.topic, data.partition_index))
+                if data.error_code or partition is None:
+                    continue
+                config = partition.log.config
+                if config.compression_type == "zstd":
+                    _refused(data, UnsupportedCompressionTypeError.code)
+                elif to_magic is None:
+                    continue
+                elif not config.message_downconversion_enable:
+                    _refused(data, UnsupportedVersionError.code)
+                elif data.records is not None and len(data.records):
+                    fetch_offset = offsets.get((topic.topic, data.partition_index), 0)
+                    try:
+                        done = down_convert.down_convert(_bytes(data.records), to_magic,
+                                                         fetch_offset)
+                    except UnsupportedCompressionError:  # a zstd batch of the producer's
+                        _refused(data, UnsupportedCompressionTypeError.code)
+                        continue
+                    data.records = done.records
+                    if done.converted:
+                        self.topic_stats.mark("FetchMessageConversionsPerSec", topic.topic,
+                                              done.converted)
 
     def _accounted(self, ctx: RequestContext, response: FetchResponse,
                    replica_id: int) -> FetchResponse:
@@ -301,9 +368,10 @@ class FetchHandler:
             response, total, partitions, answer_now = self._read(request, wanted, version,
                                                                  replica_id, again=True)
             if total >= request.min_bytes or answer_now or not partitions:
-                return self._answer(ctx, response, replica_id, session, version)
-        return self._answer(ctx, self._read(request, wanted, version, replica_id,
-                                            again=True)[0], replica_id, session, version)
+                return self._answer(ctx, request, response, replica_id, session, version)
+        return self._answer(ctx, request, self._read(request, wanted, version, replica_id,
+                                                     again=True)[0],
+                            replica_id, session, version)
 
     def _resolve(self, ctx: RequestContext, topics: list[FetchRequest.FetchTopic],
                  version: int, from_follower: bool) -> list[ResolvedTopic]:
