@@ -4,11 +4,22 @@ reads another's data comes after it)."""
 from __future__ import annotations
 
 from compat.lab import ACL_PAIR
-from compat.scenarios import acls, acls_zookeeper, dump_log, groups, java_client, topics
+from compat.scenarios import (
+    acls,
+    acls_zookeeper,
+    dump_log,
+    groups,
+    java_admin,
+    java_client,
+    java_groups,
+    topics,
+)
 from compat.scenarios.base import Scenario
 
 ALL: list[Scenario] = [*topics.SCENARIOS, *java_client.SCENARIOS, *groups.SCENARIOS,
                        *dump_log.SCENARIOS, *acls.SCENARIOS, *acls_zookeeper.SCENARIOS]
+# Kafka's Java consumer in groups and its AdminClient against both brokers.
+ALL += [*java_groups.SCENARIOS, *java_admin.SCENARIOS]
 
 
 def by_name() -> dict[str, Scenario]:

@@ -60,3 +60,14 @@ def test_from_properties_parses_kafka_names_and_types():
 def test_invalid_values_are_rejected(props):
     with pytest.raises(ConfigError):
         LogConfig.from_properties(props)
+
+
+def test_cleanup_policy_keeps_the_order_given_and_names_the_first_bad_one():
+    # Kafka's list type keeps the order (describeConfigs shows "delete,compact" after an
+    # APPEND of compact), and its error lists the choices as "compact, delete"
+    assert LogConfig.from_properties({"cleanup.policy": "delete,compact"}).cleanup_policy == (
+        "delete", "compact")
+    with pytest.raises(ConfigError) as refused:
+        LogConfig.from_properties({"cleanup.policy": "shred,delete,burn"})
+    assert str(refused.value) == ("Invalid value shred for configuration cleanup.policy: "
+                                  "String must be one of: compact, delete")

@@ -69,14 +69,21 @@ def validate_target(target: list[int], adding: list[int], live: set[int]) -> Kaf
             "Empty replica list specified in partition reassignment.")
     if len(set(target)) != len(target):
         return InvalidReplicaAssignmentError(
-            f"Duplicate replica ids in partition reassignment replica list: {target}")
+            f"Duplicate replica ids in partition reassignment replica list: {_scala(target)}")
     if any(r < 0 for r in target):
-        return InvalidReplicaAssignmentError(f"Invalid broker id in replica list: {target}")
-    if not set(adding) <= live:
         return InvalidReplicaAssignmentError(
-            f"Replica assignment has brokers that are not alive. Replica list: {adding}, "
-            f"live broker list: {sorted(live)}")
+            f"Invalid broker id in replica list: {_scala(target)}")
+    if not set(adding) <= live:
+        # Kafka prints Scala collections here: the replicas being added, then the live set
+        return InvalidReplicaAssignmentError(
+            "Replica assignment has brokers that are not alive. Replica list: "
+            f"{_scala(adding)}, live broker list: {_scala(sorted(live), 'Set')}")
     return None
+
+
+def _scala(items: list[int], kind: str = "ArrayBuffer") -> str:
+    """A list as Kafka's controller prints it in these messages (a Scala collection)."""
+    return f"{kind}({', '.join(map(str, items))})"
 
 
 @dataclass
@@ -115,8 +122,7 @@ class PartitionReassigner:
             ongoing = topic.reassigning.get(index)
             if target is None:
                 if ongoing is None:
-                    results[(name, index)] = NoReassignmentInProgressError(
-                        f"No reassignment is in progress for {name}-{index}.")
+                    results[(name, index)] = NoReassignmentInProgressError()  # as Kafka
                     continue
                 target = list(ongoing.origin)
             origin = ongoing.origin if ongoing else list(topic.assignment[index])

@@ -11,18 +11,23 @@ _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
 def validate_topic_name(name: str) -> None:
+    """Kafka 3.9's Topic.validate, with its messages ("Topic name is invalid: ...")."""
+    reason = invalid_topic_reason(name)
+    if reason is not None:
+        raise InvalidTopicError(f"Topic name is invalid: {reason}")
+
+
+def invalid_topic_reason(name: str) -> str | None:
     if not name:
-        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+        return "the empty string is not allowed"
     if name in (".", ".."):
-        raise InvalidTopicError("Topic name cannot be \".\" or \"..\"")
-    if len(name) > MAX_NAME_LENGTH:
-        raise InvalidTopicError(
-            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
-            f"topic name: {name}")
+        return f"'{name}' is not allowed"
+    if len(name.encode("utf-16-le")) // 2 > MAX_NAME_LENGTH:  # Java's String.length()
+        return f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
     if not _LEGAL.match(name):
-        raise InvalidTopicError(
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
-            "alphanumerics, '.', '_' and '-'")
+        return (f"'{name}' contains one or more characters other than ASCII alphanumerics, "
+                "'.', '_' and '-'")
+    return None
 
 
 def unify_collision_chars(name: str) -> str:

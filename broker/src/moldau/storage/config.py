@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 LONG_MAX = 0x7FFFFFFFFFFFFFFF
 INT_MAX = 0x7FFFFFFF
 
-CLEANUP_POLICIES = ("delete", "compact")
+CLEANUP_POLICIES = ("compact", "delete")  # Kafka's order, which its error lists
 COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 # compression.type -> the codec id of a batch's attributes ("producer": none, keep the batch's)
@@ -26,12 +26,14 @@ class ConfigError(ValueError):
 
 
 def _policies(value: object) -> tuple[str, ...]:
+    """The policies in the order given (Kafka's list type keeps it, and describeConfigs
+    shows it: APPEND puts "compact" after "delete"); the first unknown one is refused."""
     items = value if isinstance(value, list | tuple) else str(value).split(",")
-    policies = tuple(sorted({str(p).strip() for p in items if str(p).strip()}))
+    policies = tuple(dict.fromkeys(str(p).strip() for p in items if str(p).strip()))
     bad = [p for p in policies if p not in CLEANUP_POLICIES]
     if bad:
         raise ConfigError(
-            f"Invalid value {','.join(bad)} for configuration cleanup.policy: "
+            f"Invalid value {bad[0]} for configuration cleanup.policy: "
             f"String must be one of: {', '.join(CLEANUP_POLICIES)}"
         )
     return policies

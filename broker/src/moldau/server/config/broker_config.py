@@ -222,7 +222,7 @@ class BrokerConfig:
         for broker_key, topic_key in TOPIC_SYNONYMS.items():
             value = self._effective_log_value(broker_key)
             if topic_key == "cleanup.policy" and isinstance(value, list):
-                kwargs["cleanup_policy"] = tuple(sorted(set(value)))
+                kwargs["cleanup_policy"] = tuple(dict.fromkeys(value))  # the order given
                 continue
             kwargs[topic_key.replace(".", "_")] = value
         try:

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from moldau.errors import ClusterAuthorizationFailedError, NotControllerError
+from moldau.errors import (
+    ClusterAuthorizationFailedError,
+    ElectionNotNeededError,
+    NotControllerError,
+)
 from moldau.protocol.generated.elect_leaders_response import ElectLeadersResponse
 from moldau.security.acls import AclOperation, ResourceType
 
@@ -46,6 +50,11 @@ class ElectLeadersHandler:
             return self._answer(version, wanted or [], dict.fromkeys(wanted or [], error), 0)
         election = request.election_type if version >= 1 else PREFERRED
         results = await controller.elect_leaders(wanted, preferred=election == PREFERRED)
+        if wanted is None:
+            # as Kafka: an election of every partition answers only for the partitions
+            # that had one or failed, not for those whose leader was already right
+            results = {tp: error for tp, error in results.items()
+                       if error is None or error.code != ElectionNotNeededError.code}
         return self._answer(version, list(results), results, 0)
 
     @staticmethod

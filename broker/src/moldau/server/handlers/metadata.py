@@ -102,7 +102,9 @@ class MetadataHandler:
              version: int, listener: str, allow_create: bool) -> Topic_:
         metadata = self.metadata
         name = wanted.name
-        if name is None:  # v10+: asked by id
+        # v10+: asked by id. Kafka's Java client leaves the name at its default, "", beside
+        # the id (not null), so the id decides, as in Kafka's broker.
+        if version >= 10 and wanted.topic_id.int != ZERO_UUID_INT:
             name = metadata.topic_names.get(wanted.topic_id)
             if name is None:
                 return Topic_(error_code=UnknownTopicIdError.code, name=None,

@@ -70,7 +70,8 @@ class AlterPartitionReassignmentsHandler(_ReassignmentHandler):
         for (topic, index), error in results.items():
             by_topic.setdefault(topic, []).append(Alter_.ReassignablePartitionResponse(
                 partition_index=index, error_code=error.code if error else 0,
-                error_message=str(error) if error else None))
+                # an error without a message goes as null (the client shows its default)
+                error_message=(str(error) or None) if error else None))
         return Alter_(error_message=None, responses=[
             Alter_.ReassignableTopicResponse(name=t, partitions=ps) for t, ps in by_topic.items()])
 
