@@ -29,7 +29,9 @@ from moldau.errors import KafkaStorageError, LogDirNotFoundError
 from . import checkpoints, cleaner
 from .config import LogConfig
 from .file_worker import FileWorker
+from .index_mappings import MAPPED_INDEXES
 from .log import PartitionLog, now_ms
+from .open_files import CHECK_INTERVAL_MS, OpenFilesWatch
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,7 @@ class _Timers:
     flush: int = 0
     cleaner: int = 0
     producer_expiration: int = 0
+    open_files: int = 0
 
 
 @dataclass
@@ -131,6 +134,8 @@ class LogManager:
             self._open_dir(os.path.abspath(path))
         if not self.dirs:
             raise KafkaStorageError("no log dir could be opened: " + str(self.offline_dirs))
+        self.open_files = OpenFilesWatch()
+        self.open_files.check(MAPPED_INDEXES.open_segments)  # the logs just loaded
 
     # --- startup ----------------------------------------------------------------------
 
@@ -328,6 +333,9 @@ class LogManager:
             timers.cleaner = now
             self.start_cleaning(now)
         self._delete_due_files(now)
+        if now - timers.open_files >= CHECK_INTERVAL_MS:
+            timers.open_files = now
+            self.open_files.check(MAPPED_INDEXES.open_segments)
         if now - timers.recovery_checkpoint >= cfg.flush_offset_checkpoint_interval_ms:
             timers.recovery_checkpoint = now
             self.write_checkpoints(

@@ -14,13 +14,13 @@ a lock.
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import threading
 from collections.abc import Callable
 from typing import Any, Self
 
+from .file_mapping import FileMapping
 from .segment_files import base_offset_of
 
 # segment.index.bytes default: 10 MiB.
@@ -76,7 +76,9 @@ class MappedIndex:
         self._base_offset = base_offset_of(self._path) if base_offset is None else base_offset
         self._max_index_size = max_index_size
         self._writable = writable
-        self._mm: mmap.mmap | None = None
+        # The mapping, and its bytes as a buffer for struct (None: nothing mapped).
+        self._mapping: FileMapping | None = None
+        self._mm: memoryview | None = None
         self._closed = False
         self._remap_lock = threading.Lock()
         # Kafka's warm section: the last 8 KiB of entries.
@@ -109,26 +111,23 @@ class MappedIndex:
             if created:
                 os.ftruncate(fd, _round_down(self._max_index_size, self.ENTRY_SIZE))
             self._length = os.fstat(fd).st_size
-            self._mm = self._map(fd, self._length)
+            self._map(fd, self._length)
         finally:
-            # The mapping outlives the descriptor; keep as few files open as we can.
+            # The mapping outlives the descriptor and holds none (file_mapping.py).
             os.close(fd)
         return created
 
-    def _map(self, fd: int, length: int) -> mmap.mmap | None:
+    def _map(self, fd: int, length: int) -> None:
         if length == 0:
-            return None  # mmap refuses empty files; an empty index needs no mapping
-        access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
-        mapping = mmap.mmap(fd, length, access=access)
-        # Lookups touch a few pages; kernel read-ahead (8 MiB on some VMs) made the first
-        # write to a fresh 10 MiB index cost milliseconds.
-        mapping.madvise(mmap.MADV_RANDOM)
-        return mapping
+            return  # mmap refuses empty files; an empty index needs no mapping
+        self._mapping = FileMapping(fd, length, self._writable)
+        self._mm = self._mapping.view
 
     def _unmap(self) -> None:
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
+        mapping = self._mapping
+        if mapping is not None:
+            self._mm = self._mapping = None
+            mapping.close()
 
     # -- properties ----------------------------------------------------------------
 
@@ -273,7 +272,7 @@ class MappedIndex:
             fd = os.open(self._path, os.O_RDWR)
             try:
                 os.ftruncate(fd, rounded)
-                self._mm = self._map(fd, rounded)
+                self._map(fd, rounded)
             finally:
                 os.close(fd)
             self._length = rounded
@@ -289,8 +288,8 @@ class MappedIndex:
     def flush(self) -> None:
         """msync the mapping so the entries are on disk."""
         with self._remap_lock:
-            if self._mm is not None and self._writable:
-                self._mm.flush()
+            if self._mapping is not None and self._writable:
+                self._mapping.flush()
 
     def close(self) -> None:
         """Trim the file and unmap it; closing twice is harmless."""
@@ -333,8 +332,8 @@ class MappedIndex:
         # module globals (contextlib): at interpreter exit they may be gone before the last
         # index is collected (the segments' budget lives in a module cleared after this one).
         try:
-            if self._mm is not None:
-                self._mm.close()
+            if self._mapping is not None:
+                self._mapping.close()
         except Exception:
             pass
 
@@ -392,4 +391,4 @@ class MappedIndex:
 
     def _raw_entries(self) -> bytes:
         assert self._mm is not None
-        return self._mm[: self._entries * self.ENTRY_SIZE]
+        return self._mm[: self._entries * self.ENTRY_SIZE].tobytes()

@@ -76,7 +76,8 @@ class LogSegment:
         lazy_indexes: bool = False,
     ) -> None:
         """lazy_indexes: map the index files only when first used (inactive segments of a
-        cleanly loaded log, as Kafka's LazyIndex: each mapping costs a file descriptor)."""
+        cleanly loaded log, as Kafka's LazyIndex: each mapping counts against
+        vm.max_map_count)."""
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
@@ -100,6 +101,7 @@ class LogSegment:
         self.max_index_size = max_index_size
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
+        self._counted_mapped = False  # counted in MAPPED_INDEXES.mapped_segments
         self._check_when_mapped = lazy_indexes
         self._inactive = lazy_indexes  # inactive segments map their indexes on demand
         self._indexes_unsynced = False
@@ -127,6 +129,9 @@ class LogSegment:
     def _open_indexes(self) -> None:
         self._offset_index = self._open_index(OffsetIndex, OFFSET_INDEX_SUFFIX)
         self._time_index = self._open_index(TimeIndex, TIME_INDEX_SUFFIX)
+        if not self._counted_mapped:
+            self._counted_mapped = True
+            MAPPED_INDEXES.mapped_segments += 1
         if self._inactive:
             MAPPED_INDEXES.add(self)
         if self._check_when_mapped:
@@ -295,9 +300,8 @@ class LogSegment:
 
     def on_become_inactive(self) -> None:
         """The segment stops being the active one: record the final max timestamp, trim,
-        and unmap the indexes until a read needs them again. CPython's mmap keeps a
-        duplicate descriptor per mapping, so a mapped inactive segment would cost three
-        descriptors instead of one (Kafka's JVM mappings cost none)."""
+        and unmap the indexes until a read needs them again (idle partitions' old segments
+        would otherwise hold two mappings each against vm.max_map_count)."""
         self.time_index.maybe_append(
             self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
         )
@@ -310,10 +314,16 @@ class LogSegment:
     def release_indexes(self) -> None:
         """Unmap the indexes (trimmed already); a later use maps them again."""
         MAPPED_INDEXES.discard(self)
+        self._uncount_mapped()
         for index in (self._offset_index, self._time_index):
             if index is not None:
                 index.close()
         self._offset_index = self._time_index = None
+
+    def _uncount_mapped(self) -> None:
+        if self._counted_mapped:
+            self._counted_mapped = False
+            MAPPED_INDEXES.mapped_segments -= 1
 
     @property
     def inactive(self) -> bool:
@@ -454,6 +464,7 @@ class LogSegment:
         if self.fd < 0:
             return
         MAPPED_INDEXES.discard(self)
+        self._uncount_mapped()
         if self._time_index is not None:  # an index never mapped has nothing to add
             self._time_index.maybe_append(
                 self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
