@@ -34,8 +34,9 @@ LIBRDKAFKA_NAMES = {-1: "UNKNOWN", 2: "INVALID_MSG", 3: "UNKNOWN_TOPIC_OR_PART",
                     4: "INVALID_MSG_SIZE", 6: "NOT_LEADER_FOR_PARTITION",
                     10: "MSG_SIZE_TOO_LARGE", 11: "STALE_CTRL_EPOCH", 17: "TOPIC_EXCEPTION"}
 # Codes librdkafka's table leaves out: TRANSACTIONAL_ID_NOT_FOUND (105) is only answered to
-# DescribeTransactions, which librdkafka never sends.
-LIBRDKAFKA_MISSING = {105}
+# DescribeTransactions, BROKER_ID_NOT_REGISTERED (102) and INELIGIBLE_REPLICA (107) only to
+# the controller's AllocateProducerIds and AlterPartition: librdkafka sends none of them.
+LIBRDKAFKA_MISSING = {102, 105, 107}
 
 
 def moldau_errors() -> dict[int, type[errors.KafkaError]]:

@@ -12,6 +12,7 @@ from compat.scenarios import (
     java_admin,
     java_client,
     java_groups,
+    mixed_cluster,
     topics,
 )
 from compat.scenarios.base import Scenario
@@ -20,6 +21,8 @@ ALL: list[Scenario] = [*topics.SCENARIOS, *java_client.SCENARIOS, *groups.SCENAR
                        *dump_log.SCENARIOS, *acls.SCENARIOS, *acls_zookeeper.SCENARIOS]
 # Kafka's Java consumer in groups and its AdminClient against both brokers.
 ALL += [*java_groups.SCENARIOS, *java_admin.SCENARIOS]
+# A Kafka and a Moldau broker in one cluster (slow: make compat only).
+ALL += [*mixed_cluster.SCENARIOS]
 
 
 def by_name() -> dict[str, Scenario]:

@@ -27,9 +27,11 @@ from moldau.client.blocking import BlockingConnection
 from moldau.devcluster.brokers import BrokerProcess, free_port
 from moldau.protocol._runtime import Message
 from moldau.protocol.generated import (
+    AllocateProducerIdsRequest,
     AlterClientQuotasRequest,
     AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
+    AlterPartitionRequest,
     AlterUserScramCredentialsRequest,
     ApiVersionsRequest,
     ConsumerGroupDescribeRequest,
@@ -106,6 +108,7 @@ TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED = 29, 30, 31
 INVALID_REQUEST, TXN_ID_DENIED, STALE_BROKER_EPOCH = 42, 53, 77
 MEMBER_ID_REQUIRED, ELECTION_NOT_NEEDED, NO_REASSIGNMENT = 79, 84, 85
 UNKNOWN_TOPIC_ID = 100
+BROKER_ID_NOT_REGISTERED = 102
 RESOURCE_NOT_FOUND = 91
 NO_OPERATIONS = -(2**31)  # an authorized-operations field left at its default
 TOPIC_RESOURCE, BROKER_RESOURCE, LOGGER_RESOURCE = 2, 4, 8  # ConfigResource types
@@ -526,6 +529,16 @@ def controlled_shutdown(w: World) -> Any:
     # broker 99 is not alive: an allowed request moves nothing
     return w.ask(ApiKey.CONTROLLED_SHUTDOWN, ControlledShutdownRequest(broker_id=99,
                                                                        broker_epoch=0))
+
+
+def alter_partition(w: World) -> Any:
+    # broker 99 is not registered: an allowed request is refused as a stale broker epoch
+    return w.ask(ApiKey.ALTER_PARTITION, AlterPartitionRequest(broker_id=99, broker_epoch=0))
+
+
+def allocate_producer_ids(w: World) -> Any:
+    return w.ask(ApiKey.ALLOCATE_PRODUCER_IDS,
+                 AllocateProducerIdsRequest(broker_id=99, broker_epoch=0))
 
 
 def top_level(code: int) -> Callable[[World, Any], None]:
@@ -1423,6 +1436,12 @@ ROWS: tuple[Row, ...] = (
     Row(ApiKey.CONTROLLED_SHUTDOWN, controlled_shutdown,
         lambda n: (cluster(AclOperation.CLUSTER_ACTION),),
         controlled_shutdown_denied, top_level(BROKER_NOT_AVAILABLE)),
+    Row(ApiKey.ALTER_PARTITION, alter_partition,
+        lambda n: (cluster(AclOperation.CLUSTER_ACTION),),
+        top_level(CLUSTER_DENIED), top_level(STALE_BROKER_EPOCH)),
+    Row(ApiKey.ALLOCATE_PRODUCER_IDS, allocate_producer_ids,
+        lambda n: (cluster(AclOperation.CLUSTER_ACTION),),
+        top_level(CLUSTER_DENIED), top_level(BROKER_ID_NOT_REGISTERED)),
     Row(ApiKey.OFFSET_COMMIT, offset_commit,
         lambda n: (group(COMMIT_GROUP, _R), *topic(n.ok, _R), *topic(n.missing, _R)),
         offset_commit_denied, offset_commit_allowed),

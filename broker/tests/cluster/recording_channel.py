@@ -18,6 +18,7 @@ class RecordingChannel:
         self.leader_and_isr_sent: list[tuple[int, list[PartitionDecision]]] = []
         self.stop_replica_sent: list[tuple[int, list[tuple[str, int]], bool]] = []
         self.moved_to: list[int] = []
+        self.update_metadata_sent: list[list[PartitionDecision]] = []
 
     async def leader_and_isr(self, broker_id: int, decisions: list[PartitionDecision]) -> None:
         self.leader_and_isr_sent.append((broker_id, decisions))
@@ -26,7 +27,7 @@ class RecordingChannel:
                               live_brokers: list[BrokerRegistration],
                               decisions: list[PartitionDecision],
                               deleted_topics: list[str]) -> None:
-        pass
+        self.update_metadata_sent.append(decisions)
 
     async def stop_replica(self, broker_id: int, partitions: list[tuple[str, int]],
                            delete: bool) -> None:

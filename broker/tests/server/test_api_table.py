@@ -37,7 +37,8 @@ OPERATIONS = {"READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER
               "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS",
               "DESCRIBE_TOKENS"}
 INTER_BROKER = {ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
-                ApiKey.CONTROLLED_SHUTDOWN}
+                ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION,
+                ApiKey.ALLOCATE_PRODUCER_IDS}
 # where Kafka 3.9 answers a denial with another resource's error: a follower's Fetch
 # without CLUSTER_ACTION gets 29 in every partition; an idempotent producer with WRITE on
 # no topic (and no IDEMPOTENT_WRITE) gets 31

@@ -28,6 +28,7 @@ from typing import assert_never
 from uuid import UUID
 
 from moldau.cluster import elections, zk_data
+from moldau.cluster.broker_requests import BrokerRequests, IsrChange
 from moldau.cluster.controller_event_manager import ControllerEventManager
 from moldau.cluster.controller_events import (
     AutoLeaderRebalance,
@@ -85,6 +86,7 @@ class Controller:
         self._topic_watches: set[str] = set()
         self.reassigner = PartitionReassigner(self)
         self.leadership = LeadershipMoves(self)
+        self.broker_requests = BrokerRequests(self)
         # metrics hooks (ControllerStats): the ms an election round took, unclean elections
         self.on_election_round: Callable[[float], None] | None = None
         self.on_unclean_election: Callable[[], None] | None = None
@@ -399,7 +401,8 @@ class Controller:
         move = topic.reassigning.get(index)
         return PartitionDecision(name, topic.topic_id, index, state.leader, state.leader_epoch,
                                  list(state.isr), list(topic.assignment[index]), version,
-                                 self.epoch, move.adding if move is not None else [])
+                                 self.epoch, move.adding if move is not None else [],
+                                 state.leader_recovery_state)
 
     async def _on_delete_topics(self, names: Iterable[str]) -> None:
         names = sorted(set(names))
@@ -440,12 +443,22 @@ class Controller:
                 continue
             found = await zk.call(zk.client.get_partition_state, name, index)
             if found is not None:
-                decision = self._decision(name, topic, index, *found)
-                topic.partitions[index] = decision
-                decisions.append(decision)
+                decisions.append(self.decision(name, index, *found))
+        await self.isr_changed(decisions)
+        await self.reassigner.maybe_complete(changed)
+
+    def decision(self, name: str, index: int, state: zk_data.PartitionState,
+                 version: int) -> PartitionDecision:
+        """A known partition's decision from its state znode."""
+        return self._decision(name, self.topics[name], index, state, version)
+
+    async def isr_changed(self, decisions: list[PartitionDecision]) -> None:
+        """Remember new ISRs and tell every broker (UpdateMetadata, as Kafka does); a
+        reassignment waiting for its new replicas may complete now."""
+        for decision in decisions:
+            self.topics[decision.topic].partitions[decision.partition] = decision
         if decisions:
             await self._send_update_metadata(decisions, [])
-        await self.reassigner.maybe_complete(changed)
 
     # --- requests (run as events, in order with the others) -----------------------------
 
@@ -462,6 +475,23 @@ class Controller:
         None when its leader changed, else the error Kafka answers for it."""
         return await self._events.ask(lambda: self.leadership.elect(partitions, preferred))
 
+    async def alter_partition(self, broker_id: int, broker_epoch: int,
+                              changes: list[IsrChange], version: int
+                              ) -> dict[TopicPartition, PartitionDecision | KafkaError]:
+        """A leader's AlterPartition: each partition's new state, or its error."""
+        async def alter() -> dict[TopicPartition, PartitionDecision | KafkaError]:
+            results = await self.broker_requests.alter_partition(broker_id, broker_epoch,
+                                                                 changes, version)
+            await self.reassigner.maybe_complete(
+                {tp for tp, r in results.items() if isinstance(r, PartitionDecision)})
+            return results
+        return await self._events.ask(alter)
+
+    async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
+        """A block of producer ids for a broker (AllocateProducerIds): (first, count)."""
+        return await self._events.ask(
+            lambda: self.broker_requests.allocate_producer_ids(broker_id, broker_epoch))
+
     async def alter_reassignments(self, wanted: dict[TopicPartition, list[int] | None]
                                   ) -> dict[TopicPartition, KafkaError | None]:
         """Start or cancel (None) reassignments; each partition gets None or its error."""
@@ -476,6 +506,11 @@ class Controller:
             for replica in decision.replicas:
                 if replica in self.live_brokers:
                     by_broker.setdefault(replica, []).append(decision)
+        if rejoined:
+            # the live brokers first, as Kafka's onBrokerStartup: a Kafka broker refuses to
+            # follow a leader its metadata cache does not know yet ("cannot become
+            # follower since the new leader is unavailable") and would never follow
+            await self._send_update_metadata([], [])
         for broker_id in rejoined:
             # a broker that came back gets the state of everything it hosts
             by_broker[broker_id] = [

@@ -33,6 +33,7 @@ class PartitionDecision:
     zk_version: int
     controller_epoch: int
     adding: list[int] = field(default_factory=list)  # replicas a reassignment adds
+    leader_recovery_state: int = zk_data.LEADER_RECOVERY_RECOVERED  # KIP-704
 
 
 @dataclass

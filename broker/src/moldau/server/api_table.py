@@ -121,6 +121,11 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
     ApiKey.UPDATE_METADATA: ApiEntry(h.UpdateMetadataHandler, _CLUSTER_ACTION, Quota.EXEMPT),
     ApiKey.CONTROLLED_SHUTDOWN: ApiEntry(h.ControlledShutdownHandler, _CLUSTER_ACTION,
                                          Quota.EXEMPT),
+    # a Kafka broker's requests to the controller (IBP 2.7+ and 3.0+): NOT_CONTROLLER
+    # elsewhere, after the authorization; cluster actions, so never throttled
+    ApiKey.ALTER_PARTITION: ApiEntry(h.AlterPartitionHandler, _CLUSTER_ACTION, Quota.EXEMPT),
+    ApiKey.ALLOCATE_PRODUCER_IDS: ApiEntry(h.AllocateProducerIdsHandler, _CLUSTER_ACTION,
+                                           Quota.EXEMPT),
     ApiKey.OFFSET_COMMIT: ApiEntry(h.OffsetCommitHandler, (_group("READ"), _topic("READ"))),
     ApiKey.OFFSET_FETCH: ApiEntry(h.OffsetFetchHandler, (
         _group("DESCRIBE", Scope.EACH, "each group (v8+ names several)"),

@@ -8,6 +8,7 @@ from moldau.protocol.generated.api import ApiKey
 
 from .acls import CreateAclsHandler, DeleteAclsHandler, DescribeAclsHandler
 from .api_versions import ApiVersionsHandler
+from .broker_to_controller import AllocateProducerIdsHandler, AlterPartitionHandler
 from .client_quotas import AlterClientQuotasHandler, DescribeClientQuotasHandler
 from .cluster_info import DescribeClusterHandler, DescribeLogDirsHandler
 from .configs import AlterConfigsHandler, DescribeConfigsHandler, IncrementalAlterConfigsHandler
@@ -87,6 +88,8 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
         ApiKey.STOP_REPLICA: StopReplicaHandler(*control),
         ApiKey.UPDATE_METADATA: UpdateMetadataHandler(*control),
         ApiKey.CONTROLLED_SHUTDOWN: ControlledShutdownHandler(s.controller),
+        ApiKey.ALTER_PARTITION: AlterPartitionHandler(s.controller),
+        ApiKey.ALLOCATE_PRODUCER_IDS: AllocateProducerIdsHandler(s.controller),
         ApiKey.OFFSET_COMMIT: OffsetCommitHandler(*groups, s.zk),
         ApiKey.OFFSET_FETCH: OffsetFetchHandler(*groups, s.zk),
         ApiKey.FIND_COORDINATOR: FindCoordinatorHandler(*groups, s.topics,
