@@ -7,7 +7,7 @@ SHARED ?= $(abspath ../shared)
 
 .PHONY: help test test-long lint unit codegen-check generate bench cluster cluster-down deps clean
 .PHONY: debian-deps deploy-deps molecule dev-cluster dev-cluster-down
-.PHONY: spark-deps pipeline-demo
+.PHONY: spark-deps spark-connector pipeline-demo
 
 help:
 	@echo "make cluster   seven systemd hosts in Docker (3 ZooKeeper + 3 brokers + monitoring) set up by playbooks/site.yml with TLS"
@@ -43,7 +43,14 @@ $(BIN)/.spark-installed: pipeline/pyproject.toml $(BIN)/.installed
 	$(BIN)/pip install --quiet -e 'pipeline[test]'
 	@touch $@
 
-spark-deps: $(BIN)/.spark-installed
+# Spark's own Kafka connector (compat/spark-pom.xml; the spark suite runs it beside
+# format("moldau")): maven when missing, then its jars once into the cache outside the
+# checkout, checked against compat/spark-jars.lock (a second fetch only verifies).
+spark-connector: debian-deps
+	@scripts/install-debian-packages compat/debian-packages.txt
+	@compat/fetch spark >/dev/null
+
+spark-deps: $(BIN)/.spark-installed spark-connector
 
 # The deployment tooling (Ansible, Molecule; docs/distribution.md) in its own venv.
 DEPLOY_VENV := .venv-deploy

@@ -1,6 +1,7 @@
 """Fixtures of the pipeline suite: the real ZooKeeper ensemble of the broker tests, one
 real Moldau broker process, and one local[2] SparkSession for the whole session (Spark
-takes 10-20 s to start, so every test shares it)."""
+takes 10-20 s to start, so every test shares it), with both format("moldau") and Spark's
+own format("kafka") connector on it."""
 
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ def spark() -> Iterator[object]:
     # Spark starts its Python workers with PYSPARK_PYTHON: it must be this venv's python.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from kafka_connector_jars import connector_jars
     from sensor_pipeline import QUICK_JVM  # C1 only: a much quicker start on a busy machine
 
     os.environ.setdefault("PYSPARK_SUBMIT_ARGS", QUICK_JVM)
@@ -66,6 +68,9 @@ def spark() -> Iterator[object]:
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
+               # Passed to spark-submit when the JVM starts, so it must be here, not later;
+               # Spark's Ivy resolution (spark.jars.packages) would ignore Maven's settings.
+               .config("spark.jars", ",".join(connector_jars()))
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     moldau_spark.register(session)
