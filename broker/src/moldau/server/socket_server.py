@@ -20,11 +20,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from moldau.protocol.framing import ReceiveBuffer
+
 from .acceptor import Acceptor, BlockedMeter, bind
 from .connection import Connection, RequestHandler
 from .connection_quotas import ConnectionQuotas
 from .limits import ConnectionLimits, RequestQueueBound
 from .listener import Listener
+from .memory_reclaim import MemoryReclaimer
 from .socket_settings import SocketSettings
 
 log = logging.getLogger("kafka.network.SocketServer")
@@ -58,6 +61,7 @@ class SocketServer:
         # the AcceptorBlockedPercent meter of a listener (set before start())
         self.blocked_meter: Callable[[str], BlockedMeter] | None = None
         self.max_request_size = max_request_size
+        self.receive_buffer = ReceiveBuffer()  # one for every connection (one event loop)
         self.queue_bound = RequestQueueBound(queued_max_requests, queued_max_request_bytes)
         self.principal_builder = principal_builder
         self.connections: set[Connection] = set()
@@ -69,6 +73,7 @@ class SocketServer:
         self._last_fd_warning = 0.0
         self._idle_reaper: asyncio.Task[None] | None = None
         self._handshakes: set[asyncio.Future[Any]] = set()  # held until done
+        self.reclaimer = MemoryReclaimer()  # after a storm of closes (memory_reclaim.py)
 
     @property
     def limits(self) -> ConnectionLimits:
@@ -139,6 +144,7 @@ class SocketServer:
 
     def release(self, conn: Connection) -> None:
         """A connection closed: its slot frees, and an acceptor waiting for one goes on."""
+        self.reclaimer.closed()
         if self._uncount(conn):
             for acceptor in self.acceptors.values():
                 acceptor.retry()
@@ -198,6 +204,7 @@ class SocketServer:
             acceptor.close()
 
     async def stop(self) -> None:
+        self.reclaimer.stop()
         if self._idle_reaper is not None:
             self._idle_reaper.cancel()
             self._idle_reaper = None
