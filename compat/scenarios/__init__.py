@@ -13,12 +13,20 @@ from compat.scenarios import (
     java_client,
     java_groups,
     mixed_cluster,
+    tools_configs,
+    tools_console,
+    tools_offsets,
+    tools_perf,
+    tools_reassign,
     topics,
 )
 from compat.scenarios.base import Scenario
 
 ALL: list[Scenario] = [*topics.SCENARIOS, *java_client.SCENARIOS, *groups.SCENARIOS,
                        *dump_log.SCENARIOS, *acls.SCENARIOS, *acls_zookeeper.SCENARIOS]
+# Kafka's other tools against both brokers, and Moldau's kafka-*.sh beside them.
+ALL += [*tools_reassign.SCENARIOS, *tools_offsets.SCENARIOS, *tools_configs.SCENARIOS,
+        *tools_console.SCENARIOS, *tools_perf.SCENARIOS]
 # Kafka's Java consumer in groups and its AdminClient against both brokers.
 ALL += [*java_groups.SCENARIOS, *java_admin.SCENARIOS]
 # A Kafka and a Moldau broker in one cluster (slow: make compat only).

@@ -184,11 +184,17 @@ def test_bad_input_is_refused_and_writes_nothing(cluster: ToolCluster, configs: 
             "Configuration connection_creation_rate must be a INT value",
     }
     cases = {args: message + "\n" for args, message in refused_by_tool.items()}
-    cases |= {args: f"{prefix}{' '.join(args)}' : {message}\n"
-              for args, message in refused_by_broker.items()}
     for args, message in cases.items():
         result = configs.tool(*args)
         assert (result.code, result.out, result.err) == (1, "", message), args
+    # the broker's refusals as Kafka 3.9.1's ConfigCommand prints them: the command line,
+    # then the AdminClient's ExecutionException and its cause
+    for args, message in refused_by_broker.items():
+        result = configs.tool(*args)
+        header, wrapped, cause = result.err.splitlines()
+        assert (result.code, result.out, header) == (1, "", f"{prefix}{' '.join(args)}'"), args
+        assert wrapped.startswith("java.util.concurrent.ExecutionException: org.apache.kafka.")
+        assert wrapped.endswith(f"Exception: {message}") and cause.endswith(message), args
     # 3.9 configures only users (SCRAM) and brokers through --zookeeper
     result = configs.tool("--zookeeper", cluster.zk_connect, "--alter", "--client", client,
                           "--add-config", "producer_byte_rate=10", bootstrap=False)

@@ -150,15 +150,23 @@ def test_bad_input_changes_nothing(cluster: ToolCluster, zk: KafkaZkClient) -> N
     broker_refusals = {
         (*alter, "--add-config", "SCRAM-SHA-512=[iterations=16385,password=x]"):
             "Too many iterations",
-        (*alter, "--add-config", "SCRAM-SHA-512=[password=]"): "Password must not be empty",
         (*alter, "--delete-config", "SCRAM-SHA-512"):
             "Attempt to delete a user credential that does not exist",
     }
-    for args, message in broker_refusals.items():
-        cases[args] = f"{prefix}{' '.join(args)}' : {message}\n"
+    # the AdminClient refuses an empty password before it sends anything
+    empty = (*alter, "--add-config", "SCRAM-SHA-512=[password=]")
+    cases[empty] = f"{prefix}{' '.join(empty)}' : Password must not be empty\n"
     for args, message in cases.items():
         result = cluster.tool(CONFIGS, *args)
         assert (result.code, result.out, result.err) == (1, "", message), args
+    # the broker's refusals as Kafka 3.9.1's ConfigCommand prints them: the command line,
+    # then the AdminClient's ExecutionException and its cause
+    for args, message in broker_refusals.items():
+        result = cluster.tool(CONFIGS, *args)
+        header, wrapped, cause = result.err.splitlines()
+        assert (result.code, result.out, header) == (1, "", f"{prefix}{' '.join(args)}'"), args
+        assert wrapped.startswith("java.util.concurrent.ExecutionException: org.apache.kafka.")
+        assert wrapped.endswith(f"Exception: {message}") and cause.endswith(message), args
 
     zookeeper = ("--zookeeper", cluster.zk_connect)
     zk_cases = {

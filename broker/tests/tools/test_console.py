@@ -80,6 +80,11 @@ def test_formatter_properties(cluster: ToolCluster) -> None:
                      "--property", "print.partition=true", "--property", "print.offset=true",
                      "--property", "print.headers=true")
     assert_golden("console-consumer-properties.txt", out)
+    # without the value, the last column printed still ends the line, as Kafka's
+    keys = cluster.ok(CONSUMER, "--topic", "formatted", "--from-beginning", "--max-messages",
+                      "2", "--property", "print.key=true", "--property", "print.value=false",
+                      "--property", "null.literal=<none>")
+    assert keys == "k1\n<none>\n"
 
 
 def test_group_consumption_commits(cluster: ToolCluster) -> None:
@@ -95,6 +100,12 @@ def test_group_consumption_commits(cluster: ToolCluster) -> None:
                         "--timeout-ms", "2000")
     assert (rest.code, rest.out) == (0, "d\ne\n")
     assert rest.err.endswith("Processed a total of 2 messages\n")
+    # the timeout is logged as Kafka 3.9.1's ConsoleConsumer logs it
+    timed_out = rest.err.splitlines()[-3:-1]
+    assert re.fullmatch(r"\[[-\d :,]+\] ERROR Error processing message, terminating consumer "
+                        r"process:  \(org\.apache\.kafka\.tools\.consumer\.ConsoleConsumer\)",
+                        timed_out[0]), rest.err
+    assert timed_out[1] == "org.apache.kafka.common.errors.TimeoutException"
 
 
 def test_sigterm_commits_leaves_and_prints_the_total(cluster: ToolCluster) -> None:
@@ -126,7 +137,10 @@ def test_sigterm_commits_leaves_and_prints_the_total(cluster: ToolCluster) -> No
 def test_bad_input(cluster: ToolCluster) -> None:
     no_topic = cluster.tool(CONSUMER, "--from-beginning")
     assert no_topic.code == 1 and no_topic.err.startswith(
-        "Exactly one of include/topic is required.\nOption")
+        "Exactly one of --include/--topic is required. \nOption")
+    # a formatter class that does not exist: Kafka 3.9.1 prints the class name and usage
+    no_class = cluster.tool(CONSUMER, "--topic", "console", "--formatter", "org.example.None")
+    assert no_class.code == 1 and no_class.err.startswith("org.example.None\nOption")
     offset_alone = cluster.tool(CONSUMER, "--topic", "console", "--offset", "2")
     assert offset_alone.err.startswith("The partition is required when offset is specified.")
     unknown = cluster.tool(CONSUMER, "--topic", "no-such-topic", "--max-messages", "1")

@@ -53,15 +53,25 @@ def test_preferred_election_brings_leadership_back(cluster: ToolCluster,
 
 
 def test_bad_input(cluster: ToolCluster, tmp_path: Path) -> None:
+    # Kafka 3.9.1's words: the message, the exception, an empty line, on stderr
+    failed = "org.apache.kafka.server.common.AdminCommandFailedException"
     missing = cluster.tool(ELECTION, "--topic", "elect", "--partition", "0")
-    assert missing.code == 1 and missing.err.startswith(
-        'Missing required argument "[election-type]"\nOption')
+    assert (missing.code, missing.err) == (
+        1, f"Missing required option(s): election-type\n{failed}: Missing required "
+           "option(s): election-type\n\n")
     no_partition = cluster.tool(ELECTION, "--election-type", "preferred", "--topic", "elect")
     assert no_partition.err.startswith("Missing required option(s): partition\n")
     two = cluster.tool(ELECTION, "--election-type", "preferred", "--topic", "elect",
                        "--partition", "0", "--all-topic-partitions")
     assert two.err.startswith("One and only one of the following options is required: "
-                              "--all-topic-partitions, --path-to-json-file, --topic\n")
+                              "topic, all-topic-partitions, path-to-json-file\n")
+    fastest = cluster.tool(ELECTION, "--election-type", "fastest", "--topic", "elect",
+                           "--partition", "0")
+    assert (fastest.code, fastest.err) == (
+        1, "Cannot parse argument 'fastest' of option election-type\njoptsimple."
+           "OptionArgumentConversionException: Cannot parse argument 'fastest' of option "
+           "election-type\nCaused by: joptsimple.ValueConversionException: Value [fastest] "
+           "is not one of [[PREFERRED,UNCLEAN]]\n\n")
     malformed = tmp_path / "bad.json"
     malformed.write_text('{"partitions": [')
     bad = cluster.tool(ELECTION, "--election-type", "preferred", "--path-to-json-file",
@@ -74,7 +84,12 @@ def test_bad_input(cluster: ToolCluster, tmp_path: Path) -> None:
     assert unknown.out.startswith("Error completing leader election (PREFERRED) for "
                                   "partition: no-such-topic-0: org.apache.kafka.common."
                                   "errors.UnknownTopicOrPartitionException: ")
-    assert unknown.err == "1 replica(s) could not be elected\n"
+    assert unknown.out.endswith("UnknownTopicOrPartitionException: The partition does not "
+                                "exist.\n")  # the controller's words, as Kafka's
+    assert unknown.err == (
+        f"1 replica(s) could not be elected\n{failed}: 1 replica(s) could not be elected\n"
+        "\tSuppressed: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: "
+        "The partition does not exist.\n\n")
     unreachable = run(ELECTION, "--bootstrap-server", "127.0.0.1:1", "--election-type",
                       "preferred", "--all-topic-partitions")
     assert unreachable.code == 1 and unreachable.err.endswith("(Connection refused)\n")

@@ -113,26 +113,41 @@ def test_bad_plans_change_nothing(cluster: ToolCluster, tmp_path: Path) -> None:
         {"topic": "steady-rf", "partition": 0, "replicas": [1, 2],
          "log_dirs": ["/data/a", "any"]}]}))
     missing = _plan(tmp_path / "missing.json", "no-such-topic", {0: [1]})
+    # Kafka 3.9.1's ReassignPartitionsCommand prints a failure on stdout: the message,
+    # the Java exception (a broker's error wrapped in the AdminClient's
+    # ExecutionException), an empty line
+    failed = "org.apache.kafka.server.common.AdminCommandFailedException"
+    unknown_topic = ("org.apache.kafka.common.errors.UnknownTopicOrPartitionException: "
+                     "Topic no-such-topic not found.")
     cases = {
-        str(malformed): "Error: The input string is not a valid JSON\n",
-        unknown_broker: "Error: Unknown broker id 7\n",
-        missing: "Error: Topic no-such-topic not found.\n",
+        str(malformed): f"Error: The input string is not a valid JSON\n{failed}: The input "
+                        "string is not a valid JSON\n\n",
+        unknown_broker: f"Error: Unknown broker id 7\n{failed}: Unknown broker id 7\n\n",
+        missing: f"Error: {unknown_topic}\njava.util.concurrent.ExecutionException: "
+                 f"{unknown_topic}\nCaused by: {unknown_topic}\n\n",
     }
     for path, message in cases.items():
         result = cluster.tool(REASSIGN, "--execute", "--reassignment-json-file", path)
-        assert (result.code, result.out, result.err) == (1, "", message), path
+        assert (result.code, result.out, result.err) == (1, message, ""), path
+    # as Kafka 3.9: the (unchanged) replicas are reassigned, then the move fails
     dirs = cluster.tool(REASSIGN, "--execute", "--reassignment-json-file", str(log_dir))
-    assert dirs.code == 1 and dirs.err.startswith(
-        "Error: Moving replicas between log directories is not supported yet")
+    assert dirs.code == 1 and dirs.out.endswith(
+        "Error: Failed to alter dir for steady-rf-0-1\n"
+        f"{failed}: Failed to alter dir for steady-rf-0-1\nCaused by: "
+        "java.util.concurrent.ExecutionException: org.apache.kafka.common.errors."
+        "LogDirNotFoundException: The user-specified log directory is not found in the "
+        "broker config.\n\n"), dirs.out
     no_file = cluster.tool(REASSIGN, "--verify")
     assert no_file.err.startswith('Missing required argument "[reassignment-json-file]"')
     too_few = tmp_path / "topics.json"
     too_few.write_text('{"topics":[{"topic":"steady-rf"}],"version":1}')
     small = cluster.tool(REASSIGN, "--generate", "--topics-to-move-json-file", str(too_few),
                          "--broker-list", "3")
-    assert (small.code, small.err) == (
-        1, "Error: Replication factor: 2 larger than available brokers: 1.\n")
+    assert (small.code, small.out.splitlines()[0]) == (
+        1, "Error: Replication factor: 2 larger than available brokers: 1.")
     unreachable = run(REASSIGN, "--bootstrap-server", "127.0.0.1:1", "--list")
-    assert unreachable.code == 1 and unreachable.err.endswith("(Connection refused)\n")
+    # as every failure: "Error: ...", the exception and an empty line on standard output
+    assert unreachable.code == 1 and unreachable.out.startswith(
+        "Error: Could not connect to any bootstrap server: 127.0.0.1:1 (Connection refused)\n")
     assert cluster.describe("steady-rf") == before
     assert cluster.ok(REASSIGN, "--list") == "No partition reassignments found.\n"

@@ -110,8 +110,9 @@ class LeadershipMoves:
         for name, index in partitions:
             read = await self._state(name, index)
             if read is None:
+                # Kafka 3.9's controller words it so, without the partition's name
                 results[(name, index)] = UnknownTopicOrPartitionError(
-                    f"{name}-{index} does not exist")
+                    "The partition does not exist.")
                 continue
             topic, state, version = read
             replicas = topic.assignment[index]

@@ -15,7 +15,7 @@ from moldau.protocol.generated.incremental_alter_configs_request import (
 from moldau.tools import configs_quotas, configs_users
 from moldau.tools.admin import Admin
 from moldau.tools.common import admin_from, bootstrap_opts
-from moldau.tools.kafka_errors import KafkaToolError, check
+from moldau.tools.kafka_errors import check, check_as_java
 from moldau.tools.options import Opt, Options, ToolError, UsageError, forbid
 from moldau.tools.properties import load_properties
 from moldau.tools.runner import ArgumentError, Tool
@@ -25,8 +25,8 @@ CLIENTS, IPS = "clients", "ips"
 SUPPORTED = (TOPICS, BROKERS, LOGGERS, USERS, CLIENTS, IPS)
 # the entity types an --alter may name by default entity as well as by name
 DEFAULTABLE = (USERS, CLIENTS, BROKERS, IPS)
-KAFKA_TYPES = ("topics", "clients", "users", "brokers", "broker-loggers", "ips",
-               "client-metrics", "groups")
+KAFKA_TYPES = ("topics", "clients", "users", "brokers", "ips", "broker-loggers",
+               "client-metrics")  # Kafka 3.9.1's, in its order
 ZK_TYPES = ("users", "brokers")  # what 3.9 still configures through --zookeeper
 RESOURCE = {TOPICS: 2, BROKERS: 4, LOGGERS: 8}
 # the source that makes an entry "dynamic" for each entity type (None: every entry)
@@ -197,7 +197,7 @@ def describe_entries(admin: Admin, kind: str, name: str, synonyms: bool) -> list
             resource_type=RESOURCE[kind], resource_name=name, configuration_keys=None)],
         include_synonyms=synonyms, include_documentation=False)
     result = answer.results[0]
-    check(result.error_code, result.error_message)
+    check_as_java(result.error_code, result.error_message)
     return result.configs
 
 
@@ -233,11 +233,13 @@ def describe(admin: Admin, options: Options, kind: str, name: str | None) -> int
         names = [str(b.node_id) for b in admin.metadata([]).brokers] + [""]
     describe_all = options.has("all")
     for each in names:
-        entries = resource_configs(admin, kind, each, True, describe_all)
+        # the header first: Kafka's prints it before it asks (and fails)
         if each == "":
-            print(f"Default configs for {kind} in the cluster are:")
+            print(f"Default configs for {kind} in the cluster are:", flush=True)
         else:
-            print(f"{'All' if describe_all else 'Dynamic'} configs for {kind[:-1]} {each} are:")
+            print(f"{'All' if describe_all else 'Dynamic'} configs for {kind[:-1]} {each} are:",
+                  flush=True)
+        entries = resource_configs(admin, kind, each, True, describe_all)
         for entry in entries:
             print(entry_line(entry))
     return 0
@@ -264,8 +266,6 @@ def alter(admin: Admin, options: Options, kind: str, name: str) -> int:
             resource_type=RESOURCE[kind], resource_name=name, configs=ops)],
         validate_only=False)
     result = answer.responses[0]
-    if result.error_code == 40:  # InvalidConfigurationException: the message alone
-        raise ArgumentError(KafkaToolError(40, result.error_message).args[0])
     check(result.error_code, result.error_message)
     if name:
         print(f"Completed updating config for {kind[:-1]} {name}.")
@@ -341,4 +341,5 @@ def run(options: Options) -> int:
 TOOL = Tool("configs", "This tool helps to manipulate and describe entity config for a topic, "
             "client, user, broker, ip, client-metrics or group", OPTIONS, run,
             "Error while executing config command with args '{args}' : ",
-            plain_parse_errors=True)
+            plain_parse_errors=True,
+            broker_error_header="Error while executing config command with args '{args}'")

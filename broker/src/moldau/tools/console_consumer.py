@@ -30,6 +30,12 @@ TP = tuple[str, int]
 # a fetched record: (topic, partition, record, timestamp type)
 Fetched = tuple[str, int, Record, int]
 CONSUMER_LOGGER = "org.apache.kafka.clients.consumer.ConsumerConfig"
+DEFAULT_FORMATTERS = ("kafka.tools.DefaultMessageFormatter",
+                      "org.apache.kafka.tools.consumer.DefaultMessageFormatter")
+# Kafka 3.9's other formatters, which Moldau does not print like
+KAFKA_FORMATTERS = tuple(f"{package}.{name}" for package in ("kafka.tools",
+                                                             "org.apache.kafka.tools.consumer")
+                         for name in ("LoggingMessageFormatter", "NoOpMessageFormatter"))
 TOOL_LOGGER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 
 OPTIONS = [
@@ -107,7 +113,9 @@ class Formatter:
             columns.append(self._text(record.key))
         if self.value:
             columns.append(self._text(record.value))
-        return self.key_separator.join(columns) + (self.line_separator if self.value else "")
+        # as Kafka's writeTo: each column is followed by the key separator, the last one by
+        # the line separator (so a record without its value still ends its line)
+        return self.key_separator.join(columns) + self.line_separator if columns else ""
 
 
 def _unescape(text: str) -> str:
@@ -119,7 +127,7 @@ def check_args(options: Options) -> None:
         raise UsageError('Missing required argument "[bootstrap-server]"')
     sources = [o for o in ("topic", "include", "whitelist") if options.has(o)]
     if len(sources) != 1 and not (set(sources) == {"include", "whitelist"}):
-        raise UsageError("Exactly one of include/topic is required.")
+        raise UsageError("Exactly one of --include/--topic is required. ")
     if options.has("partition") and not options.has("topic"):
         raise UsageError("The topic is required when partition is specified.")
     if options.has("offset") and not options.has("partition"):
@@ -128,6 +136,12 @@ def check_args(options: Options) -> None:
         raise UsageError("Options from-beginning and offset cannot be specified together.")
     if options.has("group") and options.has("partition"):
         raise UsageError("Options group and partition cannot be specified together.")
+    formatter = options.get("formatter")
+    if formatter not in DEFAULT_FORMATTERS:
+        if formatter in KAFKA_FORMATTERS:
+            raise ArgumentError(f"{formatter} is not supported by Moldau's console consumer: "
+                                "only the default formatter is")
+        raise UsageError(formatter)  # Kafka's: the ClassNotFoundException's message
     offset = options.get("offset")
     if offset not in ("earliest", "latest") and not re.fullmatch(r"\d+", offset or ""):
         raise UsageError(f"The provided offset value '{offset}' is incorrect. Valid values "
@@ -322,8 +336,10 @@ def run(options: Options) -> int:
                         break
                 sys.stdout.flush()
                 if timeout_ms is not None and (time.monotonic() - last_message) * 1000 > timeout_ms:
-                    print("[moldau] ERROR Error processing message, terminating consumer "
-                          "process:  org.apache.kafka.common.errors.TimeoutException",
+                    # Kafka's ConsoleConsumer logs the consumer's TimeoutException so
+                    print(log4j_error("Error processing message, terminating consumer "
+                                      "process: ", TOOL_LOGGER)
+                          + "\norg.apache.kafka.common.errors.TimeoutException",
                           file=sys.stderr)
                     break
                 if member is not None:

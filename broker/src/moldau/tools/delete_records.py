@@ -19,18 +19,28 @@ OPTIONS = [
         "use is:\n{\"partitions\":\n  [{\"topic\": \"foo\", \"partition\": 1, \"offset\": 1}],\n "
         "\"version\":1\n}", "Offset json file path"),
 ]
+ADMIN_OPERATION = "org.apache.kafka.server.common.AdminOperationException"
 EXCEPTIONS = {1: "OffsetOutOfRangeException", 3: "UnknownTopicOrPartitionException",
               5: "LeaderNotAvailableException", 6: "NotLeaderOrFollowerException",
               7: "TimeoutException", 29: "TopicAuthorizationException",
               56: "KafkaStorageException", 73: "PolicyViolationException"}
 
 
+def _java_failure(exception: str, message: str) -> ArgumentError:
+    """Kafka 3.9's DeleteRecordsCommand ends on any exception with its message, then the
+    exception (its stack trace, whose frames Moldau has none of) and an empty line, all on
+    stderr."""
+    return ArgumentError(f"{message}\n{exception}: {message}\n")
+
+
 def parse_offsets(text: str) -> list[tuple[str, int, int]]:
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ArgumentError(f"The input string is not a valid JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("partitions"), list):
+    except json.JSONDecodeError:
+        raise _java_failure(ADMIN_OPERATION, "The input string is not a valid JSON") from None
+    if not isinstance(data, dict) or "partitions" not in data:
+        raise _java_failure(ADMIN_OPERATION, "Missing partitions field")
+    if not isinstance(data["partitions"], list):
         raise ArgumentError("Offset json file doesn't contain a partitions array")
     out = []
     for item in data["partitions"]:
@@ -42,7 +52,8 @@ def parse_offsets(text: str) -> list[tuple[str, int, int]]:
     counts = Counter((t, p) for t, p, _ in out)
     duplicates = sorted({f"{t}-{p}" for (t, p), n in counts.items() if n > 1})
     if duplicates:
-        raise ArgumentError("Offset json file contains duplicate topic partitions: "
+        raise _java_failure("org.apache.kafka.server.common.AdminCommandFailedException",
+                            "Offset json file contains duplicate topic partitions: "
                             + ",".join(duplicates))
     return out
 

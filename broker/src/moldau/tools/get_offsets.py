@@ -8,10 +8,11 @@ import re
 
 from moldau.tools.admin import Admin, list_offsets
 from moldau.tools.common import client_config
-from moldau.tools.options import LONG, Opt, Options, UsageError
+from moldau.tools.options import LONG, Opt, Options, ToolError, UsageError
 from moldau.tools.runner import ArgumentError, Tool
 
-NAMED_TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3}
+NAMED_TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3, "earliest-local": -4,
+               "latest-tiered": -5}
 INTERNAL = {"__consumer_offsets", "__transaction_state"}
 
 OPTIONS = [
@@ -28,7 +29,8 @@ OPTIONS = [
         "specified, it will find offsets for all partitions.", "partition ids"),
     Opt("time", "timestamp of the offsets before that. [Note: No offset is returned, if the "
         "timestamp greater than recently committed record timestamp is given.]",
-        "<timestamp> / -1 or latest / -2 or earliest / -3 or max-timestamp",
+        "<timestamp> / -1 or latest / -2 or earliest / -3 or max-timestamp / -4 or "
+        "earliest-local / -5 or latest-tiered",
         default="latest"),
     Opt("command-config", "Property file containing configs to be passed to Admin Client.",
         "config file"),
@@ -44,9 +46,9 @@ def _time(text: str) -> int:
     try:
         return LONG(text)
     except ValueError:
-        raise ArgumentError(f"Malformed time argument {text}. Please use -1 or latest / -2 "
-                            "or earliest / -3 or max-timestamp, or a specified long format "
-                            "timestamp") from None
+        raise ToolError(f"Malformed time argument {text}. Please use -1 or latest / -2 or "
+                        "earliest / -3 or max-timestamp / -4 or earliest-local / -5 or "
+                        "latest-tiered, or a specified long format timestamp") from None
 
 
 def _filters(options: Options) -> list[tuple[re.Pattern[str], range | None]]:
@@ -54,7 +56,7 @@ def _filters(options: Options) -> list[tuple[re.Pattern[str], range | None]]:
     --topic-partitions."""
     if options.has("topic-partitions"):
         if options.has("topic") or options.has("partitions"):
-            raise UsageError("--topic-partitions cannot be used with --topic or --partitions")
+            raise ToolError("--topic-partitions cannot be used with --topic or --partitions")
         filters = []
         for item in options.get("topic-partitions").split(","):
             match = _PATTERN.fullmatch(item.strip())
@@ -96,12 +98,12 @@ def run(options: Options) -> int:
                        for rx, r in filters):
                     found.append((topic.name, p.partition_index))
         if not found:
-            raise ArgumentError("Could not match any topic-partitions with the specified "
-                                "filters")
+            raise ToolError("Could not match any topic-partitions with the specified filters")
         offsets = list_offsets(admin, found, when)
         for topic, partition in found:
             offset = offsets.get((topic, partition), -1)
-            print(f"{topic}:{partition}:{offset if offset >= 0 else ''}")
+            if offset >= 0:  # as Kafka's: a partition without an offset for it is left out
+                print(f"{topic}:{partition}:{offset}")
     return 0
 
 

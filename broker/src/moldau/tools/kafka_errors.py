@@ -64,3 +64,14 @@ class KafkaToolError(ToolError):
 def check(code: int, message: str | None = None) -> None:
     if code:
         raise KafkaToolError(code, message)
+
+
+def check_as_java(code: int, message: str | None) -> None:
+    """`check`, reading the message as Kafka's Java client does: a null message is the
+    error's default text, an empty one stays empty (Kafka's DescribeConfigs answers an
+    unknown topic so)."""
+    if code:
+        error = KafkaToolError(code, message)
+        if message == "":
+            error.args = ("",)
+        raise error

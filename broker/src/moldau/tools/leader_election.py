@@ -10,7 +10,7 @@ from moldau.protocol.generated.elect_leaders_request import ElectLeadersRequest
 from moldau.tools.admin import Admin
 from moldau.tools.common import client_config
 from moldau.tools.kafka_errors import check, error_text
-from moldau.tools.options import Opt, Options, UsageError, require
+from moldau.tools.options import Opt, Options, require
 from moldau.tools.runner import ArgumentError, Tool
 
 TYPES = {"PREFERRED": 0, "UNCLEAN": 1}
@@ -45,6 +45,16 @@ OPTIONS = [
         "the election is only performed if there are no leader for the topic partition. "
         "REQUIRED.", "election type"),
 ]
+
+
+ADMIN_FAILED = "org.apache.kafka.server.common.AdminCommandFailedException"
+
+
+def failure(message: str, exception: str = ADMIN_FAILED, *details: str) -> ArgumentError:
+    """Kafka 3.9's LeaderElectionCommand ends on any exception with its message, then the
+    exception and what it carries (`details`: Caused by, Suppressed; the stack frames
+    Moldau has none of) and an empty line, all on stderr."""
+    return ArgumentError("\n".join([message, f"{exception}: {message}", *details, ""]))
 
 
 def read_partitions(path: str) -> list[tuple[str, int]]:
@@ -104,24 +114,35 @@ def report(election: str, results: list[tuple[str, int, int, str | None]]) -> in
               f"org.apache.kafka.common.errors.{EXCEPTIONS.get(code, 'ApiException')}: "
               f"{error_text(code, message)}")
     if failed:
-        raise ArgumentError(f"{len(failed)} replica(s) could not be elected")
+        raise failure(f"{len(failed)} replica(s) could not be elected", ADMIN_FAILED, *(
+            f"\tSuppressed: org.apache.kafka.common.errors."
+            f"{EXCEPTIONS.get(code, 'ApiException')}: {error_text(code, message)}"
+            for _, code, message in failed))
     return 0
 
 
 def run(options: Options) -> int:
-    require(options, "bootstrap-server", "election-type")
-    election = options.get("election-type").upper()
-    if election not in TYPES:
-        raise UsageError(f"Unknown election type: {options.get('election-type')}")
-    given = [o for o in ("all-topic-partitions", "path-to-json-file", "topic")
+    # Kafka 3.9's checks, in its order: the election type's value (jopt-simple's
+    # conversion), the required options, then the choice of partitions
+    election = (options.get("election-type") or "").upper()
+    if options.has("election-type") and election not in TYPES:
+        given_type = options.get("election-type")
+        raise failure(f"Cannot parse argument '{given_type}' of option election-type",
+                      "joptsimple.OptionArgumentConversionException",
+                      f"Caused by: joptsimple.ValueConversionException: Value [{given_type}] "
+                      "is not one of [[PREFERRED,UNCLEAN]]")
+    missing = [o for o in ("bootstrap-server", "election-type") if not options.has(o)]
+    if missing:
+        raise failure(f"Missing required option(s): {', '.join(missing)}")
+    given = [o for o in ("topic", "all-topic-partitions", "path-to-json-file")
              if options.has(o)]
     if len(given) != 1:
-        raise UsageError("One and only one of the following options is required: "
-                         "--all-topic-partitions, --path-to-json-file, --topic")
+        raise failure("One and only one of the following options is required: "
+                      "topic, all-topic-partitions, path-to-json-file")
     if options.has("topic") and not options.has("partition"):
-        raise UsageError("Missing required option(s): partition")
+        raise failure("Missing required option(s): partition")
     if options.has("partition") and not options.has("topic"):
-        raise UsageError("Option partition is only allowed if topic is used")
+        raise failure("Option partition is only allowed if topic is used")
     wanted: list[tuple[str, int]] | None = None
     if options.has("topic"):
         wanted = [(options.get("topic"), options.get("partition"))]

@@ -34,7 +34,7 @@ def _partitions(result: DescribeLogDirsResponse.DescribeLogDirsResult,
 
 def run(options: Options) -> int:
     if not options.has("describe"):
-        raise UsageError("Command must include exactly one action: --describe")
+        raise UsageError('Missing required argument "[describe]"')
     require(options, "bootstrap-server")
     topics = {t for t in options.get("topic-list").split(",") if t}
     with admin_from(options) as admin:
@@ -58,13 +58,14 @@ def run(options: Options) -> int:
             answer = admin.call("DescribeLogDirs", 2, broker, topics=None if not topics else [
                 DescribeLogDirsRequest.DescribableLogDirTopic(
                     topic=t, partitions=_all_partitions(admin, t)) for t in sorted(topics)])
+            # Kafka 3.9 prints its document's keys in Java HashMap order: followed here
             brokers.append({"broker": broker, "logDirs": [
-                {"logDir": r.log_dir,
+                {"partitions": _partitions(r, topics),
                  "error": None if not r.error_code else _exception(r.error_code),
-                 "partitions": _partitions(r, topics)} for r in answer.results]})
+                 "logDir": r.log_dir} for r in answer.results]})
         print("Received log directory information from brokers "
               + ",".join(map(str, wanted)))
-        print(json.dumps({"version": 1, "brokers": brokers}, separators=(",", ":")))
+        print(json.dumps({"brokers": brokers, "version": 1}, separators=(",", ":")))
     return 0
 
 

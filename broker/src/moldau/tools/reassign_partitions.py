@@ -19,8 +19,24 @@ from moldau.protocol.generated.list_partition_reassignments_response import (
 from moldau.tools.admin import Admin
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import check, error_text
-from moldau.tools.options import LONG, Opt, Options, ToolError, exactly_one, require
-from moldau.tools.reassignment_json import TP, format_plan, parse_plan, parse_topics, read_file
+from moldau.tools.options import (
+    LONG,
+    Opt,
+    Options,
+    ToolError,
+    UsageError,
+    exactly_one,
+    require,
+)
+from moldau.tools.reassignment_json import (
+    TP,
+    format_plan,
+    parse_log_dirs,
+    parse_plan,
+    parse_topics,
+    read_file,
+)
+from moldau.tools.replica_moves import execute_moves, move_states
 from moldau.tools.runner import ArgumentError, Tool
 
 # a partition's reassignment in progress, as the controller lists it
@@ -74,6 +90,29 @@ OPTIONS = [
 ]
 
 
+ADMIN_FAILED = "org.apache.kafka.server.common.AdminCommandFailedException"
+UNKNOWN_PARTITION = "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"
+
+
+class CommandFailure(ToolError):
+    """A failure Kafka 3.9's ReassignPartitionsCommand reports on stdout: `Error: ` and the
+    message, the Java exception (whose stack frames Moldau has none of), an empty line;
+    exit 1. `exception` is its class; a broker's error (`cause`) comes wrapped in the
+    AdminClient's ExecutionException."""
+
+    def __init__(self, message: str, exception: str = ADMIN_FAILED,
+                 cause: str | None = None) -> None:
+        super().__init__(f"{cause}: {message}" if cause else message)
+        self.java = (f"java.util.concurrent.ExecutionException: {self}\nCaused by: {self}"
+                     if cause else f"{exception}: {self}")
+
+
+def _print_failure(error: ToolError) -> int:
+    java = error.java if isinstance(error, CommandFailure) else f"{ADMIN_FAILED}: {error}"
+    print(f"Error: {error}\n{java}\n", flush=True)
+    return 1
+
+
 def _tp(tp: TP) -> str:
     return f"{tp[0]}-{tp[1]}"
 
@@ -83,7 +122,7 @@ def current_assignment(admin: Admin, topics: list[str]) -> dict[TP, list[int]]:
     found = {}
     for t in answer.topics:
         if t.error_code == 3:
-            raise ToolError(f"Topic {t.name} not found.")
+            raise CommandFailure(f"Topic {t.name} not found.", cause=UNKNOWN_PARTITION)
         check(t.error_code)
         for p in t.partitions:
             found[(t.name, p.partition_index)] = list(p.replica_nodes)
@@ -206,7 +245,8 @@ def execute(admin: Admin, options: Options) -> int:
     current = current_assignment(admin, [t for t, _ in plan])
     missing = [tp for tp in plan if tp not in current]
     if missing:
-        raise ToolError("Unable to find partition: " + ", ".join(map(_tp, missing)))
+        raise CommandFailure("Unable to find partition: " + ", ".join(map(_tp, missing)),
+                             cause=UNKNOWN_PARTITION)
     print("Current partition replica assignment\n\n"
           + format_plan({tp: current[tp] for tp in plan})
           + "\n\nSave this to use as the --reassignment-json-file option during rollback")
@@ -227,6 +267,9 @@ def execute(admin: Admin, options: Options) -> int:
     names = ",".join(_tp(tp) for tp in sorted(plan))
     print(f"Successfully started partition reassignment{'' if len(plan) == 1 else 's'} "
           f"for {names}")
+    moves = parse_log_dirs(read_file(options.get("reassignment-json-file")))
+    if moves:  # log_dirs other than "any": AlterReplicaLogDirs (replica_moves.py)
+        execute_moves(admin, moves, options.get("timeout"))
     return 0
 
 
@@ -245,8 +288,10 @@ def verify(admin: Admin, options: Options) -> int:
                          f"replica set is {','.join(map(str, current.get(tp, [])))} rather "
                          f"than {','.join(map(str, plan[tp]))}.")
     print("\n".join(lines))
-    print()  # Kafka's (empty) report of log dir moves
-    if not running and not options.has("preserve-throttles"):
+    moves_text, moving = move_states(
+        admin, parse_log_dirs(read_file(options.get("reassignment-json-file"))))
+    print(moves_text)  # the log dir moves (an empty line without any)
+    if not running and not moving and not options.has("preserve-throttles"):
         clear_throttles(admin, plan)
     return 0
 
@@ -296,9 +341,14 @@ def run(options: Options) -> int:
     require(options, "bootstrap-server")
     if action in ("execute", "verify", "cancel"):
         require(options, "reassignment-json-file")
-    with admin_from(options) as admin:
-        return {"generate": generate, "execute": execute, "verify": verify,
-                "cancel": cancel, "list": list_reassignments}[action](admin, options)
+    with admin_from(options) as admin:  # an unreachable server: one line on stderr
+        try:
+            return {"generate": generate, "execute": execute, "verify": verify,
+                    "cancel": cancel, "list": list_reassignments}[action](admin, options)
+        except (UsageError, ArgumentError):
+            raise
+        except ToolError as exc:
+            return _print_failure(exc)
 
 
 TOOL = Tool("reassign-partitions", "This tool helps to move topic partitions between "

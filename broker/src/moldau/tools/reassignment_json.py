@@ -49,8 +49,8 @@ def parse_topics(text: str) -> list[str]:
 
 
 def parse_plan(text: str) -> dict[TP, list[int]]:
-    """The partitions and target replicas of a plan, with Kafka's checks. Log dirs other
-    than "any" are refused: Moldau does not move replicas between log dirs yet."""
+    """The partitions and target replicas of a plan, with Kafka's checks (the log dirs:
+    parse_log_dirs)."""
     data = _load(text)
     plan: dict[TP, list[int]] = {}
     duplicates = []
@@ -62,10 +62,6 @@ def parse_plan(text: str) -> dict[TP, list[int]]:
             if len(dirs) != len(replicas):
                 raise ToolError(f"Size of replicas list {replicas} is different from size "
                                     f"of log dirs list {dirs} for partition {tp[0]}-{tp[1]}")
-            if any(d != ANY for d in dirs):
-                raise ToolError(f"Moving replicas between log directories is not "
-                                    f"supported yet (log_dirs of {tp[0]}-{tp[1]}: {dirs}); "
-                                    'use "any"')
             if tp in plan:
                 duplicates.append(f"{tp[0]}-{tp[1]}")
             plan[tp] = replicas
@@ -94,3 +90,16 @@ def format_plan(assignment: dict[TP, list[int]]) -> str:
                    "log_dirs": [ANY] * len(assignment[(t, p)])}
                   for t, p in sorted(assignment)]
     return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
+
+
+def parse_log_dirs(text: str) -> dict[tuple[str, int, int], str]:
+    """The log dirs a plan asks for, by (topic, partition, broker); "any" asks for none
+    (parse_plan checks the file first)."""
+    moves: dict[tuple[str, int, int], str] = {}
+    for entry in _load(text).get("partitions", []):
+        replicas = [int(r) for r in entry["replicas"]]
+        for replica, path in zip(replicas, entry.get("log_dirs", [ANY] * len(replicas)),
+                                 strict=True):
+            if path != ANY:
+                moves[(str(entry["topic"]), int(entry["partition"]), replica)] = str(path)
+    return moves

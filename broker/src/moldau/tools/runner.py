@@ -55,6 +55,9 @@ class Tool:
     # goes to stdout after the prefix, and its exception is logged at ERROR on stderr
     # under this logger; "" keeps every failure on stderr
     error_logger: str = ""
+    # Scala ConfigCommand's way for a broker's error: this header ("{args}": the command
+    # line), then the AdminClient's ExecutionException and its cause, on stderr
+    broker_error_header: str = ""
 
     def parser(self) -> OptionParser:
         return OptionParser(self.options)
@@ -82,6 +85,17 @@ class Tool:
                 self.check(options)
             try:
                 return self.run(options)
+            except KafkaToolError as exc:
+                if self.broker_error_header:
+                    header = self.broker_error_header.replace("{args}", " ".join(argv))
+                    cause = f"{exc.exception_class}: {exc}"
+                    print(f"{header}\njava.util.concurrent.ExecutionException: {cause}\n"
+                          f"Caused by: {cause}", file=sys.stderr)
+                    return 1
+                if not self.error_logger:
+                    raise
+                self._print_logged(exc, self._prefix(argv))
+                return 1
             except ToolError as exc:
                 if not self.error_logger:
                     raise

@@ -83,7 +83,8 @@ def _argparse4j_message(message: str) -> str:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(1, f"{self.prog}: error: {_argparse4j_message(message)}\n")
+        # argparse4j names the tool alone, even for a command's own arguments
+        self.exit(1, f"{PROG}: error: {_argparse4j_message(message)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,8 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--bootstrap-server", metavar="host:port", required=True,
                         help="hostname and port for the broker to connect to, in the form "
                              "`host:port`  (multiple comma-separated entries can be given)")
+    # a command's usage starts as argparse4j's does: the tool and its required option
     commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND",
-                                     required=True)
+                                     required=True, prog=f"{PROG} --bootstrap-server host:port")
 
     listing = commands.add_parser("list", help="list transactions")
     listing.add_argument("--duration-filter", type=LONG, help=(

@@ -94,6 +94,11 @@ ResultT = TypeVar("ResultT", AlterConfigsResponse.AlterConfigsResourceResponse,
                   IncrementalAlterConfigsResponse.AlterConfigsResourceResponse)
 
 
+class _TopicNotFound(UnknownTopicOrPartitionError):
+    """DescribeConfigs of a topic that does not exist: Kafka 3.9 answers it with an empty
+    error message (the client shows none), not the error's default text."""
+
+
 def resource_str(resource_type: int, name: str) -> str:
     """ConfigResource.toString: ConfigResource(type=TOPIC, name='orders')."""
     return f"ConfigResource(type={RESOURCE_TYPE_NAMES.get(resource_type, 'UNKNOWN')}, " \
@@ -240,7 +245,8 @@ class DescribeConfigsHandler:
             except KafkaError as exc:
                 log.info("Error processing describe configs request for resource %s: %s",
                          resource_str(rtype, name), exc)
-                results.append(DescribeResult(error_code=exc.code, error_message=str(exc) or None,
+                message = "" if isinstance(exc, _TopicNotFound) else str(exc) or None
+                results.append(DescribeResult(error_code=exc.code, error_message=message,
                                               resource_type=rtype, resource_name=name,
                                               configs=[]))
         return DescribeConfigsResponse(results=results)
@@ -249,7 +255,7 @@ class DescribeConfigsHandler:
                      include_synonyms: bool) -> list[Entry]:
         validate_topic_name(name)  # INVALID_TOPIC_EXCEPTION, as Kafka's Topic.validate
         if name not in self.metadata.topics:
-            raise UnknownTopicOrPartitionError()
+            raise _TopicNotFound()
         overrides = await self.zk.call(self.zk.client.get_entity_config, "topics", name)
         try:
             config = LogConfig.from_properties(dict(overrides), dynamic.log_config())
