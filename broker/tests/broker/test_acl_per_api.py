@@ -82,6 +82,9 @@ from moldau.protocol.generated import (
 )
 from moldau.protocol.generated.add_offsets_to_txn_request import AddOffsetsToTxnRequest
 from moldau.protocol.generated.add_partitions_to_txn_request import AddPartitionsToTxnRequest
+from moldau.protocol.generated.alter_replica_log_dirs_request import (
+    AlterReplicaLogDirsRequest,
+)
 from moldau.protocol.generated.api import ApiKey
 from moldau.protocol.generated.describe_producers_request import DescribeProducersRequest
 from moldau.protocol.generated.describe_transactions_request import (
@@ -1118,6 +1121,18 @@ def incremental_alter_configs_allowed(w: World, answer: Any) -> None:
 # DescribeCluster (60)
 
 
+def alter_replica_log_dirs(w: World) -> Any:
+    A = AlterReplicaLogDirsRequest
+    return w.ask(ApiKey.ALTER_REPLICA_LOG_DIRS, A(dirs=[A.AlterReplicaLogDir(
+        path="/no/such/dir", topics=[A.AlterReplicaLogDirTopic(name=w.n.ok, partitions=[0])])]))
+
+
+def alter_replica_log_dirs_checks(code: int) -> Callable[[World, Any], None]:
+    def check(w: World, answer: Any) -> None:
+        assert [p.error_code for t in answer.results for p in t.partitions] == [code]
+    return check
+
+
 def describe_log_dirs(w: World) -> Any:
     return w.ask(ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest(topics=None))
 
@@ -1520,6 +1535,10 @@ ROWS: tuple[Row, ...] = (
     Row(ApiKey.ALTER_CONFIGS, alter_configs,
         lambda n: (*topic(n.ok, AclOperation.ALTER_CONFIGS), cluster(AclOperation.ALTER_CONFIGS)),
         alter_configs_denied, alter_configs_allowed),
+    # allowed, the unknown dir answers LOG_DIR_NOT_FOUND (57)
+    Row(ApiKey.ALTER_REPLICA_LOG_DIRS, alter_replica_log_dirs,
+        lambda n: (cluster(AclOperation.ALTER),),
+        alter_replica_log_dirs_checks(CLUSTER_DENIED), alter_replica_log_dirs_checks(57)),
     Row(ApiKey.DESCRIBE_LOG_DIRS, describe_log_dirs, lambda n: (cluster(_D),),
         describe_log_dirs_denied, describe_log_dirs_allowed),
     Row(ApiKey.CREATE_PARTITIONS, create_partitions,

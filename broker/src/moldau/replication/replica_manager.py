@@ -28,6 +28,8 @@ from moldau.storage.config import LogConfig
 from moldau.storage.log import PartitionLog
 from moldau.storage.log_manager import LogManager
 
+from .alter_log_dirs import LogDirMover
+
 state_change_log = logging.getLogger("state.change.logger")
 
 class KnownPartitions(Protocol):
@@ -195,6 +197,8 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.isr_writer = isr_writer
         self._isr_tasks: set[asyncio.Future[None]] = set()
+        # moves of replicas between this broker's log dirs (AlterReplicaLogDirs)
+        self.log_dir_mover = LogDirMover(self)
         # Kafka's ReplicaManager meters (the broker puts registered ones here)
         self.isr_expands, self.isr_shrinks, self.failed_isr_updates = Meter(), Meter(), Meter()
 
@@ -307,6 +311,8 @@ class ReplicaManager:
             state_change_log.info("Follower %s starts at leader epoch %d with leader %d",
                                   partition.name, state.leader_epoch, state.leader)
         partition.wake()
+        if tp in self.log_manager.futures.logs:  # a move found at startup resumes
+            self.log_dir_mover.wake()
         return partition
 
     def stop_replica(self, topic: str, index: int, delete: bool) -> None:
@@ -387,6 +393,7 @@ class ReplicaManager:
                 pass
 
     def shutdown(self) -> None:
+        self.log_dir_mover.stop()
         for task in self._isr_tasks:
             task.cancel()
         for partition in self.partitions.values():

@@ -187,6 +187,8 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
     ApiKey.ALTER_CONFIGS: ApiEntry(h.AlterConfigsHandler, (
         _cluster("ALTER_CONFIGS", Scope.EACH, "BROKER resources"),
         _topic("ALTER_CONFIGS", when="TOPIC resources"))),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: ApiEntry(h.AlterReplicaLogDirsHandler, (
+        _cluster("ALTER", when="a denial answers 31 in every partition"),)),
     ApiKey.DESCRIBE_LOG_DIRS: ApiEntry(h.DescribeLogDirsHandler, (_cluster("DESCRIBE"),)),
     ApiKey.CREATE_PARTITIONS: ApiEntry(h.CreatePartitionsHandler, (_topic("ALTER"),),
                                        Quota.CONTROLLER_MUTATION),

@@ -37,10 +37,17 @@ from moldau.metrics.http import METRICS_HOST_ENV, METRICS_PORT_ENV, MetricsServe
 from moldau.metrics.loop_idle import LoopIdle
 from moldau.metrics.registry import TICK_S, MetricsRegistry
 from moldau.metrics.runtime import stop_runtime, watch_runtime
+from moldau.replication.alter_log_dirs import io_rate_reader
 from moldau.replication.protocol_versions import versions_for
 from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from moldau.replication.replica_manager import Partition, ReplicaManager
-from moldau.replication.throttle import FOLLOWER, LEADER, ReplicationThrottle, rate_reader
+from moldau.replication.throttle import (
+    FOLLOWER,
+    LEADER,
+    ByteRateQuota,
+    ReplicationThrottle,
+    rate_reader,
+)
 from moldau.security.acls import parse_super_users
 from moldau.security.ssl_settings import TlsConfigError
 from moldau.storage import checkpoints
@@ -205,6 +212,7 @@ class Broker:
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
                                               isr_writer=isr_writer)
         rm = self.replica_manager
+        rm.log_dir_mover.quota = ByteRateQuota(io_rate_reader(self.dynamic_config.effective))
         for attribute, name in (("isr_expands", "IsrExpandsPerSec"),
                                 ("isr_shrinks", "IsrShrinksPerSec"),
                                 ("failed_isr_updates", "FailedIsrUpdatesPerSec")):

@@ -28,6 +28,7 @@ from moldau.errors import KafkaStorageError, OffsetOutOfRangeError, RecordBatchT
 
 from . import log_retention, log_timestamps
 from .config import LogConfig
+from .dir_names import topic_partition_of
 from .epoch_cache import LeaderEpochCache
 from .files import fsync_dir
 from .log_loader import LogLoader, segment_end, write_topic_id
@@ -88,8 +89,8 @@ class PartitionLog:
         producer_id_expiration_ms: int = 86_400_000,  # producer.id.expiration.ms
     ) -> None:
         self.directory = directory
-        self.topic, partition = os.path.basename(directory).rsplit("-", 1)
-        self.partition = int(partition)
+        # `<topic>-<n>`, or a replica move's `<topic>-<n>.<hex>-future` (dir_names.py)
+        self.topic, self.partition = topic_partition_of(directory)
         self.config = config
         self.sync = sync
         self.segments: list[LogSegment] = []

@@ -28,7 +28,9 @@ from moldau.errors import KafkaStorageError, LogDirNotFoundError
 
 from . import checkpoints, cleaner
 from .config import LogConfig
+from .dir_names import topic_partition_of
 from .file_worker import FileWorker
+from .future_logs import FutureLogs
 from .index_mappings import MAPPED_INDEXES
 from .log import PartitionLog, now_ms
 from .open_files import CHECK_INTERVAL_MS, OpenFilesWatch
@@ -130,8 +132,10 @@ class LogManager:
         self._cleaner_pool: ThreadPoolExecutor | None = None
         self._timers = _Timers()
         self._file_worker = FileWorker() if config.file_worker_thread else None
+        self.futures = FutureLogs(self)  # replica moves between this broker's dirs
         for path in config.log_dirs:
             self._open_dir(os.path.abspath(path))
+        self.futures.promote_orphans()
         if not self.dirs:
             raise KafkaStorageError("no log dir could be opened: " + str(self.offline_dirs))
         self.open_files = OpenFilesWatch()
@@ -194,8 +198,13 @@ class LogManager:
             if name.endswith(DELETE_DIR_SUFFIX):
                 shutil.rmtree(full, ignore_errors=True)  # a deletion a restart interrupted
                 continue
+            if name.endswith(FUTURE_DIR_SUFFIX):  # a replica move: its copy resumes
+                future_tp = topic_partition_of(name)
+                self.futures.load(full, future_tp, self.topic_configs(future_tp[0]),
+                                  recovery.get(future_tp, 0), clean)
+                continue
             tp = parse_partition_dir(name)
-            if tp is None or name.endswith(FUTURE_DIR_SUFFIX):
+            if tp is None:
                 continue
             if not clean:
                 log.info("recovering %s from offset %d", name, recovery.get(tp, 0))
@@ -238,7 +247,8 @@ class LogManager:
         existing = self.logs.get((topic, partition))
         if existing is not None:
             return existing
-        log_dir = self._choose_dir()
+        preferred = self.futures.preferred_dir((topic, partition))  # AlterReplicaLogDirs
+        log_dir = self.dirs[preferred] if preferred else self._choose_dir()
         path = os.path.join(log_dir.path, f"{topic}-{partition}")
         try:
             partition_log = PartitionLog(
@@ -269,6 +279,8 @@ class LogManager:
         """Remove a partition (topic deletion, StopReplica with delete): rename its dir to
         `<name>.<id>-delete` first, so a crash midway is finished at the next start."""
         tp = (topic, partition)
+        self.futures.abandon(tp)
+        self.futures.preferred.pop(tp, None)
         partition_log = self.logs.pop(tp, None)
         if partition_log is None:
             return
@@ -288,6 +300,29 @@ class LogManager:
         # the files frees their page cache, which takes long enough to stall the loop.
         self._file_work(dir_path, f"deleting {doomed}", lambda: shutil.rmtree(doomed))
 
+    # --- replica moves between dirs (future_logs.py) -----------------------------------
+
+    def pause_cleaning(self, tp: TopicPartition) -> None:
+        self._stop_cleaning(tp)
+
+    def forget_log(self, tp: TopicPartition) -> None:
+        """Drop a log from the maps, without closing or deleting it."""
+        self._stop_cleaning(tp)
+        self.logs.pop(tp, None)
+        for log_dir in self.dirs.values():
+            log_dir.logs.pop(tp, None)
+
+    def adopt_log(self, tp: TopicPartition, dir_path: str, partition_log: PartitionLog) -> None:
+        self.dirs[dir_path].logs[tp] = partition_log
+        self.logs[tp] = partition_log
+
+    def remove_dir_later(self, dir_path: str, doomed: str) -> None:
+        """Remove a directory already renamed `-delete` (a restart finishes the job)."""
+        self._file_work(dir_path, f"deleting {doomed}", lambda: shutil.rmtree(doomed))
+
+    def handle_storage_error_in(self, dir_path: str, why: str) -> None:
+        self._take_offline(dir_path, why)
+
     # --- failures ---------------------------------------------------------------------
 
     def handle_storage_error(self, partition_log: PartitionLog, exc: Exception) -> None:
@@ -304,7 +339,9 @@ class LogManager:
             return
         log.error("log dir %s goes offline: %s", path, why)
         self.offline_dirs[path] = why
+        self.futures.drop_dir(path)
         for tp, partition_log in log_dir.logs.items():
+            self.futures.abandon(tp)  # a move of a log that went offline
             self._stop_cleaning(tp)
             self.logs.pop(tp, None)
             with contextlib.suppress(Exception):
@@ -437,8 +474,8 @@ class LogManager:
     ) -> list[tuple[TopicPartition, PartitionLog, cleaner.DirtyRange]]:
         due = []
         for tp, partition_log in list(self.logs.items()):
-            if tp in self._cleaning or tp in self.uncleanable:
-                continue
+            if tp in self._cleaning or tp in self.uncleanable or tp in self.futures.logs:
+                continue  # (a log being moved: Kafka pauses its cleaning until the swap)
             found = cleaner.needs_cleaning(partition_log, self.cleaner_offsets.get(tp, 0), now)
             if found is not None:
                 due.append((tp, partition_log, found))
@@ -486,7 +523,8 @@ class LogManager:
         if not background:
             self._collect_file_work(wait=True)
         for log_dir in list(self.dirs.values()):
-            offsets = {tp: value(lg) for tp, lg in log_dir.logs.items() if only(lg)}
+            logs = {**self.futures.in_dir(log_dir.path), **log_dir.logs}  # moves included
+            offsets = {tp: value(lg) for tp, lg in logs.items() if only(lg)}
             write = functools.partial(checkpoints.write_offset_checkpoint,
                                       os.path.join(log_dir.path, name), offsets,
                                       sync=self.config.sync)
@@ -535,6 +573,7 @@ class LogManager:
                 self._file_work_failed(failure.dir_path, failure.what, failure.error)
             self._file_worker = None
         self._each_log(lambda lg: lg.flush())
+        self.futures.close_all()
         self.write_checkpoints(checkpoints.RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point)
         self.write_checkpoints(checkpoints.REPLICATION_CHECKPOINT, lambda lg: lg.high_watermark)
         self.write_checkpoints(

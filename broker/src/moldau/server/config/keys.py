@@ -38,7 +38,8 @@ P_BROKER = "planned: issue 4 (server wiring)"
 JVM_ONLY = "JVM-specific; no Python equivalent"
 ONE_LOOP = "Moldau runs one asyncio event loop per broker process (ARCHITECTURE §4)"
 NO_TIERED = "tiered storage is not part of Moldau"
-NO_DIR_MOVES = "intra-broker log dir moves (AlterReplicaLogDirs) are out of scope"
+NO_DIR_MOVES = ("log dir moves (AlterReplicaLogDirs) run on one asyncio task, throttled by "
+                "replica.alter.log.dirs.io.max.bytes.per.second")
 TOKEN_BUCKET = ("the replication throttle is a token bucket holding one second of the rate "
                 "(docs/replication.md), not Kafka's sampled windows")
 YAMMER_METERS = ("Moldau's broker metrics are Yammer-style meters and histograms (as Kafka's "

@@ -7,6 +7,7 @@ from typing import Any
 from moldau.protocol.generated.api import ApiKey
 
 from .acls import CreateAclsHandler, DeleteAclsHandler, DescribeAclsHandler
+from .alter_replica_log_dirs import AlterReplicaLogDirsHandler
 from .api_versions import ApiVersionsHandler
 from .broker_to_controller import AllocateProducerIdsHandler, AlterPartitionHandler
 from .client_quotas import AlterClientQuotasHandler, DescribeClientQuotasHandler
@@ -118,6 +119,7 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
         ApiKey.DESCRIBE_CONFIGS: DescribeConfigsHandler(broker_id, s.metadata, s.zk,
                                                         s.topic_configs, s.dynamic_config),
         ApiKey.ALTER_CONFIGS: AlterConfigsHandler(*alter_configs),
+        ApiKey.ALTER_REPLICA_LOG_DIRS: AlterReplicaLogDirsHandler(s.replica_manager),
         ApiKey.DESCRIBE_LOG_DIRS: DescribeLogDirsHandler(s.config, s.log_manager),
         ApiKey.CREATE_PARTITIONS: CreatePartitionsHandler(s.metadata, s.zk, s.topics, s.controller),
         ApiKey.DELETE_GROUPS: DeleteGroupsHandler(*groups),

@@ -124,14 +124,24 @@ class DescribeLogDirsHandler:
                                        topics=[], total_bytes=-1, usable_bytes=-1))
                 continue
             by_topic: dict[str, list[Partition_]] = {}
-            for (topic, index), plog in sorted(log_dir.logs.items()):
+            # a replica move's future log is listed in its dir too (is_future_key), its
+            # lag the distance to the current log's end (Kafka's getLogEndOffsetLag)
+            futures = manager.futures.in_dir(path)
+            logs = [(tp, plog, False) for tp, plog in log_dir.logs.items()]
+            logs += [(tp, plog, True) for tp, plog in futures.items()]
+            for (topic, index), plog, future in sorted(logs, key=lambda e: (e[0], e[2])):
                 partitions = by_topic.setdefault(topic, [])
                 if wanted is not None and (topic, index) not in wanted:
                     continue  # Kafka still lists the topic, with no partitions
+                if future:
+                    current = manager.logs.get((topic, index))
+                    lag = (current.log_end_offset - plog.log_end_offset
+                           if current is not None else -1)
+                else:
+                    lag = max(plog.high_watermark - plog.log_end_offset, 0)
                 partitions.append(Partition_(
                     partition_index=index, partition_size=plog.size_in_bytes(),
-                    offset_lag=max(plog.high_watermark - plog.log_end_offset, 0),
-                    is_future_key=False))
+                    offset_lag=lag, is_future_key=future))
             results.append(Result_(
                 error_code=0, log_dir=path,
                 topics=[Topic_(name=t, partitions=p) for t, p in by_topic.items()],
