@@ -320,6 +320,11 @@ class LogMachine(RuleBasedStateMachine):
             n += 1
         return n
 
+    def _below_log_start(self, layout, i: int) -> bool:
+        """Kafka's deleteLogStartOffsetBreachedSegments: the next segment starts at or below
+        the log start (so never the active segment)."""
+        return i < len(layout[0]) - 1 and layout[2][i] <= self.log_start
+
     def _drop_segments(self, layout, count: int) -> None:
         if count:
             bases = layout[0]
@@ -332,7 +337,7 @@ class LogMachine(RuleBasedStateMachine):
     def retention(self, data, mode):
         layout = self._layout()
         bases, sizes, uppers = layout
-        by_start = self._take(layout, 0, lambda i: uppers[i] <= self.log_start)
+        by_start = self._take(layout, 0, lambda i: self._below_log_start(layout, i))
         now = self.clock + data.draw(st.integers(0, 20 * HOUR), label="later")
         if mode == "bytes":
             limit = data.draw(st.integers(0, 3 * self.config.segment_bytes), label="bytes")
@@ -378,7 +383,7 @@ class LogMachine(RuleBasedStateMachine):
             raise AssertionError("DeleteRecords above the high watermark must fail")
         layout = self._layout()
         self.log_start = max(self.log_start, target)
-        doomed = self._take(layout, 0, lambda i: layout[2][i] <= self.log_start)
+        doomed = self._take(layout, 0, lambda i: self._below_log_start(layout, i))
         assert self.log.delete_records(target) == self.log_start
         self._epochs_from_start()
         self._drop_segments(layout, doomed)

@@ -90,7 +90,11 @@ def delete_old_segments(log: PartitionLog, now: int) -> int:
 
 
 def _below_log_start(log: PartitionLog) -> SegmentPredicate:
-    return lambda segment, next_base: next_base <= log.log_start_offset
+    # Kafka's deleteLogStartOffsetBreachedSegments: a segment goes once the *next segment*
+    # starts at or below the log start, so the active segment stays (DeleteRecords up to
+    # the high watermark keeps its bytes until it rolls)
+    return lambda segment, next_base: (segment is not log.segments[-1]
+                                       and next_base <= log.log_start_offset)
 
 
 def _retention_ms_breached(log: PartitionLog, now: int) -> SegmentPredicate:
