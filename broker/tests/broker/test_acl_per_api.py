@@ -78,6 +78,7 @@ from moldau.protocol.generated import (
     SaslHandshakeRequest,
     StopReplicaRequest,
     SyncGroupRequest,
+    UpdateFeaturesRequest,
     UpdateMetadataRequest,
 )
 from moldau.protocol.generated.add_offsets_to_txn_request import AddOffsetsToTxnRequest
@@ -1273,6 +1274,19 @@ def alter_scram(w: World) -> Any:
         A.ScramCredentialDeletion(name=SCRAM_USER, mechanism=1)]))
 
 
+def update_features(w: World) -> Any:
+    U = UpdateFeaturesRequest
+    return w.ask(ApiKey.UPDATE_FEATURES, U(feature_updates=[
+        U.FeatureUpdateKey(feature="metadata.version", max_version_level=21)]))
+
+
+def update_features_allowed(w: World, answer: Any) -> None:
+    # allowed, on the controller: refused per feature, as a ZooKeeper-mode Kafka broker
+    assert answer.error_code == NONE
+    assert [(r.feature, r.error_code) for r in answer.results] == [
+        ("metadata.version", INVALID_REQUEST)]
+
+
 def scram_results(code: int) -> Callable[[World, Any], None]:
     def check(w: World, answer: Any) -> None:
         assert [(r.user, r.error_code) for r in answer.results] == [(SCRAM_USER, code)]
@@ -1575,6 +1589,8 @@ ROWS: tuple[Row, ...] = (
         each_result(CLUSTER_DENIED, "filter_results"), each_result(NONE, "filter_results")),
     Row(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, describe_scram, lambda n: (cluster(_D),),
         describe_scram_denied, describe_scram_allowed),
+    Row(ApiKey.UPDATE_FEATURES, update_features, lambda n: (cluster(AclOperation.ALTER),),
+        top_level(CLUSTER_DENIED), update_features_allowed),
     Row(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, alter_scram,
         lambda n: (cluster(AclOperation.ALTER),),
         scram_results(CLUSTER_DENIED), scram_results(RESOURCE_NOT_FOUND)),

@@ -336,7 +336,7 @@ class LogMachine(RuleBasedStateMachine):
     @rule(data=st.data(), mode=st.sampled_from(["bytes", "ms"]))
     def retention(self, data, mode):
         layout = self._layout()
-        bases, sizes, uppers = layout
+        bases, sizes, _uppers = layout
         by_start = self._take(layout, 0, lambda i: self._below_log_start(layout, i))
         now = self.clock + data.draw(st.integers(0, 20 * HOUR), label="later")
         if mode == "bytes":

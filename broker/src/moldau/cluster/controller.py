@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import assert_never
 from uuid import UUID
 
-from moldau.cluster import elections, zk_data
+from moldau.cluster import elections, zk_data, zk_features
 from moldau.cluster.broker_requests import BrokerRequests, IsrChange
 from moldau.cluster.controller_event_manager import ControllerEventManager
 from moldau.cluster.controller_events import (
@@ -66,7 +66,8 @@ state_change_log = logging.getLogger("state.change.logger")
 class Controller:
     def __init__(self, broker_id: int, zk: AsyncZk, channel: ControllerChannel,
                  delete_topic_enable: bool = True, unclean_election: bool = False,
-                 leader_rebalance: tuple[float, int] | None = None) -> None:
+                 leader_rebalance: tuple[float, int] | None = None,
+                 feature_znode_version: int = zk_features.V2) -> None:
         self.broker_id = broker_id
         self.zk = zk
         self.channel = channel
@@ -77,6 +78,7 @@ class Controller:
         self.offline_replicas: dict[int, set[TopicPartition]] = {}
         # auto.leader.rebalance.enable: (check interval s, imbalance percentage) or None
         self.leader_rebalance = leader_rebalance
+        self.feature_znode_version = feature_znode_version  # /feature's format (IBP 3.3+: 2)
         self._rebalancer: asyncio.Task[None] | None = None
         self.epoch = 0
         self.active = False
@@ -162,6 +164,7 @@ class Controller:
         await self._on_become_controller()
 
     async def _on_become_controller(self) -> None:
+        await self._enable_feature_versioning()
         log.info("[Controller id=%d] Registering handlers", self.broker_id)
         # Each watch fires once now with the current children, which queues the initial
         # load (brokers first: topics need the live brokers to elect leaders).
@@ -183,6 +186,20 @@ class Controller:
         if self.leader_rebalance is not None and self._rebalancer is None:
             self._rebalancer = asyncio.ensure_future(self._rebalance_timer(
                 *self.leader_rebalance))
+
+    async def _enable_feature_versioning(self) -> None:
+        """Kafka's maybeSetupFeatureVersioning: /feature created enabled (or enabled) before
+        anything else, so every broker's ApiVersions reports its epoch."""
+        zk = self.zk
+        try:
+            epoch = await zk.call(zk.client.enable_feature_versioning,
+                                  self.feature_znode_version)
+        except ValueError as exc:  # a malformed /feature: Kafka's election fails on it too
+            log.error("[Controller id=%d] Could not enable feature versioning: %s",
+                      self.broker_id, exc)
+            return
+        log.info("[Controller id=%d] Feature versioning enabled at epoch %d",
+                 self.broker_id, epoch)
 
     async def _rebalance_timer(self, interval_s: float, percentage: int) -> None:
         while True:

@@ -13,7 +13,8 @@ methods (`await azk.call(azk.client.get_broker_ids)`) work as on any method:
 - `zk_user_ops.py`: user configs (SCRAM credentials and quotas), compare-and-set writes;
 - `zk_quota_ops.py`: client quota entities (users, users' client ids, client ids, ips);
 - `zk_token_ops.py`: delegation tokens and their change notifications;
-- `zk_controller_ops.py`: the controller's election and the notifications sent to it.
+- `zk_controller_ops.py`: the controller's election and the notifications sent to it;
+- `zk_features.py`: /feature, the finalized features (KIP-584).
 
 The znodes' paths and JSON are `zk_data.py`; the errors are `zk_errors.py`.
 
@@ -33,6 +34,7 @@ from moldau.cluster import (
     zk_config_ops,
     zk_consumer_ops,
     zk_controller_ops,
+    zk_features,
     zk_quota_ops,
     zk_token_ops,
     zk_topic_ops,
@@ -129,6 +131,11 @@ class KafkaZkClient(ZkSession):
     # -- the old consumers' offsets of OffsetCommit/OffsetFetch v0 (zk_consumer_ops) ---------
     set_or_create_consumer_offset = zk_consumer_ops.set_or_create_consumer_offset
     get_consumer_offset = zk_consumer_ops.get_consumer_offset
+
+    # -- /feature, the finalized features (zk_features) ---------------------------------------
+    get_features = zk_features.get_features
+    enable_feature_versioning = zk_features.enable_feature_versioning
+    write_features = zk_features.write_features
 
     # -- the controller and its notifications (zk_controller_ops) ------------------------------
     get_controller_id = zk_controller_ops.get_controller_id

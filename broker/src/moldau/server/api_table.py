@@ -242,6 +242,9 @@ API_TABLE: dict[ApiKey, ApiEntry] = {
         _fallback("DELEGATION_TOKEN", "DESCRIBE",
                   "a token the requester neither owns, asked for nor renews"),
         _filter("USER", "DESCRIBE_TOKENS", "such a token, on User:<its owner>"))),
+    # ALTER first, then NOT_CONTROLLER on any broker but the active controller
+    ApiKey.UPDATE_FEATURES: ApiEntry(h.UpdateFeaturesHandler, (
+        _cluster("ALTER", when="a denial is the top-level error"),)),
     # forwarding is not enabled (no KRaft migration): the connection is closed before
     # any authorization (Kafka's CLUSTER_ACTION check comes only after forwarding's)
     ApiKey.ENVELOPE: ApiEntry(h.EnvelopeHandler, (), Quota.EXEMPT),

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from moldau.authorizer.acl_authorizer import AclAuthorizer, AclAuthorizerConfig
-from moldau.cluster import zk_acls, zk_data, zk_sasl, zk_tls
+from moldau.cluster import zk_acls, zk_data, zk_features, zk_sasl, zk_tls
 from moldau.cluster.config_changes import ConfigChangeListener
 from moldau.cluster.controller import Controller
 from moldau.cluster.controller_events import Elect
@@ -38,7 +38,7 @@ from moldau.metrics.loop_idle import LoopIdle
 from moldau.metrics.registry import TICK_S, MetricsRegistry
 from moldau.metrics.runtime import stop_runtime, watch_runtime
 from moldau.replication.alter_log_dirs import io_rate_reader
-from moldau.replication.protocol_versions import versions_for
+from moldau.replication.protocol_versions import at_least, parse, versions_for
 from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from moldau.replication.replica_manager import Partition, ReplicaManager
 from moldau.replication.throttle import (
@@ -70,6 +70,7 @@ from .controlled_shutdown import ShutdownServices, controlled_shutdown
 from .controller_channel import NetworkControllerChannel
 from .delegation_token_manager import DelegationTokenManager, TokenSettings
 from .dynamic_config import DynamicBrokerConfig, apply_log_defaults
+from .finalized_features import FinalizedFeatures
 from .handlers.services import BrokerState, HandlerServices
 from .listener_security import ListenerSecurity
 from .metadata_cache import MetadataCache
@@ -134,6 +135,10 @@ class Broker:
         self.metrics_server: MetricsServer | None = None
         self.socket_server: SocketServer | None = None
         self.controller: Controller | None = None
+        self.finalized_features = FinalizedFeatures()  # /feature, read by a watch
+        # the format of /feature a controller on this IBP writes (V2 from IBP 3.3-IV0)
+        self.feature_znode_version = zk_features.znode_version(
+            at_least(parse(config["inter.broker.protocol.version"]), "3.3-IV0"))
         self.purgatory = register_broker_metrics(MetricSources(
             self.metrics, self.tls_holders, self.offline_partitions,
             replica_manager=lambda: self.replica_manager,
@@ -278,6 +283,7 @@ class Broker:
         self.dynamic_config.on_config_change(self._on_dynamic_broker_config)
         self.socket_server.limits = self._connection_limits()  # with ZooKeeper's values
         await self.config_changes.start()
+        await self.finalized_features.start(self.connected_zk)
         self.controller_channel = NetworkControllerChannel(
             self.broker_id, config, self.versions, self.security.inter_broker_client,
             self.partition_states, self.metadata, lambda: self.controller)
@@ -287,7 +293,8 @@ class Broker:
             unclean_election=config["unclean.leader.election.enable"],
             leader_rebalance=(config["leader.imbalance.check.interval.seconds"],
                               config["leader.imbalance.per.broker.percentage"])
-            if config["auto.leader.rebalance.enable"] else None)
+            if config["auto.leader.rebalance.enable"] else None,
+            feature_znode_version=self.feature_znode_version)
         stats = "ControllerStats"
         self.controller.on_election_round = self.metrics.timer(
             CONTROLLER_DOMAIN, stats, "LeaderElectionRateAndTimeMs").update
@@ -315,7 +322,8 @@ class Broker:
             controller=lambda: self.controller, tls_holders=self.tls_holders,
             advertised_versions=self.dispatcher.advertised_versions,
             acl_authorizer=self.acl_authorizer, delegation_tokens=self.delegation_tokens,
-            txn_verifier=self.txn_verifier)
+            txn_verifier=self.txn_verifier, finalized_features=self.finalized_features,
+            feature_znode_version=self.feature_znode_version)
 
     async def _start_authorizer(self) -> AclAuthorizer | None:
         """Kafka's AclAuthorizer when authorizer.class.name names it (the config refuses
@@ -694,6 +702,7 @@ class Broker:
             await self.controller.stop()
         if self.delegation_tokens is not None:
             await self.delegation_tokens.stop()
+        self.finalized_features.stop()
         if self.controller_channel is not None:
             self.controller_channel.close()
         if self.txn_verifier is not None:

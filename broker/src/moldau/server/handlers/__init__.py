@@ -65,6 +65,7 @@ from .transactions import (
 )
 from .txn_markers import WriteTxnMarkersHandler
 from .txn_offset_commit import TxnOffsetCommitHandler
+from .update_features import UpdateFeaturesHandler
 
 
 def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceAppends]:
@@ -101,7 +102,9 @@ def build_handlers(s: HandlerServices) -> tuple[dict[ApiKey, Served], ProduceApp
         ApiKey.SYNC_GROUP: SyncGroupHandler(*groups),
         ApiKey.DESCRIBE_GROUPS: DescribeGroupsHandler(*groups),
         ApiKey.LIST_GROUPS: ListGroupsHandler(*groups),
-        ApiKey.API_VERSIONS: ApiVersionsHandler(s.advertised_versions),
+        ApiKey.API_VERSIONS: ApiVersionsHandler(s.advertised_versions, s.finalized_features),
+        ApiKey.UPDATE_FEATURES: UpdateFeaturesHandler(s.controller, s.zk,
+                                                      s.feature_znode_version),
         ApiKey.CREATE_TOPICS: CreateTopicsHandler(s.config, s.metadata, s.zk, s.topics,
                                                   s.dynamic_config, s.controller),
         ApiKey.DELETE_TOPICS: DeleteTopicsHandler(s.config, s.metadata, s.zk, s.controller),

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..config import BrokerConfig
     from ..delegation_token_manager import DelegationTokenManager
     from ..dynamic_config import DynamicBrokerConfig
+    from ..finalized_features import FinalizedFeatures
     from ..metadata_cache import MetadataCache
     from ..partition_states import PartitionStates
     from ..producer_ids import ProducerIdManager
@@ -80,6 +81,10 @@ class HandlerServices:
     delegation_tokens: DelegationTokenManager | None = None
     # KIP-890 part 1's leader-side verification (server/txn_verification.py); None: off
     txn_verifier: TxnVerifier | None = None
+    # /feature as this broker last read it (ApiVersions v3+); None: never read
+    finalized_features: FinalizedFeatures | None = None
+    # the format of /feature the controller writes for this IBP (zk_features.V1 or V2)
+    feature_znode_version: int = 2
 
 
 class Served(Protocol):
