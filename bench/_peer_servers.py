@@ -191,24 +191,7 @@ class Servers:
 
     @staticmethod
     def _warm_group_coordinator(addr: str) -> None:
-        """Create __consumer_offsets now: any client with a group.id (librdkafka looks up
-        its coordinator even when it only assigns) would otherwise create its partitions
-        in the middle of a measurement."""
-        from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-        consumer = Consumer({"bootstrap.servers": addr, "group.id": "peers-warmup"})
-        deadline = time.monotonic() + 120
-        try:
-            while True:
-                try:
-                    consumer.committed([TopicPartition("peers-warmup", 0)], timeout=10)
-                    return
-                except KafkaException:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.5)
-        finally:
-            consumer.close()
+        warm_group_coordinator(addr, "peers-warmup")
 
     def _start_nats(self) -> None:
         port = free_port()
@@ -321,3 +304,24 @@ def run_json(args: list[str], system: System) -> dict[str, Any]:
     result["server_cpu"] = (cpu_seconds(system.pid) - cpu0) / wall
     result["command"] = " ".join([Path(args[0]).name.split("-")[0], *args[1:]])
     return result
+
+
+def warm_group_coordinator(addr: str, group: str) -> None:
+    """Create __consumer_offsets now: any client with a group.id (librdkafka looks up its
+    coordinator even when it only assigns) would otherwise create its partitions in the
+    middle of a measurement."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": addr, "group.id": group})
+    deadline = time.monotonic() + 120
+    try:
+        while True:
+            try:
+                consumer.committed([TopicPartition(group, 0)], timeout=10)
+                return
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    finally:
+        consumer.close()

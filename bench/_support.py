@@ -290,3 +290,19 @@ def settle(data_dirs: Sequence[str]) -> None:
             raise RuntimeError(f"deleted partitions still in {data_dirs} after 120 s")
         time.sleep(0.1)
     os.sync()
+
+
+def wait_until(condition: Callable[[], Any], timeout: float, what: str = "condition") -> None:
+    """Poll until condition() is true; its exceptions count as not yet, until the timeout
+    (then the last one is raised)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if condition():
+                return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} not ready after {timeout:.0f} s")
+        time.sleep(0.1)

@@ -103,17 +103,7 @@ def _create(bootstrap: str, name: str, partitions: int, rf: int) -> None:
 
 
 def _wait(condition: Any, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if condition():
-                return
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not met")
-        time.sleep(0.1)
+    s.wait_until(condition, timeout)
 
 
 def produce_mb_s(bootstrap: str, topic: str, total: int) -> float:

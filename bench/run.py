@@ -2,7 +2,9 @@
 
 A suite is any module `bench/<name>.py` whose name does not start with `_` (and is not
 this file) that defines `run() -> str`, returning its Markdown section. An optional
-module constant `ORDER` (default 100, then the name) places the section in the page.
+module constant `ORDER` (default 100, then the name) places the section in the page,
+and `SUITE` names the suite when the file's name cannot (bench/kafka_peer.py is suite
+`kafka`: a module `kafka` would shadow the kafka-python package).
 Adding a suite is adding a file; keep heavy imports inside `run()` so that discovering
 the suites stays cheap.
 
@@ -72,7 +74,8 @@ def discover() -> list[Suite]:
             continue
         module = importlib.import_module(name)
         if callable(getattr(module, "run", None)):
-            suites.append(Suite(name, int(getattr(module, "ORDER", 100)), module))
+            suites.append(Suite(str(getattr(module, "SUITE", name)),
+                                int(getattr(module, "ORDER", 100)), module))
     return sorted(suites, key=lambda suite: (suite.order, suite.name))
 
 
