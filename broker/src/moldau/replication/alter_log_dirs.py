@@ -19,8 +19,9 @@ import asyncio
 import contextlib
 import logging
 import struct
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
+from uuid import UUID
 
 from moldau.errors import (
     InvalidTopicError,
@@ -38,8 +39,7 @@ from .throttle import UNLIMITED, ByteRateQuota
 
 if TYPE_CHECKING:
     from moldau.storage.future_logs import FutureLogs
-
-    from .replica_manager import Partition, ReplicaManager
+    from moldau.storage.log_manager import LogManager
 
 log = logging.getLogger("kafka.server.ReplicaAlterLogDirsThread")
 
@@ -51,9 +51,21 @@ MAX_NAME_LENGTH = 255  # a future dir's name must fit a file name (Kafka's KAFKA
 IDLE_S = 0.5  # how long to wait when no move can progress (partitions not hosted yet)
 
 
+class HostedPartition(Protocol):
+    """A partition of the replica manager, as far as a move sees it."""
+
+    log: PartitionLog
+    topic_id: UUID | None
+
+    def wake(self) -> None: ...
+
+
 class LogDirMover:
-    def __init__(self, replica_manager: ReplicaManager) -> None:
-        self.replica_manager = replica_manager
+    def __init__(self, log_manager: LogManager,
+                 partitions: Mapping[TopicPartition, HostedPartition]) -> None:
+        # the replica manager's own map, read as it changes (no import of it: a cycle)
+        self.log_manager = log_manager
+        self.partitions = partitions
         # replica.alter.log.dirs.io.max.bytes.per.second (the broker sets the reader)
         self.quota = ByteRateQuota(lambda: UNLIMITED)
         self._task: asyncio.Task[None] | None = None
@@ -62,7 +74,7 @@ class LogDirMover:
 
     @property
     def futures(self) -> FutureLogs:
-        return self.replica_manager.log_manager.futures
+        return self.log_manager.futures
 
     def alter(self, tp: TopicPartition, destination: str) -> int:
         """One partition of AlterReplicaLogDirs (Kafka's ReplicaManager.alterReplicaLogDirs):
@@ -71,8 +83,8 @@ class LogDirMover:
             if len(future_dir_name(*tp)) > MAX_NAME_LENGTH:
                 raise InvalidTopicError("The topic name is too long.")
             path = self.futures.check_dir(destination)
-            partition = self.replica_manager.partitions.get(tp)
-            log_manager = self.replica_manager.log_manager
+            partition = self.partitions.get(tp)
+            log_manager = self.log_manager
             if partition is not None:
                 if log_manager.logs.get(tp) is not partition.log:
                     raise KafkaStorageError(f"Partition {tp[0]}-{tp[1]} is offline")
@@ -112,7 +124,7 @@ class LogDirMover:
             self._wakeup.clear()
             progressed = False
             for tp in list(self.futures.logs):
-                partition = self.replica_manager.partitions.get(tp)
+                partition = self.partitions.get(tp)
                 if partition is None or tp in self.failed:
                     continue  # the copy starts once the partition is hosted (LeaderAndIsr)
                 try:
@@ -126,7 +138,7 @@ class LogDirMover:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wakeup.wait(), IDLE_S)
 
-    def step(self, tp: TopicPartition, partition: Partition) -> bool:
+    def step(self, tp: TopicPartition, partition: HostedPartition) -> bool:
         """Copy one chunk into the partition's future log, and swap it in once it has
         caught up. True when something was copied or swapped."""
         future = self.futures.logs.get(tp)

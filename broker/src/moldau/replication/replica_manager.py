@@ -198,7 +198,7 @@ class ReplicaManager:
         self.isr_writer = isr_writer
         self._isr_tasks: set[asyncio.Future[None]] = set()
         # moves of replicas between this broker's log dirs (AlterReplicaLogDirs)
-        self.log_dir_mover = LogDirMover(self)
+        self.log_dir_mover = LogDirMover(log_manager, self.partitions)
         # Kafka's ReplicaManager meters (the broker puts registered ones here)
         self.isr_expands, self.isr_shrinks, self.failed_isr_updates = Meter(), Meter(), Meter()
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 from uuid import UUID
 
 from moldau.errors import KafkaStorageError, LogDirNotFoundError
@@ -31,16 +32,55 @@ from .dir_names import delete_dir_name, future_dir_name
 from .files import fsync_dir
 from .log import PartitionLog
 
-if TYPE_CHECKING:
-    from .log_manager import LogManager
-
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
 
+class OpenSettings(Protocol):
+    """The log manager's settings a reopened log needs."""
+
+    @property
+    def sync(self) -> bool: ...
+
+    @property
+    def producer_id_expiration_ms(self) -> int: ...
+
+
+class LogDirs(Protocol):
+    """The log manager, as far as replica moves use it (typed here rather than imported:
+    the log manager owns a FutureLogs, so importing it back would be a cycle)."""
+
+    @property
+    def config(self) -> OpenSettings: ...
+
+    @property
+    def dirs(self) -> Mapping[str, Any]: ...  # Any: LogDir, of the log manager's module
+
+    @property
+    def offline_dirs(self) -> Mapping[str, str]: ...
+
+    @property
+    def logs(self) -> Mapping[TopicPartition, PartitionLog]: ...
+
+    def pause_cleaning(self, tp: TopicPartition) -> None: ...
+
+    def forget_log(self, tp: TopicPartition) -> None: ...
+
+    def adopt_log(self, tp: TopicPartition, dir_path: str,
+                  partition_log: PartitionLog) -> None: ...
+
+    def remove_dir_later(self, dir_path: str, doomed: str) -> None: ...
+
+    def handle_storage_error_in(self, dir_path: str, why: str) -> None: ...
+
+    def write_checkpoints(self, name: str, value: Callable[[PartitionLog], int],
+                          only: Callable[[PartitionLog], bool] = ..., *,
+                          background: bool = False) -> None: ...
+
+
 class FutureLogs:
-    def __init__(self, manager: LogManager) -> None:
+    def __init__(self, manager: LogDirs) -> None:
         self.manager = manager
         self.logs: dict[TopicPartition, PartitionLog] = {}
         # dirs asked for partitions this broker does not host yet (Kafka's preferredLogDirs)

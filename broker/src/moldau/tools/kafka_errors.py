@@ -10,6 +10,8 @@ from moldau.tools.options import ToolError
 __all__ = ["KafkaToolError", "check", "error_name", "error_text", "exception_class"]
 
 ERRORS_PACKAGE = "org.apache.kafka.common.errors"
+# what the admin tools of 3.9 (reassignment, leader election) wrap their failures in
+ADMIN_FAILED = "org.apache.kafka.server.common.AdminCommandFailedException"
 # Kafka's name of a code (Errors.X) mostly spells its exception class (X in camel case with
 # "Exception", a trailing _ERROR, _EXCEPTION, _FAILED or _FAILURE folded into it); the
 # codes whose class is named otherwise, checked against kafka-clients 3.9.1:

@@ -9,7 +9,7 @@ import time
 from moldau.protocol.generated.elect_leaders_request import ElectLeadersRequest
 from moldau.tools.admin import Admin
 from moldau.tools.common import client_config
-from moldau.tools.kafka_errors import check, error_text
+from moldau.tools.kafka_errors import ADMIN_FAILED, check, error_text
 from moldau.tools.options import Opt, Options, require
 from moldau.tools.runner import ArgumentError, Tool
 
@@ -47,7 +47,6 @@ OPTIONS = [
 ]
 
 
-ADMIN_FAILED = "org.apache.kafka.server.common.AdminCommandFailedException"
 
 
 def failure(message: str, exception: str = ADMIN_FAILED, *details: str) -> ArgumentError:

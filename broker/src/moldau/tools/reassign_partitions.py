@@ -18,7 +18,7 @@ from moldau.protocol.generated.list_partition_reassignments_response import (
 )
 from moldau.tools.admin import Admin
 from moldau.tools.common import admin_from, bootstrap_opts
-from moldau.tools.kafka_errors import check, error_text
+from moldau.tools.kafka_errors import ADMIN_FAILED, check, error_text
 from moldau.tools.options import (
     LONG,
     Opt,
@@ -36,7 +36,7 @@ from moldau.tools.reassignment_json import (
     parse_topics,
     read_file,
 )
-from moldau.tools.replica_moves import execute_moves, move_states
+from moldau.tools.replica_moves import MoveFailed, execute_moves, move_states
 from moldau.tools.runner import ArgumentError, Tool
 
 # a partition's reassignment in progress, as the controller lists it
@@ -90,7 +90,6 @@ OPTIONS = [
 ]
 
 
-ADMIN_FAILED = "org.apache.kafka.server.common.AdminCommandFailedException"
 UNKNOWN_PARTITION = "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"
 
 
@@ -108,7 +107,8 @@ class CommandFailure(ToolError):
 
 
 def _print_failure(error: ToolError) -> int:
-    java = error.java if isinstance(error, CommandFailure) else f"{ADMIN_FAILED}: {error}"
+    java = (error.java if isinstance(error, (CommandFailure, MoveFailed))
+            else f"{ADMIN_FAILED}: {error}")
     print(f"Error: {error}\n{java}\n", flush=True)
     return 1
 

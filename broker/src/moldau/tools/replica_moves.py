@@ -12,7 +12,7 @@ from moldau.protocol.generated.alter_replica_log_dirs_request import (
 )
 from moldau.protocol.generated.describe_log_dirs_request import DescribeLogDirsRequest as D
 from moldau.tools.admin import Admin
-from moldau.tools.kafka_errors import error_text, exception_class
+from moldau.tools.kafka_errors import ADMIN_FAILED, error_text, exception_class
 from moldau.tools.options import ToolError
 from moldau.tools.runner import ArgumentError
 
@@ -53,15 +53,19 @@ def alter_log_dirs(admin: Admin, moves: dict[Replica, str]) -> set[Replica]:
     return started
 
 
-def _alter_failed(replica: Replica, code: int) -> ToolError:
-    """Kafka's AdminCommandFailedException, caused by the broker's error."""
-    from moldau.tools.reassign_partitions import ADMIN_FAILED, CommandFailure  # its caller
+class MoveFailed(ToolError):
+    """Kafka's AdminCommandFailedException, caused by the broker's error: `java` is what
+    kafka-reassign-partitions prints under `Error: ...`."""
 
-    failure = CommandFailure(f"Failed to alter dir for {_name(replica)}")
-    cause = f"{exception_class(code)}: {error_text(code)}"
-    failure.java = (f"{ADMIN_FAILED}: {failure}\nCaused by: "
-                    f"java.util.concurrent.ExecutionException: {cause}")
-    return failure
+    def __init__(self, replica: Replica, code: int) -> None:
+        super().__init__(f"Failed to alter dir for {_name(replica)}")
+        cause = f"{exception_class(code)}: {error_text(code)}"
+        self.java = (f"{ADMIN_FAILED}: {self}\nCaused by: "
+                     f"java.util.concurrent.ExecutionException: {cause}")
+
+
+def _alter_failed(replica: Replica, code: int) -> ToolError:
+    return MoveFailed(replica, code)
 
 
 def execute_moves(admin: Admin, moves: dict[Replica, str], timeout_ms: int) -> None:
