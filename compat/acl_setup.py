@@ -6,18 +6,41 @@ Before the pair starts, Kafka's AclCommand writes the grants it cannot start wit
 both chroots, through ZooKeeper: ClusterAction on the cluster (Kafka's controller sends
 its own broker LeaderAndIsr and UpdateMetadata over the listener, as that principal) and
 Create on the cluster (the scenarios create their topics). Every topic and group is
-denied until a scenario grants it."""
+denied until a scenario grants it.
+
+Beside the PLAINTEXT listener (the lab's own User:ANONYMOUS work) each broker of the pair
+has a SASL_PLAINTEXT listener with SCRAM-SHA-256, whose users (`USERS`, written into both
+chroots through ZooKeeper with Kafka's ConfigCommand before the brokers start) are the
+named principals of the SASL scenarios, and a delegation token secret, so the same users
+can create tokens."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from compat import batch
+from moldau.devcluster.brokers import free_port
+
+if TYPE_CHECKING:
+    from compat.lab import KafkaBroker
+    from moldau.devcluster.brokers import BrokerProcess
 
 ACL_COMMAND = "kafka.admin.AclCommand"
 PRINCIPAL = "User:ANONYMOUS"
 FIRST_GRANTS = ("--add", "--cluster", "--allow-principal", PRINCIPAL,
                 "--operation", "ClusterAction", "--operation", "Create")
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+SASL_LISTENER = "SASL_PLAINTEXT"  # its own name: the default security protocol map applies
+SASL_MECHANISM = "SCRAM-SHA-256"
+SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+USERS: Mapping[str, str] = {"alice": "alice-secret", "bob": "bob-secret"}
+SASL_PROPERTIES: Mapping[str, str] = {
+    "sasl.enabled.mechanisms": SASL_MECHANISM,  # Kafka's default, GSSAPI, needs Kerberos
+    f"listener.name.{SASL_LISTENER.lower()}.{SASL_MECHANISM.lower()}.sasl.jaas.config":
+        f"{SCRAM_LOGIN_MODULE} required;",
+    "delegation.token.secret.key": "the-reference-lab-token-secret",
+}
 
 
 class SeedError(RuntimeError):
@@ -28,7 +51,43 @@ def properties(shared: Mapping[str, str]) -> dict[str, str]:
     """The shared pair's settings without its super user, and no ACL means no access."""
     props = {key: value for key, value in shared.items() if key != "super.users"}
     props["allow.everyone.if.no.acl.found"] = "false"
+    props.update(SASL_PROPERTIES)
     return props
+
+
+def add_sasl_listener(broker: KafkaBroker | BrokerProcess) -> None:
+    """A SASL_PLAINTEXT listener beside the broker's PLAINTEXT one (which stays its `port`,
+    the one the lab's readiness checks and super-user-less PLAINTEXT work use)."""
+    if broker.port == 0:
+        broker.port = free_port()
+    broker.properties = {**broker.properties, "listeners":
+                         f"PLAINTEXT://127.0.0.1:{broker.port},"
+                         f"{SASL_LISTENER}://127.0.0.1:{free_port()}"}
+
+
+def sasl_bootstrap(broker: KafkaBroker | BrokerProcess) -> str:
+    """The `host:port` of the broker's SASL_PLAINTEXT listener."""
+    for listener in broker.properties.get("listeners", "").split(","):
+        name, _, address = listener.partition("://")
+        if name == SASL_LISTENER:
+            return address
+    raise LookupError(f"the broker at {broker.bootstrap} has no {SASL_LISTENER} listener")
+
+
+def client_properties(user: str, password: str | None = None) -> dict[str, str]:
+    """A Java client's settings to log in as `user` over the SASL listener."""
+    secret = USERS[user] if password is None else password
+    return {"security.protocol": SASL_LISTENER, "sasl.mechanism": SASL_MECHANISM,
+            "sasl.jaas.config": f'{SCRAM_LOGIN_MODULE} required username="{user}" '
+                                f'password="{secret}";'}
+
+
+def scram_users(zookeeper_connect: str) -> list[tuple[str, list[str]]]:
+    """ConfigCommand's ZooKeeper path: the SCRAM credentials of `USERS`."""
+    return [(CONFIG_COMMAND, ["--zookeeper", zookeeper_connect, "--alter", "--entity-type",
+                              "users", "--entity-name", user, "--add-config",
+                              f"{SASL_MECHANISM}=[iterations=4096,password={password}]"])
+            for user, password in USERS.items()]
 
 
 def zookeeper_args(zookeeper_connect: str) -> list[str]:
@@ -37,10 +96,12 @@ def zookeeper_args(zookeeper_connect: str) -> list[str]:
 
 
 def seed(chroots: Sequence[str]) -> None:
-    """The first grants into each chroot (`host:port/chroot`), in one JVM."""
-    runs = batch.run_batch([(ACL_COMMAND, [*zookeeper_args(chroot), *FIRST_GRANTS])
-                            for chroot in chroots], timeout=120)
-    for chroot, run in zip(chroots, runs, strict=True):
+    """The first grants and the SCRAM users into each chroot (`host:port/chroot`), in
+    one JVM."""
+    commands = [command for chroot in chroots for command in
+                [(ACL_COMMAND, [*zookeeper_args(chroot), *FIRST_GRANTS]), *scram_users(chroot)]]
+    runs = batch.run_batch(commands, timeout=120)
+    for (main_class, args), run in zip(commands, runs, strict=True):
         if run.exit_code != 0:
-            raise SeedError(f"AclCommand could not write the first ACLs into {chroot} "
-                            f"(exit {run.exit_code}):\n{run.stdout}\n{run.stderr}")
+            raise SeedError(f"{main_class} {' '.join(args)} failed (exit {run.exit_code}):"
+                            f"\n{run.stdout}\n{run.stderr}")

@@ -225,6 +225,8 @@ class Lab:
         if with_acl_pair:
             pairs.append(BrokerPair.create(base, zookeeper.connect_string, "acl-",
                                            acl_setup.properties(props)))
+            for broker in (pairs[1].kafka, pairs[1].moldau):
+                acl_setup.add_sasl_listener(broker)  # named principals, over SCRAM
         try:
             shared.kafka.start()
             if with_acl_pair:  # Kafka's AclCommand in a JVM, while the first Kafka starts

@@ -6,6 +6,9 @@
 //
 //   java -cp <kafka jars>:<classes> AclProbe BOOTSTRAP TOPIC GROUP STEP...
 //
+// A BOOTSTRAP of the form USER:PASSWORD@HOST:PORT logs in as User:USER with SCRAM-SHA-256
+// over SASL_PLAINTEXT (the ACL pair's SASL listener) instead.
+//
 // Steps: create (the topic, one partition), describe (the topic), produce (a plain
 // producer), produce-idempotent, consume (the partition from its start to its end, no
 // group), commit (the consumed position, in the group), describe-group, await-allowed
@@ -33,6 +36,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.SaslConfigs;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -44,13 +48,26 @@ public final class AclProbe {
     static final Duration CONSUME = Duration.ofSeconds(15);
 
     final String bootstrap;
+    final String user;  // null: PLAINTEXT
+    final String password;
     final String topic;
     final String group;
     final TopicPartition partition;
     long consumedTo;  // the position the consume step reached; commit commits it
 
     AclProbe(String bootstrap, String topic, String group) {
-        this.bootstrap = bootstrap;
+        int at = bootstrap.lastIndexOf('@');
+        if (at < 0) {
+            this.bootstrap = bootstrap;
+            this.user = null;
+            this.password = null;
+        } else {
+            String login = bootstrap.substring(0, at);
+            int colon = login.indexOf(':');
+            this.bootstrap = bootstrap.substring(at + 1);
+            this.user = login.substring(0, colon);
+            this.password = login.substring(colon + 1);
+        }
         this.topic = topic;
         this.group = group;
         this.partition = new TopicPartition(topic, 0);
@@ -95,6 +112,13 @@ public final class AclProbe {
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(AdminClientConfig.CLIENT_ID_CONFIG, "acl-probe");
+        if (user != null) {
+            props.put(AdminClientConfig.SECURITY_PROTOCOL_CONFIG, "SASL_PLAINTEXT");
+            props.put(SaslConfigs.SASL_MECHANISM, "SCRAM-SHA-256");
+            props.put(SaslConfigs.SASL_JAAS_CONFIG, "org.apache.kafka.common.security.scram."
+                + "ScramLoginModule required username=\"" + user + "\" password=\"" + password
+                + "\";");
+        }
         return props;
     }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from compat.lab import ACL_PAIR
 from compat.scenarios import (
     acls,
+    acls_sasl,
     acls_zookeeper,
     dump_log,
     groups,
@@ -18,6 +19,7 @@ from compat.scenarios import (
     tools_offsets,
     tools_perf,
     tools_reassign,
+    tools_zk_security,
     topics,
 )
 from compat.scenarios.base import Scenario
@@ -29,6 +31,9 @@ ALL += [*tools_reassign.SCENARIOS, *tools_offsets.SCENARIOS, *tools_configs.SCEN
         *tools_console.SCENARIOS, *tools_perf.SCENARIOS]
 # Kafka's Java consumer in groups and its AdminClient against both brokers.
 ALL += [*java_groups.SCENARIOS, *java_admin.SCENARIOS]
+# Named principals over SASL (SCRAM) on the ACL pair, their delegation tokens, and
+# ZkSecurityMigrator on a SASL ZooKeeper of its own.
+ALL += [*acls_sasl.SCENARIOS, *tools_zk_security.SCENARIOS]
 # A Kafka and a Moldau broker in one cluster (slow: make compat only).
 ALL += [*mixed_cluster.SCENARIOS]
 

@@ -52,10 +52,16 @@ def enforced(ctx: Context) -> Transcript:
         (ACL_COMMAND, [*zookeeper, "--remove", *consumer, "--force"]),
         probe(DENIED),
     ]
+    return batch_transcript(commands)
+
+
+def batch_transcript(commands: list[tuple[str, list[str]]]) -> Transcript:
+    """Run AclProbe and AclCommand steps in one JVM batch; AclProbe's lines without its
+    standard error (the client's log is timing, not the broker's answers)."""
     runs = run_batch(commands, timeout=300)
     transcript = Transcript()
     for (main_class, args), run in zip(commands, runs, strict=True):
-        if main_class == PROBE:  # the client's log is timing, not the broker's answers
+        if main_class == PROBE:
             transcript.command(PROBE, args, run, stderr=False)
         else:
             transcript.command(LABEL, args, run)

@@ -27,6 +27,9 @@ CLUSTER_ID_PATH = "/cluster/id"
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 CONSUMERS_PATH = "/consumers"
 FEATURE_PATH = "/feature"
+# KRaft migration state (KIP-866): ZooKeeper-mode brokers never write it, but Kafka 3.9
+# counts it among the roots ZkSecurityMigrator secures
+MIGRATION_PATH = "/migration"
 
 
 class ConfigType:

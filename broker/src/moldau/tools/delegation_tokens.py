@@ -7,8 +7,8 @@ As in Kafka 3.9, `--command-config` is required (token requests are refused on
 PLAINTEXT: the properties carry the SASL or TLS login), and `--describe` without
 `--owner-principal` sends an empty owner list, which the broker answers with no tokens;
 name the owners (or renewers) to list theirs. Dates print in the local time zone as
-`yyyy-MM-dd'T'HH:mm`, and a failure prints Kafka's `Error while executing delegation token
-command : ...` line and the exception on stderr.
+`yyyy-MM-dd'T'HH:mm`, and a failure prints on stderr what 3.9.1's tool (the Java one in
+kafka-tools) prints: the exception's message, then the exception with its causes.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from moldau.tools.options import LONG, Opt, Options, ToolError, UsageError, forb
 from moldau.tools.runner import Tool
 
 PURPOSE = "This tool helps to create, renew, expire, or describe delegation tokens."
-ERROR_PREFIX = "Error while executing delegation token command : "
 ACTIONS = ("create", "renew", "expire", "describe")
 ONE_ACTION = "Command must include exactly one action: --create, --renew, --expire or --describe"
 ERRORS_PACKAGE = "org.apache.kafka.common.errors"
@@ -52,24 +51,24 @@ OPTIONS = [
         "Client. Token management operations are allowed in secure mode only. This config "
         "file is used to pass security related configs.", "command config property file"),
     Opt("create", "Create a new delegation token. Use --renewer-principal option to pass "
-        "renewers principals."),
+        "renewer principals."),
     Opt("renew", "Renew delegation token. Use --renew-time-period option to set renew time "
         "period."),
     Opt("expire", "Expire delegation token. Use --expiry-time-period option to expire the "
         "token."),
     Opt("describe", "Describe delegation tokens for the given principals. Use "
         "--owner-principal to pass owner/renewer principals. If --owner-principal option is "
-        "not supplied, all the user owned tokens and tokens where user have Describe "
-        "permission will be returned."),
-    Opt("owner-principal", "owner is a kafka principal. It is should be in principalType:name "
+        "not supplied, all the user-owned tokens and tokens where the user has Describe "
+        "permissions will be returned."),
+    Opt("owner-principal", "owner is a Kafka principal. They should be in principalType:name "
         "format.", "principal", optional=True),
-    Opt("renewer-principal", "renewer is a kafka principal. It is should be in "
+    Opt("renewer-principal", "renewer is a Kafka principal. They should be in "
         "principalType:name format.", "principal", optional=True),
     Opt("max-life-time-period", "Max life period for the token in milliseconds. If the value "
-        "is -1, then token max life time will default to a server side config the value "
+        "is -1, then token max life time will default to the server side config value of "
         "(delegation.token.max.lifetime.ms).", "milliseconds", LONG, optional=True),
     Opt("renew-time-period", "Renew time period in milliseconds. If the value is -1, then the "
-        "renew time period will default to a server side config the value "
+        "renew time period will default to the server side config value of "
         "(delegation.token.expiry.time.ms).", "milliseconds", LONG, optional=True),
     Opt("expiry-time-period", "Expiry time period in milliseconds. If the value is -1, then "
         "the token will get invalidated immediately.", "milliseconds", LONG,
@@ -171,8 +170,7 @@ class Row:
 
 
 def table(rows: Sequence[Row]) -> str:
-    """printToken: a header after an empty line, each token after an empty line and
-    followed by one."""
+    """printToken: a header after an empty line, each token after an empty line."""
     widths = (15, 30, 15, 15, 25, 15, 15, 15)
 
     def line(cells: Sequence[str]) -> str:
@@ -180,7 +178,7 @@ def table(rows: Sequence[Row]) -> str:
 
     header = ("TOKENID", "HMAC", "OWNER", "REQUESTER", "RENEWERS", "ISSUEDATE", "EXPIRYDATE",
               "MAXDATE")
-    return "\n" + line(header) + "\n" + "".join(f"\n{line(r.cells)}\n\n" for r in rows)
+    return "\n" + line(header) + "\n" + "".join(f"\n{line(r.cells)}\n" for r in rows)
 
 
 def _principal_text(kind: str, name: str) -> str:
@@ -240,7 +238,7 @@ def expire(admin: Admin, options: Options) -> None:
 def describe(admin: Admin, options: Options) -> None:
     owners = principals(options, "owner-principal")
     if owners:
-        print(f"Calling describe token operation for owners :{java_list(owners)}", flush=True)
+        print(f"Calling describe token operation for owners: {java_list(owners)}", flush=True)
     else:
         print("Calling describe token operation for current user.", flush=True)
     Owner_ = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
@@ -293,13 +291,13 @@ def run(options: Options) -> int:
                 admin, options)
     except CommandFailure as exc:
         sys.stdout.flush()
-        print(f"{ERROR_PREFIX}{exc}", file=sys.stderr)
+        print(exc, file=sys.stderr)
         print("\n".join(exc.trace) + "\n", file=sys.stderr)
         return 1
     return 0
 
 
-TOOL = Tool("delegation-tokens", PURPOSE, OPTIONS, run, ERROR_PREFIX)
+TOOL = Tool("delegation-tokens", PURPOSE, OPTIONS, run)
 
 
 def console_main() -> None:

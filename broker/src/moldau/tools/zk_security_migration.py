@@ -50,7 +50,7 @@ SECURE_ROOT_PATHS = (
     zk_paths.CONTROLLER_PATH, zk_paths.CONTROLLER_EPOCH_PATH,
     zk_paths.ISR_CHANGE_NOTIFICATION_PATH, zk_paths.PRODUCER_ID_BLOCK_PATH,
     zk_paths.LOG_DIR_EVENT_NOTIFICATION_PATH, "/delegation_token",
-    acl_model.EXTENDED_ACL_ROOT, zk_paths.FEATURE_PATH,
+    acl_model.EXTENDED_ACL_ROOT, zk_paths.MIGRATION_PATH, zk_paths.FEATURE_PATH,
     acl_model.LITERAL_ACL_ROOT, acl_model.LITERAL_CHANGE_ROOT,
     f"{acl_model.EXTENDED_ACL_ROOT}/prefixed", acl_model.EXTENDED_CHANGE_ROOT)
 WINDOW = 500  # requests in flight at once
