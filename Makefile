@@ -90,7 +90,7 @@ test: debian-deps
 		"monitoring@30:$(BIN)/pytest tests/monitoring -q -p no:cacheprovider" \
 		"deploy@60:$(BIN)/pytest tests/deploy -q -p no:cacheprovider -n 3" \
 		"spark@240:$(BIN)/pytest pipeline/tests -q -p no:cacheprovider" \
-		"compat@150:$(MAKE) --no-print-directory compat-deps && $(BIN)/pytest compat/tests -q -p no:cacheprovider" \
+		"compat@240:$(MAKE) --no-print-directory compat-deps && $(BIN)/pytest compat/tests -q -p no:cacheprovider" \
 		"molecule@1880:scripts/molecule-test"
 
 # atheris (the `fuzz` extra) for test-long's fuzz suite, under a stamp of its own so
