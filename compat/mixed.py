@@ -129,11 +129,14 @@ class View:
             leader == member.role for leader, _ in partitions.values())
 
     def settled(self, via: Member, controller: str, leaders: dict[int, str],
-                isr: list[str]) -> bool:
+                isr: list[str], seen: list[tuple[str, dict[int, tuple[str, list[str]]]]]
+                ) -> bool:
+        """Whether the cluster is so; the answer read is appended to `seen`."""
         try:
             found_controller, partitions = self.state(via)
         except Exception:  # a broker still starting: ask again
             return False
+        seen.append((found_controller, partitions))
         return found_controller == controller and all(
             partitions.get(p) == (leader, isr) for p, leader in leaders.items())
 
@@ -155,9 +158,11 @@ def run(transcript: Transcript, base: Path, zookeeper_root: str,
 
         def settle(step: str, via: Member, controller: str, leaders: dict[int, str]) -> None:
             started = time.monotonic()
+            seen: list[tuple[str, dict[int, tuple[str, list[str]]]]] = []
             _wait(f"{step}: controller {controller}, leaders {leaders}, ISR {both}",
-                  lambda: view.settled(via, controller, leaders, both))
-            found_controller, partitions = view.state(via)
+                  lambda: view.settled(via, controller, leaders, both, seen))
+            # the answer that settled it: another Metadata request may reach another broker
+            found_controller, partitions = seen[-1]
             transcript.add(f"{step}: controller {found_controller}")
             for p, (leader, isr) in sorted(partitions.items()):
                 transcript.add(f"{step}: partition {p} leader {leader} isr {','.join(isr)}")

@@ -73,9 +73,10 @@ def shape_only(lines: list[str]) -> list[str]:
     return out
 
 
-# ConsumerPerformance's client-id line on standard error is padded to the width of the id's
-# number, which is a clock: its padding is not the broker's
-CLIENT_ID_PADDING: Normaliser = substitute(r"^!\s+(perf-consumer-<n>\))\s*$", r"! \1")
+# The usage table's default group id (perf-consumer-<random>) wraps by the width of its
+# number, a clock: its continuation line gets the table's fixed indent
+CLIENT_ID_PADDING: Normaliser = substitute(r"^!\s+(perf-consumer-<n>\))\s*$",
+                                           "!" + " " * 44 + r"\1")
 RULES: tuple[Normaliser, ...] = (STDOUT_FRAMES, ADMIN_CLIENT_ID, CLIENT_ID_PADDING, shape_only)
 
 KAFKA_TOOLS_ON_KAFKA = Side("perf/kafka-tool@kafka", KAFKA, with_kafka_tools(steps))
