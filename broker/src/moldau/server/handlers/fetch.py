@@ -3,10 +3,8 @@ offset under read_committed), long-poll until min_bytes or max_wait_ms, and hand
 record data to the connection as file ranges, which plaintext connections send with
 sendfile.
 
-Consumers on Fetch v0-v3 read message formats v0/v1 only: their answer's records are
-down-converted (moldau.protocol.down_convert) when it is built, after any long poll, unless
-the topic's message.downconversion.enable is false (UNSUPPORTED_VERSION, as Kafka). A
-topic with compression.type=zstd answers UNSUPPORTED_COMPRESSION_TYPE below v10.
+Consumers on Fetch v0-v9 get their answer in the formats and codecs they read
+(fetch_conversion.py: message formats v0/v1 below v4, no zstd below v10).
 
 Fetch sessions (KIP-227) are kept for followers only (moldau.server.fetch_sessions): a
 consumer's answer carries session id 0, which tells it to send full fetch requests, as
@@ -32,17 +30,11 @@ from uuid import UUID
 from moldau.errors import (
     FencedLeaderEpochError,
     KafkaError,
-    KafkaStorageError,
-    NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
     TopicAuthorizationFailedError,
     UnknownLeaderEpochError,
     UnknownTopicIdError,
-    UnsupportedCompressionTypeError,
-    UnsupportedVersionError,
 )
-from moldau.protocol import down_convert
-from moldau.protocol.compression import UnsupportedCompressionError
 from moldau.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
 from moldau.protocol.generated.fetch_request import FetchRequest
 from moldau.protocol.generated.fetch_response import FetchResponse
@@ -62,6 +54,7 @@ from ..quotas import NoQuotas
 from ..replica_selector import NO_PREFERENCE, preferred_read_replica
 from ..responses import FileRecords
 from .cluster_info import CLUSTER_NAME
+from .fetch_conversion import ZSTD_VERSION, for_old_consumer
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Mapping
@@ -87,7 +80,6 @@ NO_SNAPSHOT_ID = FetchResponse.SnapshotId()
 INT32_MAX = 2**31 - 1
 READ_COMMITTED = 1
 SESSIONS_VERSION = 7  # Fetch v7 brought fetch sessions
-ZSTD_VERSION = 10  # consumers below Fetch v10 cannot read zstd
 # Records up to this size are copied into the answer rather than sent with sendfile
 # (_records)
 INLINE_RECORDS_MAX = 32 * 1024
@@ -120,21 +112,6 @@ def _aborted(plog: PartitionLog, fetch_offset: int,
     """A read_committed answer's AbortedTransactions (docs/transactions.md item 4)."""
     return [AbortedTransaction(producer_id=txn.producer_id, first_offset=txn.first_offset)
             for txn in aborted_transactions(plog, fetch_offset, data)]
-
-
-def _bytes(records: FileRecords | bytes) -> bytes:
-    """A partition's records as bytes (a file range is read)."""
-    if isinstance(records, FileRecords):
-        return os.pread(records.fd, records.size, records.position)
-    return bytes(records)
-
-
-def _refused(data: FetchResponse.PartitionData, code: int) -> None:
-    """A partition answered with an error alone, as Kafka's FetchResponse.partitionResponse."""
-    data.error_code = code
-    data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
-    data.records = b""
-    data.aborted_transactions = None
 
 
 def check_leader_epoch(partition: Partition, requested: int) -> None:
@@ -254,7 +231,8 @@ class FetchHandler:
         """The final answer: an incremental one keeps only the partitions with news; a
         consumer's below v10 in the formats and codecs it reads."""
         if replica_id < 0 and version < ZSTD_VERSION:
-            self._for_old_consumer(request, response, version)
+            for_old_consumer(request, response, version, self.replica_manager.partitions,
+                             self.topic_stats)
         if session is not None:
             fetch_session, incremental = session
             if incremental:
@@ -263,43 +241,6 @@ class FetchHandler:
                 fetch_session.remember(response, version >= 13)
             response.session_id = fetch_session.id
         return self._accounted(ctx, response, replica_id)
-
-    def _for_old_consumer(self, request: FetchRequest, response: FetchResponse,
-                          version: int) -> None:
-        """Kafka's maybeConvertFetchedData for a consumer's fetch below v10: a zstd topic
-        answers UNSUPPORTED_COMPRESSION_TYPE; below v4 the records are down-converted, or
-        UNSUPPORTED_VERSION where the topic disables down-conversion. Up to v5 a storage
-        error reads NOT_LEADER_OR_FOLLOWER, which those clients retry."""
-        to_magic = down_convert.needs_conversion(version)
-        offsets = {(t.topic, p.partition): p.fetch_offset
-                   for t in request.topics for p in t.partitions}
-        rm = self.replica_manager
-        for topic in response.responses:
-            for data in topic.partitions:
-                if data.error_code == KafkaStorageError.code and version <= 5:
-                    data.error_code = NotLeaderOrFollowerError.code
-                partition = rm.partitions.get((topic.topic, data.partition_index))
-                if data.error_code or partition is None:
-                    continue
-                config = partition.log.config
-                if config.compression_type == "zstd":
-                    _refused(data, UnsupportedCompressionTypeError.code)
-                elif to_magic is None:
-                    continue
-                elif not config.message_downconversion_enable:
-                    _refused(data, UnsupportedVersionError.code)
-                elif data.records is not None and len(data.records):
-                    fetch_offset = offsets.get((topic.topic, data.partition_index), 0)
-                    try:
-                        done = down_convert.down_convert(_bytes(data.records), to_magic,
-                                                         fetch_offset)
-                    except UnsupportedCompressionError:  # a zstd batch of the producer's
-                        _refused(data, UnsupportedCompressionTypeError.code)
-                        continue
-                    data.records = done.records
-                    if done.converted:
-                        self.topic_stats.mark("FetchMessageConversionsPerSec", topic.topic,
-                                              done.converted)
 
     def _accounted(self, ctx: RequestContext, response: FetchResponse,
                    replica_id: int) -> FetchResponse:
