@@ -25,7 +25,8 @@ def _manager() -> ReplicaManager:
 
 
 def _partition() -> Any:
-    partition: Any = SimpleNamespace(waiters=[])
+    partition: Any = SimpleNamespace(waiters=[], follower_waiters=[])
+    partition.wake_for_high_watermark = lambda: Partition.wake_for_high_watermark(partition)
     partition.wake = lambda: Partition.wake(partition)
     return partition
 
@@ -60,6 +61,26 @@ def test_a_wake_ends_the_wait_and_leaves_no_waiter_behind() -> None:
         asyncio.get_running_loop().call_later(0.01, woken.wake)
         await _manager().wait_for_change([woken, quiet], 5.0)
         assert woken.waiters == [] and quiet.waiters == []
+
+    asyncio.run(scenario())
+
+
+def test_a_follower_fetch_waits_through_high_watermark_moves() -> None:
+    """A follower reads to the log end: a high watermark move alone (another follower
+    caught up) leaves its fetch parked, while acks=all produces and consumers wake; an
+    append or a change of state wakes it."""
+    async def scenario() -> None:
+        partition = _partition()
+        follower = ReplicaManager.watch([partition], follower=True)
+        produce = ReplicaManager.watch([partition])
+        partition.wake_for_high_watermark()
+        assert produce.done() and not follower.done()
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.01, partition.wake)
+        started = time.monotonic()
+        await _manager().wait_for_change([partition], 5.0, follower, follower=True)
+        assert time.monotonic() - started < 2.0
+        assert partition.waiters == [] and partition.follower_waiters == []
 
     asyncio.run(scenario())
 

@@ -87,6 +87,10 @@ class Partition:
     broker_id: int
     state: LeaderAndIsr
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    # followers' long-polled fetches: woken by appends and state changes, not by the high
+    # watermark alone (a follower reads to the log end; it learns the high watermark
+    # with its next records, as Kafka's DelayedFetch for a follower completes on bytes)
+    follower_waiters: list[asyncio.Future[None]] = field(default_factory=list)
     followers: dict[int, FollowerState] = field(default_factory=dict)
     # an ISR change being written to ZooKeeper; the high watermark counts both ISRs
     pending_isr: list[int] | None = None
@@ -168,11 +172,19 @@ class Partition:
 
     def wake(self) -> None:
         """Complete every waiting fetch or produce: something they wait for moved."""
+        if self.follower_waiters:
+            waiters, self.follower_waiters = self.follower_waiters, []
+            _complete_all(waiters)
+        self.wake_for_high_watermark()
+
+    def wake_for_high_watermark(self) -> None:
+        """Complete the waits the high watermark ends (acks=all produces, consumers'
+        fetches), leaving followers' fetches parked: with every acks=all record the
+        high watermark moves once per ISR follower, and each wake of a follower's fetch
+        that finds nothing new cost a re-read and a re-park on the leader."""
         if self.waiters:
             waiters, self.waiters = self.waiters, []
-            for future in waiters:
-                if not future.done():
-                    future.set_result(None)
+            _complete_all(waiters)
 
 
 @dataclass(frozen=True)
@@ -209,7 +221,7 @@ class ReplicaManager:
         """Record a follower's fetch: the high watermark may move (waking acks=all
         produces) and a follower that caught up joins the ISR."""
         if partition.follower_fetched(replica_id, fetch_offset, now_ms):
-            partition.wake()
+            partition.wake_for_high_watermark()
         if partition.may_join_isr(replica_id):
             new_isr = sorted({*partition.state.isr, replica_id})
             log.info("[Partition %s broker=%d] Expanding ISR from %s to %s", partition.name,
@@ -357,38 +369,42 @@ class ReplicaManager:
     # --- waiting ----------------------------------------------------------------------------
 
     @staticmethod
-    def watch(partitions: Iterable[Partition]) -> asyncio.Future[None]:
+    def watch(partitions: Iterable[Partition], follower: bool = False) -> asyncio.Future[None]:
         """A future that the next change of any of the partitions completes, registered
         now: a caller that reads, then returns a coroutine that waits (a long-polled
-        fetch, whose task starts a loop pass later), must not miss a change between."""
+        fetch, whose task starts a loop pass later), must not miss a change between.
+        A follower's fetch (`follower`) is not woken by the high watermark alone."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         for partition in partitions:
-            partition.waiters.append(future)
+            (partition.follower_waiters if follower else partition.waiters).append(future)
         return future
 
     async def wait_for_change(self, partitions: Iterable[Partition], timeout_s: float,
-                              watched: asyncio.Future[None] | None = None) -> None:
+                              watched: asyncio.Future[None] | None = None,
+                              follower: bool = False) -> None:
         """Wait until any of the partitions gets data or changes state, or the timeout
         (from `watched`, the partitions' watch() future, when the caller registered
-        earlier). A timer completes the future, rather than asyncio.wait_for: that adds a
-        future, callbacks and a loop pass to every long-polled fetch and acks=all wait."""
+        earlier; `follower` as there). A timer completes the future, rather than
+        asyncio.wait_for: that adds a future, callbacks and a loop pass to every
+        long-polled fetch and acks=all wait."""
         partitions = list(partitions)
-        future = self.watch(partitions) if watched is None else watched
+        future = self.watch(partitions, follower) if watched is None else watched
         timer = asyncio.get_running_loop().call_later(timeout_s, _complete, future)
         try:
             await future
         finally:
             timer.cancel()
-            self.unwatch(partitions, future)
+            self.unwatch(partitions, future, follower)
 
     @staticmethod
-    def unwatch(partitions: Iterable[Partition], future: asyncio.Future[None]) -> None:
-        """Forget a watch() future (completed or not)."""
+    def unwatch(partitions: Iterable[Partition], future: asyncio.Future[None],
+                follower: bool = False) -> None:
+        """Forget a watch() future (completed or not), registered with `follower`."""
         if not future.done():
             future.cancel()
         for partition in partitions:
             try:  # noqa: SIM105 - a try is free; contextlib.suppress builds an object
-                partition.waiters.remove(future)
+                (partition.follower_waiters if follower else partition.waiters).remove(future)
             except ValueError:  # a wake() already took it
                 pass
 
@@ -399,6 +415,12 @@ class ReplicaManager:
         for partition in self.partitions.values():
             partition.wake()
         self.partitions.clear()
+
+
+def _complete_all(futures: list[asyncio.Future[None]]) -> None:
+    for future in futures:
+        if not future.done():
+            future.set_result(None)
 
 
 def _complete(future: asyncio.Future[None]) -> None:

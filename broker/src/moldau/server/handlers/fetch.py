@@ -198,7 +198,7 @@ class FetchHandler:
             return self._answer(ctx, request, response, replica_id, session, version)
         # watch now: the long poll's task starts a loop pass later, and an append in
         # between (the next produce, answered first) would wait out max_wait_ms
-        watched = self.replica_manager.watch(partitions)
+        watched = self.replica_manager.watch(partitions, replica_id >= 0)
         return self._long_poll(ctx, request, wanted, partitions, version, replica_id,
                                watched, session)
 
@@ -297,14 +297,15 @@ class FetchHandler:
                          session: SessionUse) -> FetchResponse:
         deadline = time.monotonic() + request.max_wait_ms / 1000
         rm = self.replica_manager
+        follower = replica_id >= 0
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 if watched is not None:  # the task started after the deadline
-                    rm.unwatch(partitions, watched)
+                    rm.unwatch(partitions, watched, follower)
                 break
             with self.fetch_purgatory.waiting(len(partitions)):
-                await rm.wait_for_change(partitions, remaining, watched)
+                await rm.wait_for_change(partitions, remaining, watched, follower)
             watched = None  # registered anew after each read, in the same loop pass
             response, total, partitions, answer_now = self._read(request, wanted, version,
                                                                  replica_id, again=True)
