@@ -17,7 +17,7 @@ from pathlib import Path
 from compat import batch, launcher
 from compat.launcher import ToolRun
 from compat.normalise import Normaliser, drop, substitute
-from compat.scenarios.base import Context
+from compat.scenarios.base import KAFKA, MOLDAU, Context, Scenario, Side
 from compat.transcript import Transcript
 
 # Kafka script name -> (Kafka 3.9.1's main class, Moldau's script)
@@ -121,3 +121,20 @@ def with_moldau_tools(steps: Steps, timeout: float = 120.0) -> Callable[[Context
             transcript.command(s.tool, s.args, result, stderr=s.stderr)
         return transcript
     return run
+
+
+def tool_scenarios(name: str, steps: Steps, rules: Sequence[Normaliser], kafka_summary: str,
+                   moldau_summary: str, requires: Sequence[str] = ()) -> list[Scenario]:
+    """The pair each tool module defines: `<name>.kafka-tool`, Kafka's tools against each
+    broker (in batches: make test's fast subset), and `<name>.moldau-tool`, Moldau's
+    scripts against Moldau beside Kafka's tools on Kafka (a process a command: make
+    compat only)."""
+    on_kafka = Side(f"{name}/kafka-tool@kafka", KAFKA, with_kafka_tools(steps))
+    return [
+        Scenario(f"{name}.kafka-tool", kafka_summary, on_kafka,
+                 Side(f"{name}/kafka-tool@moldau", MOLDAU, with_kafka_tools(steps)), rules,
+                 requires=requires),
+        Scenario(f"{name}.moldau-tool", moldau_summary, on_kafka,
+                 Side(f"{name}/moldau-tool@moldau", MOLDAU, with_moldau_tools(steps)), rules,
+                 requires=requires, fast=False),
+    ]

@@ -7,14 +7,13 @@ logger, user and client quotas (alone, together, the client default), SCRAM cred
 from __future__ import annotations
 
 from compat.normalise import Normaliser, sort_runs
-from compat.scenarios.base import KAFKA, MOLDAU, Context, Scenario, Side
+from compat.scenarios.base import Context
 from compat.scenarios.tool_steps import (
     ADMIN_CLIENT_ID,
     STDOUT_FRAMES,
     Step,
     step,
-    with_kafka_tools,
-    with_moldau_tools,
+    tool_scenarios,
 )
 
 
@@ -103,16 +102,7 @@ def steps(ctx: Context) -> list[Step]:
 RULES: tuple[Normaliser, ...] = (STDOUT_FRAMES, ADMIN_CLIENT_ID,
                                  sort_runs(r"^  [a-z][a-z0-9._]*=.*sensitive="))
 
-KAFKA_TOOLS_ON_KAFKA = Side("configs/kafka-tool@kafka", KAFKA, with_kafka_tools(steps))
-
-SCENARIOS = [
-    Scenario("configs.kafka-tool",
-             "ConfigCommand: topics, brokers, broker-loggers, quotas, SCRAM, on each broker",
-             KAFKA_TOOLS_ON_KAFKA,
-             Side("configs/kafka-tool@moldau", MOLDAU, with_kafka_tools(steps)), RULES),
-    Scenario("configs.moldau-tool",
-             "Moldau's kafka-configs.sh against Moldau vs ConfigCommand against Kafka",
-             KAFKA_TOOLS_ON_KAFKA,
-             Side("configs/moldau-tool@moldau", MOLDAU, with_moldau_tools(steps)), RULES,
-             fast=False),
-]
+SCENARIOS = tool_scenarios(
+    "configs", steps, RULES,
+    "ConfigCommand: topics, brokers, broker-loggers, quotas, SCRAM, on each broker",
+    "Moldau's kafka-configs.sh against Moldau vs ConfigCommand against Kafka")

@@ -7,14 +7,13 @@ before --max-messages is reached, and the option errors."""
 from __future__ import annotations
 
 from compat.normalise import Normaliser, substitute
-from compat.scenarios.base import KAFKA, MOLDAU, Context, Scenario, Side
+from compat.scenarios.base import Context
 from compat.scenarios.tool_steps import (
     ADMIN_CLIENT_ID,
     STDOUT_FRAMES,
     Step,
     step,
-    with_kafka_tools,
-    with_moldau_tools,
+    tool_scenarios,
 )
 
 
@@ -67,16 +66,7 @@ def steps(ctx: Context) -> list[Step]:
 RULES: tuple[Normaliser, ...] = (STDOUT_FRAMES, ADMIN_CLIENT_ID,
                                  substitute(r"CreateTime:\d+", "CreateTime:<time>"))
 
-KAFKA_TOOLS_ON_KAFKA = Side("console/kafka-tool@kafka", KAFKA, with_kafka_tools(steps))
-
-SCENARIOS = [
-    Scenario("console.kafka-tool",
-             "ConsoleProducer and ConsoleConsumer (formatter properties) against each broker",
-             KAFKA_TOOLS_ON_KAFKA,
-             Side("console/kafka-tool@moldau", MOLDAU, with_kafka_tools(steps)), RULES),
-    Scenario("console.moldau-tool",
-             "Moldau's kafka-console-producer/-consumer vs Kafka's tools on Kafka",
-             KAFKA_TOOLS_ON_KAFKA,
-             Side("console/moldau-tool@moldau", MOLDAU, with_moldau_tools(steps)), RULES,
-             fast=False),
-]
+SCENARIOS = tool_scenarios(
+    "console", steps, RULES,
+    "ConsoleProducer and ConsoleConsumer (formatter properties) against each broker",
+    "Moldau's kafka-console-producer/-consumer vs Kafka's tools on Kafka")

@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 
 from compat.normalise import Normaliser, substitute
-from compat.scenarios.base import KAFKA, MOLDAU, Context, Scenario, Side
+from compat.scenarios.base import Context
 from compat.scenarios.java_client import TOPIC_PREFIX
 from compat.scenarios.tool_steps import (
     ADMIN_CLIENT_ID,
@@ -18,8 +18,7 @@ from compat.scenarios.tool_steps import (
     STDOUT_FRAMES,
     Step,
     step,
-    with_kafka_tools,
-    with_moldau_tools,
+    tool_scenarios,
     write,
 )
 
@@ -97,18 +96,8 @@ RULES: tuple[Normaliser, ...] = (
     # the Java client's fixed-timestamp batches are the same bytes on both brokers
     substitute(r'("partition":"offsets-<run>-\d+","size":)\d+', r"\1<size>"))
 
-KAFKA_TOOLS_ON_KAFKA = Side("offsets/kafka-tool@kafka", KAFKA, with_kafka_tools(steps))
-
-SCENARIOS = [
-    Scenario("offsets.kafka-tool",
-             "GetOffsetShell, DeleteRecordsCommand and LogDirsCommand against each broker",
-             KAFKA_TOOLS_ON_KAFKA,
-             Side("offsets/kafka-tool@moldau", MOLDAU, with_kafka_tools(steps)), RULES,
-             requires=("java-client.produce-consume",)),
-    Scenario("offsets.moldau-tool",
-             "Moldau's kafka-get-offsets/-delete-records/-log-dirs vs Kafka's tools on Kafka",
-             KAFKA_TOOLS_ON_KAFKA,
-             Side("offsets/moldau-tool@moldau", MOLDAU, with_moldau_tools(steps)), RULES,
-             requires=("java-client.produce-consume",),
-             fast=False),
-]
+SCENARIOS = tool_scenarios(
+    "offsets", steps, RULES,
+    "GetOffsetShell, DeleteRecordsCommand and LogDirsCommand against each broker",
+    "Moldau's kafka-get-offsets/-delete-records/-log-dirs vs Kafka's tools on Kafka",
+    requires=("java-client.produce-consume",))

@@ -9,14 +9,13 @@ from __future__ import annotations
 import re
 
 from compat.normalise import Normaliser, substitute
-from compat.scenarios.base import KAFKA, MOLDAU, Context, Scenario, Side
+from compat.scenarios.base import Context
 from compat.scenarios.tool_steps import (
     ADMIN_CLIENT_ID,
     STDOUT_FRAMES,
     Step,
     step,
-    with_kafka_tools,
-    with_moldau_tools,
+    tool_scenarios,
 )
 
 
@@ -79,16 +78,7 @@ CLIENT_ID_PADDING: Normaliser = substitute(r"^!\s+(perf-consumer-<n>\))\s*$",
                                            "!" + " " * 44 + r"\1")
 RULES: tuple[Normaliser, ...] = (STDOUT_FRAMES, ADMIN_CLIENT_ID, CLIENT_ID_PADDING, shape_only)
 
-KAFKA_TOOLS_ON_KAFKA = Side("perf/kafka-tool@kafka", KAFKA, with_kafka_tools(steps))
-
-SCENARIOS = [
-    Scenario("perf.kafka-tool",
-             "ProducerPerformance, ConsumerPerformance, TransactionsCommand on each broker",
-             KAFKA_TOOLS_ON_KAFKA,
-             Side("perf/kafka-tool@moldau", MOLDAU, with_kafka_tools(steps)), RULES),
-    Scenario("perf.moldau-tool",
-             "Moldau's perf tools and kafka-transactions.sh vs Kafka's tools on Kafka",
-             KAFKA_TOOLS_ON_KAFKA,
-             Side("perf/moldau-tool@moldau", MOLDAU, with_moldau_tools(steps)), RULES,
-             fast=False),
-]
+SCENARIOS = tool_scenarios(
+    "perf", steps, RULES,
+    "ProducerPerformance, ConsumerPerformance, TransactionsCommand on each broker",
+    "Moldau's perf tools and kafka-transactions.sh vs Kafka's tools on Kafka")

@@ -10,15 +10,14 @@ import json
 import re
 
 from compat.normalise import Normaliser
-from compat.scenarios.base import KAFKA, MOLDAU, Context, Scenario, Side
+from compat.scenarios.base import Context
 from compat.scenarios.tool_steps import (
     ADMIN_CLIENT_ID,
     SCRATCH_RULE,
     STDOUT_FRAMES,
     Step,
     step,
-    with_kafka_tools,
-    with_moldau_tools,
+    tool_scenarios,
     write,
 )
 
@@ -98,16 +97,7 @@ def sort_elected(lines: list[str]) -> list[str]:
 
 RULES: tuple[Normaliser, ...] = (STDOUT_FRAMES, SCRATCH_RULE, ADMIN_CLIENT_ID, sort_elected)
 
-KAFKA_TOOLS_ON_KAFKA = Side("reassign/kafka-tool@kafka", KAFKA, with_kafka_tools(steps))
-
-SCENARIOS = [
-    Scenario("reassign.kafka-tool",
-             "ReassignPartitionsCommand and LeaderElectionCommand against each broker",
-             KAFKA_TOOLS_ON_KAFKA,
-             Side("reassign/kafka-tool@moldau", MOLDAU, with_kafka_tools(steps)), RULES),
-    Scenario("reassign.moldau-tool",
-             "Moldau's kafka-reassign-partitions/-leader-election vs Kafka's tools on Kafka",
-             KAFKA_TOOLS_ON_KAFKA,
-             Side("reassign/moldau-tool@moldau", MOLDAU, with_moldau_tools(steps)), RULES,
-             fast=False),
-]
+SCENARIOS = tool_scenarios(
+    "reassign", steps, RULES,
+    "ReassignPartitionsCommand and LeaderElectionCommand against each broker",
+    "Moldau's kafka-reassign-partitions/-leader-election vs Kafka's tools on Kafka")
