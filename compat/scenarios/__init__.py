@@ -13,6 +13,7 @@ from compat.scenarios import (
     java_admin,
     java_client,
     java_groups,
+    java_txn,
     mixed_cluster,
     tools_configs,
     tools_console,
@@ -29,8 +30,8 @@ ALL: list[Scenario] = [*topics.SCENARIOS, *java_client.SCENARIOS, *groups.SCENAR
 # Kafka's other tools against both brokers, and Moldau's kafka-*.sh beside them.
 ALL += [*tools_reassign.SCENARIOS, *tools_offsets.SCENARIOS, *tools_configs.SCENARIOS,
         *tools_console.SCENARIOS, *tools_perf.SCENARIOS]
-# Kafka's Java consumer in groups and its AdminClient against both brokers.
-ALL += [*java_groups.SCENARIOS, *java_admin.SCENARIOS]
+# Kafka's Java consumer in groups, its AdminClient and its transactional producer.
+ALL += [*java_groups.SCENARIOS, *java_admin.SCENARIOS, *java_txn.SCENARIOS]
 # Named principals over SASL (SCRAM) on the ACL pair, their delegation tokens, and
 # ZkSecurityMigrator on a SASL ZooKeeper of its own.
 ALL += [*acls_sasl.SCENARIOS, *tools_zk_security.SCENARIOS]
