@@ -37,5 +37,9 @@ def topic_partition_of(directory: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-def is_future_dir(name: str) -> bool:
-    return name.endswith(FUTURE_DIR_SUFFIX)
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """`orders-3` -> ("orders", 3); None for names that are not a partition's log dir."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        return None
+    return topic, int(partition)

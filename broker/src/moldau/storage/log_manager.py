@@ -18,7 +18,6 @@ import functools
 import logging
 import os
 import shutil
-import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,7 +27,13 @@ from moldau.errors import KafkaStorageError, LogDirNotFoundError
 
 from . import checkpoints, cleaner
 from .config import LogConfig
-from .dir_names import topic_partition_of
+from .dir_names import (
+    DELETE_DIR_SUFFIX,
+    FUTURE_DIR_SUFFIX,
+    delete_dir_name,
+    parse_partition_dir,
+    topic_partition_of,
+)
 from .file_worker import FileWorker
 from .future_logs import FutureLogs
 from .index_mappings import MAPPED_INDEXES
@@ -42,8 +47,6 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 # mode has no use for it, so -1.
 CLEAN_SHUTDOWN_CONTENT = b'{"version":0,"brokerEpoch":-1}'
 LOCK_FILE = ".lock"
-DELETE_DIR_SUFFIX = "-delete"
-FUTURE_DIR_SUFFIX = "-future"
 
 TopicPartition = tuple[str, int]
 
@@ -98,14 +101,6 @@ class LogDir:
     path: str
     lock_fd: int
     logs: dict[TopicPartition, PartitionLog] = field(default_factory=dict)
-
-
-def parse_partition_dir(name: str) -> TopicPartition | None:
-    """`orders-3` -> ("orders", 3); None for names that are not a partition dir."""
-    topic, sep, partition = name.rpartition("-")
-    if not sep or not topic or not partition.isdigit():
-        return None
-    return topic, int(partition)
 
 
 class LogManager:
@@ -289,8 +284,8 @@ class LogManager:
         for log_dir in self.dirs.values():
             log_dir.logs.pop(tp, None)
         partition_log.close()
-        doomed = f"{partition_log.directory}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
         dir_path = os.path.dirname(partition_log.directory)
+        doomed = os.path.join(dir_path, delete_dir_name(topic, partition))
         try:
             os.rename(partition_log.directory, doomed)
         except OSError as exc:
