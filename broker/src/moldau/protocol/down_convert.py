@@ -20,7 +20,7 @@ here writes, and uncompressed messages every consumer reads.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from . import compression as codecs
@@ -102,43 +102,21 @@ def down_convert(buf: codecs.BytesLike, to_magic: int, first_offset: int, *,
 
 def message_set(records: Sequence[LegacyRecord], magic: int, compression: int,
                 timestamp_type: int, log_append_time: int | None) -> bytes:
-    """One legacy message set holding `records` at their own offsets, as Kafka's
-    MemoryRecordsBuilder writes it: a compressed set is a wrapper at the last offset
-    whose inner offsets are relative to the first (magic 1) or absolute (magic 0), and
-    whose timestamp is the append time or the largest inner one; with LogAppendTime
-    every message, inner ones too, carries the append time and the timestamp-type bit."""
+    """One legacy message set holding `records` at their own offsets (legacy.
+    encode_message_set, Kafka's layout), in a codec the format can carry."""
     if compression == codecs.ZSTD:
         raise codecs.UnsupportedCompressionError(
             f"zstd batches cannot be down-converted to message format v{magic}")
     if compression == codecs.LZ4 and magic == 0:
         compression = codecs.NONE  # see the module docstring
     append_time = magic == 1 and timestamp_type == LOG_APPEND_TIME
-    ts_bit = legacy.TIMESTAMP_TYPE_MASK if append_time else 0
-    stamps = [_timestamp(r.timestamp, magic, log_append_time if append_time else None)
-              for r in records]
-    if not compression:
-        out = bytearray()
-        _append_all(out, records, stamps, magic, ts_bit, relative_to=0)
-        return bytes(out)
-    inner = bytearray()
-    base = records[0].offset if magic == 1 else 0
-    _append_all(inner, records, stamps, magic, ts_bit, relative_to=base)
-    payload = codecs.compress(compression, inner, xerial=True)
-    wrapper_ts = max(stamps) if magic == 1 else legacy.NO_TIMESTAMP
-    out = bytearray()
-    legacy.write_message(out, records[-1].offset, magic, compression | ts_bit, wrapper_ts,
-                         None, payload)
-    return bytes(out)
+    return legacy.encode_message_set(
+        [(r.offset, _timestamp(r.timestamp, magic, log_append_time if append_time else None),
+          r.key, r.value) for r in records],
+        magic=magic, compression=compression, append_time=append_time)
 
 
 def _timestamp(timestamp: int, magic: int, log_append_time: int | None) -> int:
     if magic == 0:
         return legacy.NO_TIMESTAMP
     return timestamp if log_append_time is None else log_append_time
-
-
-def _append_all(out: bytearray, records: Iterable[LegacyRecord], stamps: Sequence[int],
-                magic: int, ts_bit: int, relative_to: int) -> None:
-    for record, stamp in zip(records, stamps, strict=True):
-        legacy.write_message(out, record.offset - relative_to, magic, ts_bit, stamp,
-                             record.key, record.value)

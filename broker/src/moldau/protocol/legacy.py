@@ -21,7 +21,7 @@ header checksum that standard LZ4 decoders reject; such messages raise ProtocolE
 import itertools
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple, cast
 
 from . import compression as codecs
@@ -287,26 +287,46 @@ def build_message_set(
     if compression == codecs.LZ4 and magic == 0:
         raise ValueError("lz4 in magic 0 is not supported")
     items = [records.record_fields(item) for item in messages]
-    ts_attr = TIMESTAMP_TYPE_MASK if magic == 1 and timestamp_type == LOG_APPEND_TIME else 0
+    append_time = magic == 1 and timestamp_type == LOG_APPEND_TIME
     timestamps = [
-        NO_TIMESTAMP if magic == 0 else (log_append_time if ts_attr else ts) for *_, ts in items
+        NO_TIMESTAMP if magic == 0 else (log_append_time if append_time else ts)
+        for *_, ts in items
     ]
     if magic == 1 and any(ts is None for ts in timestamps):
         raise ValueError("magic 1 messages need timestamps (or log_append_time)")
+    # cast: magic 0 timestamps are all NO_TIMESTAMP, and a magic 1 None raised above
+    return encode_message_set(
+        [(base_offset + i, cast(int, ts), key, value)
+         for i, ((key, value, _, _), ts) in enumerate(zip(items, timestamps, strict=True))],
+        magic=magic, compression=compression, append_time=append_time,
+        xerial_snappy=xerial_snappy)
+
+
+LegacyEntryInput = tuple[int, int, bytes | None, bytes | None]  # offset, timestamp, key, value
+
+
+def encode_message_set(entries: Sequence[LegacyEntryInput], *, magic: int, compression: int,
+                       append_time: bool, xerial_snappy: bool = True) -> bytes:
+    """Messages at their own offsets, as Kafka's MemoryRecordsBuilder writes them: a
+    compressed set is a wrapper at the last offset whose inner offsets are relative to
+    the first (magic 1) or absolute (magic 0), and whose timestamp is the largest inner
+    one; with LogAppendTime (magic 1) every message, inner ones too, carries the
+    timestamp-type bit (the timestamps given are then the append time)."""
+    if not entries:
+        return b""
+    ts_bit = TIMESTAMP_TYPE_MASK if append_time and magic == 1 else 0
     out = bytearray()
     if not compression:
-        for i, ((key, value, _, _), ts) in enumerate(zip(items, timestamps, strict=True)):
-            write_message(out, base_offset + i, magic, ts_attr, ts, key, value)
+        for offset, ts, key, value in entries:
+            write_message(out, offset, magic, ts_bit, ts, key, value)
         return bytes(out)
+    base = entries[0][0] if magic == 1 else 0
     inner = bytearray()
-    relative = magic == 1
-    for i, ((key, value, _, _), ts) in enumerate(zip(items, timestamps, strict=True)):
-        write_message(inner, i if relative else base_offset + i, magic, 0, ts, key, value)
+    for offset, ts, key, value in entries:
+        write_message(inner, offset - base, magic, ts_bit, ts, key, value)
     payload = codecs.compress(compression, inner, xerial=xerial_snappy)
-    # cast: magic 0 timestamps are all NO_TIMESTAMP, and a magic 1 None raised above
-    wrapper_ts = max(cast(list[int], timestamps), default=NO_TIMESTAMP)
-    last = base_offset + len(items) - 1
-    write_message(out, last, magic, compression | ts_attr, wrapper_ts, None, payload)
+    wrapper_ts = max(ts for _, ts, _, _ in entries) if magic == 1 else NO_TIMESTAMP
+    write_message(out, entries[-1][0], magic, compression | ts_bit, wrapper_ts, None, payload)
     return bytes(out)
 
 
