@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
 
@@ -195,18 +195,3 @@ def _append(future: PartitionLog, records: bytes) -> None:
     if first_offset < future.log_end_offset == future.log_start_offset:
         future.truncate_fully_and_start_at(first_offset)
     future.append_as_follower(records)
-
-
-def io_rate_reader(effective: Callable[[str], float | str | None]) -> Callable[[], float]:
-    """Reads replica.alter.log.dirs.io.max.bytes.per.second from the dynamic broker
-    config (unset or negative: unlimited)."""
-
-    def read() -> float:
-        try:
-            value = effective(IO_RATE)
-            rate = float(value) if value is not None else UNLIMITED
-        except (TypeError, ValueError):
-            return UNLIMITED
-        return rate if rate >= 0 else UNLIMITED
-
-    return read

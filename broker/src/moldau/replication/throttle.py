@@ -62,11 +62,12 @@ class ByteRateQuota:
             self._tokens -= size
 
 
-def rate_reader(effective: Callable[[str], float | str | None], side: str
+def rate_reader(effective: Callable[[str], float | str | None], name: str
                 ) -> Callable[[], float]:
-    """Reads `<side>.replication.throttled.rate` from the dynamic broker config (whose
-    `effective` gives a number for a Kafka key, a string, or None when unset)."""
-    name = f"{side}.replication.throttled.rate"
+    """Reads a byte rate (`<side>.replication.throttled.rate`,
+    `replica.alter.log.dirs.io.max.bytes.per.second`) from the dynamic broker config,
+    whose `effective` gives a number for a Kafka key, a string, or None when unset;
+    unset or negative is unlimited."""
 
     def read() -> float:
         value = effective(name)

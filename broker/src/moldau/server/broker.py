@@ -37,7 +37,7 @@ from moldau.metrics.http import METRICS_HOST_ENV, METRICS_PORT_ENV, MetricsServe
 from moldau.metrics.loop_idle import LoopIdle
 from moldau.metrics.registry import TICK_S, MetricsRegistry
 from moldau.metrics.runtime import stop_runtime, watch_runtime
-from moldau.replication.alter_log_dirs import io_rate_reader
+from moldau.replication.alter_log_dirs import IO_RATE
 from moldau.replication.protocol_versions import at_least, parse, versions_for
 from moldau.replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from moldau.replication.replica_manager import Partition, ReplicaManager
@@ -217,7 +217,8 @@ class Broker:
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
                                               isr_writer=isr_writer)
         rm = self.replica_manager
-        rm.log_dir_mover.quota = ByteRateQuota(io_rate_reader(self.dynamic_config.effective))
+        rm.log_dir_mover.quota = ByteRateQuota(rate_reader(self.dynamic_config.effective,
+                                                           IO_RATE))
         for attribute, name in (("isr_expands", "IsrExpandsPerSec"),
                                 ("isr_shrinks", "IsrShrinksPerSec"),
                                 ("failed_isr_updates", "FailedIsrUpdatesPerSec")):
@@ -453,7 +454,8 @@ class Broker:
         """The leader or follower replication throttle (rates from the dynamic config)."""
         assert self.dynamic_config is not None
         return ReplicationThrottle(side, self.broker_id, self.topic_configs.log_config,
-                                   rate_reader(self.dynamic_config.effective, side))
+                                   rate_reader(self.dynamic_config.effective,
+                                               f"{side}.replication.throttled.rate"))
 
     async def _connect_zookeeper(self) -> None:
         zk_config = self.config.zookeeper
