@@ -28,7 +28,7 @@ from moldau.errors import KafkaStorageError, LogDirNotFoundError
 
 from . import checkpoints
 from .config import LogConfig
-from .dir_names import delete_dir_name, future_dir_name
+from .dir_names import FUTURE_DIR_SUFFIX, delete_dir_name, future_dir_name
 from .files import fsync_dir
 from .log import PartitionLog
 
@@ -113,10 +113,8 @@ class FutureLogs:
         if tp in self.logs:
             raise KafkaStorageError(f"duplicate future logs of {tp[0]}-{tp[1]}: "
                                     f"{self.logs[tp].directory} and {directory}")
-        cfg = self.manager.config
-        self.logs[tp] = PartitionLog(
-            directory, log_config, recovery_point=recovery_point, clean_shutdown=clean,
-            sync=cfg.sync, producer_id_expiration_ms=cfg.producer_id_expiration_ms)
+        self.logs[tp] = self._open(directory, log_config, recovery_point=recovery_point,
+                                   clean_shutdown=clean)
         log.info("loaded the future log %s of %s-%d: its copy resumes", directory, *tp)
 
     def promote_orphans(self) -> None:
@@ -159,9 +157,7 @@ class FutureLogs:
             return False
         directory = os.path.join(path, future_dir_name(*tp))
         try:
-            future = PartitionLog(
-                directory, current.config, topic_id=topic_id, sync=manager.config.sync,
-                producer_id_expiration_ms=manager.config.producer_id_expiration_ms)
+            future = self._open(directory, current.config, topic_id=topic_id)
         except KafkaStorageError as exc:
             manager.handle_storage_error_in(path, str(exc))
             raise
@@ -211,30 +207,35 @@ class FutureLogs:
             raise KafkaStorageError(str(exc)) from exc
         with contextlib.suppress(OSError):
             fsync_dir(old_dir)  # the rename only hastens the removal below
-        new_log = self._install(tp, PartitionLog(
-            final, current.config, topic_id=current.topic_id, recovery_point=future.log_end_offset,
-            log_start_offset=start, high_watermark=high_watermark, clean_shutdown=True,
-            sync=manager.config.sync,
-            producer_id_expiration_ms=manager.config.producer_id_expiration_ms),
-            start, high_watermark)
+        new_log = self._install(tp, self._open(
+            final, current.config, topic_id=current.topic_id,
+            recovery_point=future.log_end_offset, log_start_offset=start,
+            high_watermark=high_watermark), start, high_watermark)
         manager.remove_dir_later(old_dir, doomed)
         log.info("moved the log of %s-%d from %s to %s", tp[0], tp[1], old_dir, new_dir)
         return new_log
+
+    def _open(self, directory: str, config: LogConfig, *, topic_id: UUID | None = None,
+              recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int = 0,
+              clean_shutdown: bool = True) -> PartitionLog:
+        """A PartitionLog with the log manager's settings."""
+        settings = self.manager.config
+        return PartitionLog(directory, config, topic_id=topic_id, recovery_point=recovery_point,
+                            log_start_offset=log_start_offset, high_watermark=high_watermark,
+                            clean_shutdown=clean_shutdown, sync=settings.sync,
+                            producer_id_expiration_ms=settings.producer_id_expiration_ms)
 
     def _install(self, tp: TopicPartition, new_log: PartitionLog, start: int,
                  high_watermark: int) -> PartitionLog:
         manager = self.manager
         new_dir = os.path.dirname(new_log.directory)
-        if new_log.directory.endswith("-future"):  # an orphan: it takes the partition's name
+        if new_log.directory.endswith(FUTURE_DIR_SUFFIX):  # an orphan takes the log's name
             final = os.path.join(new_dir, f"{tp[0]}-{tp[1]}")
             new_log.close()
             os.rename(new_log.directory, final)
             fsync_dir(new_dir)
-            cfg = manager.config
-            new_log = PartitionLog(final, new_log.config, recovery_point=new_log.log_end_offset,
-                                   log_start_offset=start, high_watermark=high_watermark,
-                                   clean_shutdown=True, sync=cfg.sync,
-                                   producer_id_expiration_ms=cfg.producer_id_expiration_ms)
+            new_log = self._open(final, new_log.config, recovery_point=new_log.log_end_offset,
+                                 log_start_offset=start, high_watermark=high_watermark)
         manager.adopt_log(tp, new_dir, new_log)
         self.preferred.pop(tp, None)
         # both dirs' checkpoints now name the log where it is
