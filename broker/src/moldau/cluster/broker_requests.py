@@ -113,15 +113,13 @@ class BrokerRequests:
         for change in changes:
             tp = (change.topic, change.partition)
             try:
-                outcome = await self._alter_one(broker_id, change, version)
+                decision, new = await self._alter_one(broker_id, change, version)
             except KafkaError as exc:
                 results[tp] = exc
                 continue
-            if isinstance(outcome, tuple):  # (decision, written now)
-                decision, new = outcome
-                results[tp] = decision
-                if new:
-                    written.append(decision)
+            results[tp] = decision
+            if new:  # written now (not a retry of a change already made)
+                written.append(decision)
         if written:
             await self.controller.isr_changed(written)
         return results
