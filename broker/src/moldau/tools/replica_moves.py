@@ -49,7 +49,7 @@ def alter_log_dirs(admin: Admin, moves: dict[Replica, str]) -> set[Replica]:
                 if not p.error_code:
                     started.add(replica)
                 elif p.error_code != REPLICA_NOT_AVAILABLE:
-                    raise _alter_failed(replica, p.error_code)
+                    raise MoveFailed(replica, p.error_code)
     return started
 
 
@@ -62,10 +62,6 @@ class MoveFailed(ToolError):
         cause = f"{exception_class(code)}: {error_text(code)}"
         self.java = (f"{ADMIN_FAILED}: {self}\nCaused by: "
                      f"java.util.concurrent.ExecutionException: {cause}")
-
-
-def _alter_failed(replica: Replica, code: int) -> ToolError:
-    return MoveFailed(replica, code)
 
 
 def execute_moves(admin: Admin, moves: dict[Replica, str], timeout_ms: int) -> None:
