@@ -10,13 +10,15 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from moldau.cluster import zk_data
 from moldau.cluster.zk_client import KafkaZkClient
 from moldau.devcluster.brokers import BrokerProcess
+
+T = TypeVar("T")
 
 SESSION_S = 6.0  # zookeeper.session.timeout.ms below
 
@@ -64,27 +66,17 @@ class Cluster:
 
     def create_topic(self, prefix: str, partitions: int = 3, replication_factor: int = 3,
                      **config: str) -> str:
-        from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import NewTopic
 
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-        deadline = time.monotonic() + 30
-        while True:
-            admin = self.admin()  # held until the answer: its destruction fails the future
+
+        def create(admin: Any) -> None:
             futures = admin.create_topics(
                 [NewTopic(name, partitions, replication_factor, config=config)],
                 operation_timeout=30)
-            try:
-                futures[name].result(30)
-                break
-            except KafkaException as exc:
-                # librdkafka sends CreateTopics to the controller its metadata names and
-                # does not retry NOT_CONTROLLER: right after a fault test the controller
-                # may have moved. Kafka's Java admin client retries; so does this helper.
-                if (exc.args[0].code() != KafkaError.NOT_CONTROLLER
-                        or time.monotonic() > deadline):
-                    raise
-                time.sleep(0.5)
+            futures[name].result(30)
+
+        self.on_controller(create)
         self.wait_for(lambda: all(len(p.isrs) == replication_factor
                                   for p in self.partitions(name).values()),
                       30, f"{name}: every partition with a full ISR")
@@ -96,6 +88,32 @@ class Cluster:
             self.wait_for(lambda i=index, b=leader: self.leader_serves(name, i, b), 30,
                           f"{name}-{index}: its leader {leader} serving it")
         return name
+
+    def on_controller(self, call: Callable[[Any], T], timeout: float = 30) -> T:
+        """Run an admin call that goes to the controller, again while it answers
+        NOT_CONTROLLER. librdkafka sends such calls to the controller its metadata names
+        and does not retry: right after a fault test the controller may have moved and a
+        broker's metadata may name the old one until UpdateMetadata reaches it. Kafka's
+        Java admin client retries; so does this helper. The call gets a fresh admin
+        client each time (one that knew a stopped controller keeps waiting for it) and
+        may raise NOT_CONTROLLER or return it as a per-partition KafkaError."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        deadline = time.monotonic() + timeout
+        while True:
+            admin = self.admin()  # held until the answer: its destruction fails futures
+            try:
+                outcome = call(admin)
+            except KafkaException as exc:
+                if (exc.args[0].code() != KafkaError.NOT_CONTROLLER
+                        or time.monotonic() > deadline):
+                    raise
+            else:
+                if (not isinstance(outcome, KafkaError)
+                        or outcome.code() != KafkaError.NOT_CONTROLLER
+                        or time.monotonic() > deadline):
+                    return outcome
+            time.sleep(0.5)
 
     def leader_serves(self, topic: str, partition: int, broker_id: int) -> bool:
         """Whether the broker answers ListOffsets for the partition without an error."""

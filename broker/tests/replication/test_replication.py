@@ -212,9 +212,9 @@ def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(
     assert producer.flush(30) == 0
 
     def elect() -> Any:
-        # a fresh client each time: one that knew a stopped controller keeps waiting for it
-        admin = cluster.admin()
-        return admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(30)[tp]
+        # the previous test may have moved the controller a moment ago
+        return cluster.on_controller(
+            lambda admin: admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(30)[tp])
 
     assert elect().name() == "ELECTION_NOT_NEEDED"
     assert cluster.brokers[preferred].stop() == 0  # controlled shutdown: leadership moves
