@@ -7,11 +7,12 @@ the brokers through `ControllerChannel`: LeaderAndIsr, UpdateMetadata and StopRe
 While Moldau runs one broker the channel is a direct call into this process; with
 replication it becomes the inter-broker connection, and nothing here changes.
 
-Here are the controller's election, its watches, brokers coming and going, topics, ISR
-changes and the writes of partition states. The events are in `controller_events`, their
+Here are the controller's election, its watches, brokers coming and going, ISR changes
+and the writes of partition states. The events are in `controller_events`, their
 queue in `controller_event_manager`, the election rules in `elections`, the controller's
-data in `controller_state`; controlled shutdown, elections asked for and failed log dirs
-in `leadership`, and reassignment in `reassignment`.
+data in `controller_state`; topics coming, changing and going in `topic_changes`;
+controlled shutdown, elections asked for and failed log dirs in `leadership`, and
+reassignment in `reassignment`.
 
 Every decision is logged to `state.change.logger` (state-change.log) and the controller's
 own life to `kafka.controller` (controller.log).
@@ -20,12 +21,10 @@ own life to `kafka.controller` (controller.log).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable
 from typing import assert_never
-from uuid import UUID
 
 from moldau.cluster import elections, zk_data, zk_features
 from moldau.cluster.broker_requests import BrokerRequests, IsrChange
@@ -52,7 +51,8 @@ from moldau.cluster.controller_state import (
     TopicState,
 )
 from moldau.cluster.leadership import LeadershipMoves
-from moldau.cluster.reassignment import PartitionReassigner, reassignments_in_znode
+from moldau.cluster.reassignment import PartitionReassigner
+from moldau.cluster.topic_changes import TopicChanges
 from moldau.cluster.zk_async import AsyncZk
 from moldau.errors import KafkaError
 
@@ -85,8 +85,8 @@ class Controller:
         self.live_brokers: dict[int, zk_data.BrokerRegistration] = {}
         self.topics: dict[str, TopicState] = {}
         self._events = ControllerEventManager(broker_id, self._process, lambda: self.active)
-        self._topic_watches: set[str] = set()
         self.reassigner = PartitionReassigner(self)
+        self.topic_changes = TopicChanges(self)
         self.leadership = LeadershipMoves(self)
         self.broker_requests = BrokerRequests(self)
         # metrics hooks (ControllerStats): the ms an election round took, unclean elections
@@ -119,11 +119,11 @@ class Controller:
             case BrokerChange():
                 await self._on_brokers_change()
             case TopicChange(topics):
-                await self._on_topics_change(topics)
+                await self.topic_changes.on_topics(topics)
             case PartitionModifications(topic):
-                await self._on_topic_data_change(topic)
+                await self.topic_changes.on_topic_data(topic)
             case TopicDeletion(topics):
-                await self._on_delete_topics(topics)
+                await self.topic_changes.on_deletions(topics)
             case IsrChangeNotification():
                 await self._on_isr_change()
             case LogDirEventNotification():
@@ -242,7 +242,7 @@ class Controller:
         changed: list[PartitionDecision] = []
         for name, topic in self.topics.items():
             for index in topic.assignment:
-                decision = await self._elect_if_needed(name, topic, index)
+                decision = await self.elect_if_needed(name, topic, index)
                 if decision is not None:
                     changed.append(decision)
         await self.announce(changed, rejoined=new)
@@ -258,87 +258,9 @@ class Controller:
     def _eligible_replicas(self, name: str, index: int, replicas: Iterable[int]) -> set[int]:
         return {r for r in replicas if self.eligible(r, (name, index))}
 
-    # --- topics ---------------------------------------------------------------------------
+    # --- partition states ------------------------------------------------------------
 
-    async def _on_topics_change(self, names: Iterable[str]) -> None:
-        current = set(names)
-        new = [n for n in sorted(current) if n not in self.topics]
-        decisions: list[PartitionDecision] = []
-        for name in new:
-            decisions.extend(await self._load_topic(name))
-        for name in list(self.topics):
-            if name not in current:
-                self.topics.pop(name, None)  # deleted behind our back
-        if decisions:
-            await self.announce(decisions)
-        else:
-            await self._send_update_metadata([], [])
-        # moves a previous controller left running may have caught up meanwhile
-        await self.reassigner.maybe_complete({
-            (name, index) for name in new if name in self.topics
-            for index in self.topics[name].reassigning})
-
-    async def _load_topic(self, name: str) -> list[PartitionDecision]:
-        assignment = await self.zk.call(self.zk.client.get_topic_assignment, name)
-        if assignment is None:
-            return []
-        topic = self.topics.get(name)
-        if topic is None:
-            topic_id = assignment.topic_id or await self._assign_topic_id(name, assignment)
-            topic = TopicState(topic_id, dict(assignment.partitions))
-            self.topics[name] = topic
-            log.info("[Controller id=%d] New topic %s with partitions %s", self.broker_id,
-                     name, dict(sorted(assignment.partitions.items())))
-        else:
-            topic.assignment = dict(assignment.partitions)
-        recorded = reassignments_in_znode(assignment)
-        for index, move in recorded.items():
-            known = topic.reassigning.get(index)
-            if known is not None and (known.origin, known.target) == (move.origin, move.target):
-                move.from_znode = known.from_znode
-        topic.reassigning = recorded
-        if name not in self._topic_watches:
-            self._topic_watches.add(name)
-            await self.zk.watch_data(zk_data.topic_path(name),
-                                     lambda *_args, n=name: self.post(PartitionModifications(n)))
-        decisions = []
-        for index in sorted(topic.assignment):
-            decision = await self._elect_if_needed(name, topic, index)
-            if decision is not None:
-                decisions.append(decision)
-            elif index in topic.partitions:
-                decisions.append(topic.partitions[index])
-        return decisions
-
-    async def _assign_topic_id(self, name: str, assignment: zk_data.TopicAssignment) -> UUID:
-        """A topic znode without an id (written by tools before Kafka 2.8) gets one, as
-        Kafka's controller does (processTopicIds): LeaderAndIsr and the logs need it."""
-        topic_id = zk_data.random_uuid()
-        await self.zk.call(self.zk.client.set_topic_assignment, name,
-                           dataclasses.replace(assignment, topic_id=topic_id),
-                           assignment.zk_version)
-        log.info("[Controller id=%d] Assigned topic id %s to topic %s", self.broker_id,
-                 topic_id, name)
-        return topic_id
-
-    async def _on_topic_data_change(self, name: str) -> None:
-        """Partitions added to a topic (CreatePartitions rewrites the assignment). Only the
-        partitions whose state changed here (new ones, a leader elected) are announced,
-        as in Kafka: the reassigner writes this znode for every move, and re-announcing
-        every partition of the topic each time queued LeaderAndIsr and UpdateMetadata
-        requests for all of them behind each other (a 50-partition __consumer_offsets
-        moved off a broker sent thousands), so brokers heard of new leader epochs up to a
-        second apart."""
-        topic = self.topics.get(name)
-        if topic is None:
-            return
-        before = dict(topic.partitions)
-        decisions = await self._load_topic(name)
-        changed = [d for d in decisions if before.get(d.partition) != d]
-        if changed:
-            await self.announce(changed)
-
-    async def _elect_if_needed(self, name: str, topic: TopicState,
+    async def elect_if_needed(self, name: str, topic: TopicState,
                                index: int) -> PartitionDecision | None:
         """Create the partition's state znode, or move leadership off a dead leader.
         Returns the decision when it changed (or was just read)."""
@@ -421,32 +343,6 @@ class Controller:
                                  self.epoch, move.adding if move is not None else [],
                                  state.leader_recovery_state)
 
-    async def _on_delete_topics(self, names: Iterable[str]) -> None:
-        names = sorted(set(names))
-        if not names:
-            return
-        if not self.delete_topic_enable:
-            log.info("[Controller id=%d] Topic deletion is disabled; ignoring the deletion "
-                     "of %s", self.broker_id, names)
-            return
-        deleted = []
-        for name in names:
-            topic = self.topics.pop(name, None)
-            if topic is not None:
-                by_broker: dict[int, list[TopicPartition]] = {}
-                for index, replicas in topic.assignment.items():
-                    for replica in replicas:
-                        by_broker.setdefault(replica, []).append((name, index))
-                for broker_id, partitions in by_broker.items():
-                    if broker_id in self.live_brokers:
-                        await self.channel.stop_replica(broker_id, partitions, delete=True)
-            await self.zk.call(self.zk.client.delete_topic_znodes, name)
-            self._topic_watches.discard(name)
-            deleted.append(name)
-            log.info("[Controller id=%d] Deletion of topic %s successfully completed",
-                     self.broker_id, name)
-        await self._send_update_metadata([], deleted)
-
     # --- ISR changes made by leaders ---------------------------------------------------------
 
     async def _on_isr_change(self) -> None:
@@ -475,7 +371,7 @@ class Controller:
         for decision in decisions:
             self.topics[decision.topic].partitions[decision.partition] = decision
         if decisions:
-            await self._send_update_metadata(decisions, [])
+            await self.send_update_metadata(decisions, [])
 
     # --- requests (run as events, in order with the others) -----------------------------
 
@@ -527,7 +423,7 @@ class Controller:
             # the live brokers first, as Kafka's onBrokerStartup: a Kafka broker refuses to
             # follow a leader its metadata cache does not know yet ("cannot become
             # follower since the new leader is unavailable") and would never follow
-            await self._send_update_metadata([], [])
+            await self.send_update_metadata([], [])
         for broker_id in rejoined:
             # a broker that came back gets the state of everything it hosts
             by_broker[broker_id] = [
@@ -535,9 +431,9 @@ class Controller:
                 if broker_id in d.replicas]
         for broker_id, batch in by_broker.items():
             await self.channel.leader_and_isr(broker_id, batch)
-        await self._send_update_metadata(decisions, [])
+        await self.send_update_metadata(decisions, [])
 
-    async def _send_update_metadata(self, decisions: list[PartitionDecision],
+    async def send_update_metadata(self, decisions: list[PartitionDecision],
                                     deleted: list[str]) -> None:
         everything = [d for t in self.topics.values() for d in t.partitions.values()]
         await self.channel.update_metadata(self.live_brokers.keys(),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from moldau.cluster import elections, zk_data
 from moldau.cluster.controller_state import (
@@ -22,9 +22,6 @@ from moldau.errors import (
     StaleBrokerEpochError,
     UnknownTopicOrPartitionError,
 )
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger("kafka.controller")
 
