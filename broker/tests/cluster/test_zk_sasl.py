@@ -215,7 +215,7 @@ def test_a_broker_logs_in_serves_and_sets_sasl_acls(sasl_zk: ZooKeeperEnsemble,
 @pytest.mark.parametrize(("jaas", "properties", "words"), [
     ({"password": "not-the-password"}, {}, "Auth failed either before or while waiting"),
     ({"module": "com.sun.security.auth.module.Krb5LoginModule"}, {},
-     "Kerberos to ZooKeeper is not supported by Moldau yet"),
+     "Krb5LoginModule needs useKeyTab=true"),  # Kerberos: test_zk_kerberos.py
     (None, {"zookeeper.set.acl": "true"}, "zookeeper.set.acl is true, but ZooKeeper client"),
 ], ids=["wrong-password", "kerberos", "set-acl-without-identity"])
 def test_a_broker_without_a_usable_login_does_not_start(

@@ -13,8 +13,8 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from moldau.cluster import zk_acls
 from moldau.cluster.zk_ensemble import ZkServerSasl, ZooKeeperEnsemble
+from moldau.cluster.zk_kerberos import ZkKerberosLogin
 from moldau.cluster.zk_sasl import (
-    KERBEROS_UNSUPPORTED,
     SaslOutcome,
     ZkAuthenticationError,
     ZkSaslConfigError,
@@ -106,11 +106,41 @@ def test_sasl_client_false_without_the_section_is_fine(tmp_path: Path) -> None:
     assert settings.login is None
 
 
-def test_kerberos_in_the_client_section_fails_closed(tmp_path: Path) -> None:
+def test_kerberos_in_the_client_section_names_zookeepers_principal(tmp_path: Path) -> None:
     path = tmp_path / "jaas.conf"
     path.write_text(f'Client {{ {KRB5} required useKeyTab=true keyTab="/etc/kafka.keytab" '
                     'principal="kafka/broker1@EXAMPLE.COM"; };')
-    with pytest.raises(ZkSaslConfigError, match=KERBEROS_UNSUPPORTED) as caught:
+    opts = f"-Djava.security.auth.login.config={path}"
+    login = settings_from_kafka_opts(opts).login
+    assert isinstance(login, ZkKerberosLogin)
+    assert (login.principal, login.keytab, login.context) == (
+        "kafka/broker1@EXAMPLE.COM", "/etc/kafka.keytab", "Client")
+    # ZooKeeper's SaslServerPrincipal: the canonical host name, the client's realm
+    assert login.target_principal("127.0.0.1") == "zookeeper/localhost@EXAMPLE.COM"
+    assert login.describe() == ("SASL GSSAPI as 'kafka/broker1@EXAMPLE.COM' from keyTab "
+                                f"/etc/kafka.keytab (JAAS section 'Client' of {path})")
+
+    renamed = settings_from_kafka_opts(
+        f"{opts} -Dzookeeper.sasl.client.username=zk -Dzookeeper.server.realm=ZK.COM "
+        "-Dzookeeper.sasl.client.canonicalize.hostname=false").login
+    assert isinstance(renamed, ZkKerberosLogin)
+    assert renamed.target_principal("127.0.0.1") == "zk/127.0.0.1@ZK.COM"
+    whole = settings_from_kafka_opts(f"{opts} -Dzookeeper.server.principal=zoo/zk1.acme@ACME"
+                                     ).login
+    assert isinstance(whole, ZkKerberosLogin)
+    assert whole.target_principal("127.0.0.1") == "zoo/zk1.acme@ACME"
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    ('useTicketCache=true', "Krb5LoginModule needs useKeyTab=true"),
+    ('useKeyTab=true principal="kafka/b1@EXAMPLE.COM"', "needs keyTab"),
+    ('useKeyTab=true keyTab="/etc/kafka.keytab"', "needs principal"),
+])
+def test_a_kerberos_section_moldau_cannot_log_in_with_fails_closed(
+        tmp_path: Path, options: str, words: str) -> None:
+    path = tmp_path / "jaas.conf"
+    path.write_text(f"Client {{ {KRB5} required {options}; }};")
+    with pytest.raises(ZkSaslConfigError, match=words) as caught:
         settings_from_kafka_opts(f"-Djava.security.auth.login.config={path}")
     assert str(path) in str(caught.value) and "'Client'" in str(caught.value)
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from moldau.security.kerberos_login import RenewalSettings, next_refresh
 from moldau.server.config import BrokerConfig
 from moldau.server.config.errors import ConfigError
-from moldau.server.kerberos_login import RenewalSettings, next_refresh, use_krb5_conf
+from moldau.server.kerberos_login import use_krb5_conf
 from moldau.server.sasl_listeners import sasl_listeners
 
 JAAS_KEY = "listener.name.sasl_plaintext.gssapi.sasl.jaas.config"

@@ -13,9 +13,11 @@ certificates authenticated by ZooKeeper's x509 provider, so ACLs can name them):
 `secure_connect_string` reaches those ports.
 
 With `sasl=ZkServerSasl(...)` the nodes authenticate clients with SASL DIGEST-MD5 (the
-users of a JAAS `Server` section, base_dir/node<i>/jaas.conf) and, by default, refuse any
-request from a client that has not authenticated (ZooKeeper 3.8's `enforce.auth`), so ACLs
-can name `sasl:<user>` identities.
+users of a JAAS `Server` section, base_dir/node<i>/jaas.conf), or with Kerberos when it
+holds a `ZkServerKerberos` (the server's keytab login; clients' principals stripped of
+host and realm), and, by default, refuse any request from a client that has not
+authenticated (ZooKeeper 3.8's `enforce.auth`), so ACLs can name `sasl:<user>` identities.
+The TLS and SASL settings are zk_server_security's.
 
 Debian's zkServer.sh forces /etc/zookeeper and /var/log/zookeeper and a classpath without a
 logging binding, so the nodes are started with java directly (see the reference notes,
@@ -35,11 +37,10 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
-from moldau.security.sasl.jaas import DIGEST_LOGIN_MODULE, quote_jaas_value
+from moldau.cluster.zk_server_security import ZkServerSasl, ZkServerTls
 
 JAVA_DIR = Path("/usr/share/java")
 CLASSPATH_JARS = ("zookeeper.jar", "slf4j-log4j12.jar", "log4j-1.2.jar", "servlet-api.jar")
@@ -67,67 +68,7 @@ log4j.appender.ROLLINGFILE.layout.ConversionPattern=%d{ISO8601} [myid:%X{myid}] 
 """
 
 
-@dataclass(frozen=True)
-class ZkServerTls:
-    """The key and trust stores of the secure client port (ZooKeeper's ssl.* settings;
-    types PKCS12, PEM or JKS) and whether clients must show a certificate."""
-
-    keystore: str
-    truststore: str
-    keystore_password: str | None = None
-    truststore_password: str | None = None
-    keystore_type: str = "PKCS12"
-    truststore_type: str = "PKCS12"
-    client_auth: str = "need"  # need, want or none
-
-    def zoo_cfg_lines(self) -> list[str]:
-        lines = [
-            # ZooKeeper turns zoo.cfg keys it does not know into zookeeper.* system
-            # properties, which is where it reads these from.
-            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
-            "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider",
-            f"ssl.keyStore.location={self.keystore}",
-            f"ssl.keyStore.type={self.keystore_type}",
-            f"ssl.trustStore.location={self.truststore}",
-            f"ssl.trustStore.type={self.truststore_type}",
-            f"ssl.clientAuth={self.client_auth}",
-        ]
-        if self.keystore_password is not None:
-            lines.append(f"ssl.keyStore.password={self.keystore_password}")
-        if self.truststore_password is not None:
-            lines.append(f"ssl.trustStore.password={self.truststore_password}")
-        return lines
-
-
-SASL_AUTH_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
 SERVER_JAAS_FILE = "jaas.conf"
-
-
-@dataclass(frozen=True)
-class ZkServerSasl:
-    """SASL DIGEST-MD5 on the client ports: the users ZooKeeper knows (name -> password,
-    the `user_<name>` options of its JAAS `Server` section) and whether a client must
-    authenticate before anything else (`required`; otherwise SASL is optional and only
-    the ACLs protect znodes)."""
-
-    users: Mapping[str, str] = field(default_factory=dict)
-    required: bool = True
-
-    def zoo_cfg_lines(self) -> list[str]:
-        # ZooKeeper turns unknown zoo.cfg keys into zookeeper.* system properties: these
-        # are zookeeper.authProvider.sasl and zookeeper.enforce.auth.* (3.7+). Debian's
-        # 3.8.0 honours them (and the older sessionRequireClientSASLAuth=true):
-        # tests/cluster/test_zk_sasl.py checks an anonymous client is refused.
-        lines = [f"authProvider.sasl={SASL_AUTH_PROVIDER}"]
-        if self.required:
-            lines += ["enforce.auth.enabled=true", "enforce.auth.schemes=sasl"]
-        return lines
-
-    def jaas_text(self) -> str:
-        """The server's JAAS file: one DigestLoginModule listing every user."""
-        users = "".join(f"\n    user_{name}={quote_jaas_value(password)}"
-                        for name, password in self.users.items())
-        return f"Server {{\n  {DIGEST_LOGIN_MODULE} required{users};\n}};\n"
 
 
 class ZooKeeperEnsembleError(RuntimeError):
@@ -288,7 +229,7 @@ class ZooKeeperEnsemble:
         if self.tls is not None:
             state |= {"tls": asdict(self.tls), "secure_client_ports": self.secure_client_ports}
         if self.sasl is not None:
-            state |= {"sasl": {"users": dict(self.sasl.users), "required": self.sasl.required}}
+            state |= {"sasl": self.sasl.state()}
         return state
 
     @classmethod
@@ -306,7 +247,7 @@ class ZooKeeperEnsemble:
                    election_ports=state["election_ports"],
                    tls=ZkServerTls(**tls) if tls else None,
                    secure_client_ports=state.get("secure_client_ports"),
-                   sasl=ZkServerSasl(**sasl) if sasl else None)
+                   sasl=ZkServerSasl.from_state(sasl) if sasl else None)
 
     def write_configs(self) -> None:
         """Write ensemble.json and every node's zoo.cfg, myid and log4j.properties (data
@@ -404,7 +345,7 @@ class ZooKeeperEnsemble:
         """The server JAAS file, as zkServer.sh passes it in SERVER_JVMFLAGS."""
         if self.sasl is None:
             return []
-        return [f"-Djava.security.auth.login.config={node_dir / SERVER_JAAS_FILE}"]
+        return self.sasl.jvm_flags(node_dir / SERVER_JAAS_FILE)
 
     def _signal_and_wait(self, i: int, sig: int, timeout: float) -> bool:
         pid = self.pid(i)

@@ -8,8 +8,9 @@ authenticates with it, and a `-Dzookeeper.sasl.client=false` next to it stops a 
 (Kafka's JaasUtils.isZkSaslEnabled refuses the contradiction). ZooKeeper's client picks
 the mechanism from the login's result: a Kerberos principal means GSSAPI, a username and
 password (DigestLoginModule, or Kafka's Plain and Scram modules, which publish the same
-credentials) mean DIGEST-MD5. Moldau speaks DIGEST-MD5 through kazoo's `sasl_options`;
-a Kerberos section is refused, so a broker never runs unauthenticated by mistake.
+credentials) mean DIGEST-MD5. Moldau speaks both through kazoo's `sasl_options`:
+DIGEST-MD5 with pure-sasl's mechanism, GSSAPI with its own (zk_kerberos). A section it
+cannot log in with is refused, so a broker never runs unauthenticated by mistake.
 
 kazoo reports the connection as CONNECTED before its SASL exchange and gives no hook for
 its outcome: `SaslOutcome.watch` records it, so a refused login becomes a clear error
@@ -34,6 +35,8 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 
 from moldau.cluster.zk_errors import UNAVAILABLE, ZkError, ZooKeeperUnavailableError
+from moldau.cluster.zk_kerberos import ZkKerberosLogin
+from moldau.security.kerberos_login import KerberosLoginError
 from moldau.security.sasl.jaas import (
     DIGEST_LOGIN_MODULE,
     JAVA_LOGIN_CONFIG_PARAM,
@@ -55,7 +58,6 @@ DIGEST_MD5 = "DIGEST-MD5"
 # Login modules that leave a username and password in the subject, which ZooKeeper's
 # client then uses for DIGEST-MD5.
 PASSWORD_LOGIN_MODULES = (DIGEST_LOGIN_MODULE, PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE)
-KERBEROS_UNSUPPORTED = "Kerberos to ZooKeeper is not supported by Moldau yet"
 
 log = logging.getLogger("moldau.cluster.zk_client")
 
@@ -87,6 +89,18 @@ class ZkSaslLogin:
         return (f"SASL {DIGEST_MD5} as '{self.username}' (JAAS section '{self.context}' of "
                 f"{self.jaas_file})")
 
+    refusal_hint = "wrong user or password?"
+
+    def log_in(self) -> None:
+        """Nothing to do before connecting (a Kerberos login fetches its TGT here)."""
+
+    def close(self) -> None:
+        """Nothing to release (a Kerberos login stops its ticket refresh here)."""
+
+
+# how a client logs in to ZooKeeper: DIGEST-MD5 or Kerberos
+ZkLogin = ZkSaslLogin | ZkKerberosLogin
+
 
 @dataclass(frozen=True)
 class ZkSaslSettings:
@@ -94,7 +108,7 @@ class ZkSaslSettings:
     (`login` None: the client connects without SASL)."""
 
     properties: Mapping[str, str]
-    login: ZkSaslLogin | None
+    login: ZkLogin | None
 
     def describe(self) -> str:
         """Kafka's JaasUtils.zkSecuritySysConfigString: what its errors print."""
@@ -141,7 +155,7 @@ def settings_from_kafka_opts(kafka_opts: str, *, zookeeper_client_rules: bool = 
             f"{describe_properties(properties)}: JAAS configuration is present, but system "
             f"property {ZK_SASL_CLIENT} is set to false, which disables SASL in the "
             "ZooKeeper client")
-    return ZkSaslSettings(properties, _login(entries, context, jaas_file))
+    return ZkSaslSettings(properties, _login(entries, context, jaas_file, properties))
 
 
 def settings_from_environment(environ: Mapping[str, str] | None = None, *,
@@ -152,19 +166,23 @@ def settings_from_environment(environ: Mapping[str, str] | None = None, *,
                                     zookeeper_client_rules=zookeeper_client_rules)
 
 
-def _login(entries: list[JaasEntry], context: str, jaas_file: str) -> ZkSaslLogin:
+def _login(entries: list[JaasEntry], context: str, jaas_file: str,
+           properties: Mapping[str, str]) -> ZkLogin:
     where = f"JAAS section '{context}' of {jaas_file}"
-    modules = [entry.login_module.strip() for entry in entries]
-    if KRB5_LOGIN_MODULE in modules:
-        raise ZkSaslConfigError(
-            f"{KERBEROS_UNSUPPORTED}: the {where} uses {KRB5_LOGIN_MODULE}. Use "
-            f"{DIGEST_LOGIN_MODULE} (DIGEST-MD5) or a TLS client certificate "
-            "(zookeeper.ssl.*) for ZooKeeper, or remove the section to connect without SASL")
+    for entry in entries:
+        if entry.login_module.strip() == KRB5_LOGIN_MODULE:
+            # the JDK's login yields a Kerberos principal: ZooKeeper's client uses GSSAPI
+            try:
+                return ZkKerberosLogin.from_jaas(entry.options, properties, context,
+                                                 jaas_file)
+            except ValueError as exc:
+                raise ZkSaslConfigError(f"the {where}: {exc}") from None
     for entry in entries:
         if entry.login_module.strip() not in PASSWORD_LOGIN_MODULES:
             raise ZkSaslConfigError(
                 f"the {where} names login module {entry.login_module}, which Moldau cannot "
-                f"run: use {DIGEST_LOGIN_MODULE} with username and password options")
+                f"run: use {DIGEST_LOGIN_MODULE} with username and password options, or "
+                f"{KRB5_LOGIN_MODULE} with a keytab")
         credentials = client_credentials(entry)
         if credentials is not None:
             return ZkSaslLogin(credentials[0], credentials[1], context, jaas_file)
@@ -185,7 +203,7 @@ class SaslOutcome:
         self.ever_authenticated = False
 
     @classmethod
-    def watch(cls, zk: KazooClient) -> SaslOutcome:
+    def watch(cls, zk: KazooClient, hint: str = ZkSaslLogin.refusal_hint) -> SaslOutcome:
         """Record the outcome of `zk`'s SASL exchanges (kazoo has no public hook for it,
         so its connection's SASL step is wrapped).
 
@@ -193,7 +211,8 @@ class SaslOutcome:
         start() fails fast, as Kafka's does. A server that requires SASL refuses with a
         code kazoo does not handle there, which would kill its connection thread instead.
         A refusal after a successful login drops the connection and kazoo tries again
-        (next server, same session), as Kafka reinitializes its session after one."""
+        (next server, same session), as Kafka reinitializes its session after one.
+        `hint`: the likely cause of a refusal, for the message (the login's)."""
         outcome = cls()
         connection = zk._connection  # kazoo's ConnectionHandler: owns the SASL step
         original: Callable[[str, float], None] = connection._authenticate_with_sasl
@@ -202,7 +221,7 @@ class SaslOutcome:
             try:
                 original(host, timeout)
             except (AuthFailedError, SessionClosedRequireSaslError, SASLException) as exc:
-                outcome.failure = _failure_text(exc)
+                outcome.failure = _failure_text(exc, hint)
                 if outcome.ever_authenticated:
                     log.error("SASL authentication to ZooKeeper at %s failed, retrying: %s",
                               host, outcome.failure)
@@ -217,15 +236,15 @@ class SaslOutcome:
         return outcome
 
 
-def _failure_text(exc: Exception) -> str:
+def _failure_text(exc: Exception, hint: str) -> str:
     if isinstance(exc, SessionClosedRequireSaslError):
-        return "the server refused the login and closed the session (wrong user or password?)"
+        return f"the server refused the login and closed the session ({hint})"
     if isinstance(exc, SASLException):
         return f"the SASL library failed: {exc.__cause__ or exc}"
     reason = str(exc) or "authentication failed"
     if exc.__cause__ is not None:
         reason += f": {exc.__cause__}"
-    return f"{reason} (wrong user or password?)"
+    return f"{reason} ({hint})"
 
 
 # -- was the new session admitted --------------------------------------------------------
@@ -234,14 +253,21 @@ def _failure_text(exc: Exception) -> str:
 REFUSALS = (AuthFailedError, SessionClosedRequireSaslError)
 
 
-def start_admitted(zk: KazooClient, hosts: str, login: ZkSaslLogin | None,
+def start_admitted(zk: KazooClient, hosts: str, login: ZkLogin | None,
                    outcome: SaslOutcome | None, timeout: float) -> None:
-    """zk.start(), then one round trip, so a refused login fails here rather than at the
-    first call after it (kazoo reports CONNECTED before its SASL exchange and queues
-    requests behind it). Raises ZkAuthenticationError (naming the cause when ZooKeeper
-    requires SASL and the client has none) or ZooKeeperUnavailableError, with `zk`
+    """The login's log_in() (a Kerberos login fetches its TGT), zk.start(), then one round
+    trip, so a refused login fails here rather than at the first call after it (kazoo
+    reports CONNECTED before its SASL exchange and queues requests behind it). Raises
+    ZkAuthenticationError (naming the cause when ZooKeeper requires SASL and the client
+    has none, or the Kerberos login failed) or ZooKeeperUnavailableError, with `zk`
     stopped; kazoo's timeout error when no server answered in time."""
     deadline = time.monotonic() + timeout
+    if login is not None:
+        try:
+            login.log_in()
+        except KerberosLoginError as exc:  # fail closed: never connect without it
+            zk.close()
+            raise ZkAuthenticationError(str(exc)) from None
     try:
         # No server in time: kazoo raises its timeout error, stopped; left to the caller.
         zk.start(timeout=timeout)  # with a chroot it makes a first request of its own
@@ -263,7 +289,7 @@ def start_admitted(zk: KazooClient, hosts: str, login: ZkSaslLogin | None,
         raise _refusal(exc, hosts, login, outcome) from None
 
 
-def _refusal(exc: Exception, hosts: str, login: ZkSaslLogin | None,
+def _refusal(exc: Exception, hosts: str, login: ZkLogin | None,
              outcome: SaslOutcome | None) -> ZkError:
     if login is not None and outcome is not None and outcome.failure is not None:
         return ZkAuthenticationError(

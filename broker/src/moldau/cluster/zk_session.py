@@ -34,7 +34,7 @@ from moldau.cluster import zk_acls, zk_tls
 from moldau.cluster.zk_broker_znode import BrokerRegistration
 from moldau.cluster.zk_errors import UNAVAILABLE, ZkNodeExistsError, ZooKeeperUnavailableError
 from moldau.cluster.zk_paths import broker_path
-from moldau.cluster.zk_sasl import SaslOutcome, ZkSaslLogin, start_admitted
+from moldau.cluster.zk_sasl import SaslOutcome, ZkLogin, start_admitted
 
 # The logger of the ZooKeeper client, whichever of its modules logs.
 log = logging.getLogger("moldau.cluster.zk_client")
@@ -82,11 +82,12 @@ class ZkSession:
         tls_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         secure_acls: bool = False,
         max_in_flight: int = 10,
-        sasl: ZkSaslLogin | None = None,
+        sasl: ZkLogin | None = None,
     ) -> None:
         """`tls_context`: connect to ZooKeeper's secure port with it (zk_tls.tls_context),
         or with what it returns at each connection (zk_tls.StoreWatchingContext).
-        `sasl`: log in with SASL DIGEST-MD5 on every connection (zk_sasl).
+        `sasl`: log in with SASL (DIGEST-MD5 or Kerberos) on every connection (zk_sasl;
+        a Kerberos login fetches its TGT at start() and is closed with the session).
         `secure_acls`: zookeeper.set.acl, the znodes this client creates get Kafka's
         secure ACLs (zk_acls.acls_for); it needs an identity, `sasl` or a client
         certificate in `tls_context`.
@@ -136,7 +137,7 @@ class ZkSession:
         zk = KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000,
                          connection_retry=conn_retry, command_retry=cmd_retry, **options)
         if self.sasl is not None:
-            self._sasl_outcome = SaslOutcome.watch(zk)
+            self._sasl_outcome = SaslOutcome.watch(zk, self.sasl.refusal_hint)
         return zk
 
     def _acl(self, path: str) -> list[ACL] | None:
@@ -159,21 +160,23 @@ class ZkSession:
         """Connect; create the chroot first when it is missing (as Kafka does)."""
         deadline = time.monotonic() + self.connection_timeout_ms / 1000
         self._closed = False
-        if self.chroot:
-            boot = self._new_kazoo(self.hosts)
-            self._start_kazoo(boot, deadline)
-            try:
-                boot.ensure_path(self.chroot)
-            finally:
-                boot.stop()
-                boot.close()
-        zk = self._new_kazoo(self.connect_string)
-        zk.add_listener(self._on_state)
-        self._zk = zk
         try:
+            if self.chroot:
+                boot = self._new_kazoo(self.hosts)
+                self._start_kazoo(boot, deadline)
+                try:
+                    boot.ensure_path(self.chroot)
+                finally:
+                    boot.stop()
+                    boot.close()
+            zk = self._new_kazoo(self.connect_string)
+            zk.add_listener(self._on_state)
+            self._zk = zk
             self._start_kazoo(zk, deadline)
         except BaseException:
             self._zk = None
+            if self.sasl is not None:
+                self.sasl.close()  # a Kerberos login's ticket refresh
             raise
         self._session_id = self._current_session_id()
 
@@ -182,11 +185,15 @@ class ZkSession:
         self._closed = True
         self._registration = None
         zk, self._zk = self._zk, None
-        if zk is not None:
-            try:
-                zk.stop()
-            finally:
-                zk.close()
+        try:
+            if zk is not None:
+                try:
+                    zk.stop()
+                finally:
+                    zk.close()
+        finally:
+            if self.sasl is not None:
+                self.sasl.close()  # a Kerberos login's ticket refresh
 
     def __enter__(self) -> Self:
         self.start()

@@ -27,6 +27,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from moldau.security.kerberos_login import KerberosLogin
 from moldau.security.sasl.gssapi import GSSAPI_MECHANISM, GssapiClient
 from moldau.security.sasl.jaas import (
     JAVA_LOGIN_CONFIG_PARAM,
@@ -60,7 +61,7 @@ from moldau.security.sasl.scram_credentials import SCRAM_MECHANISM_NAMES, ScramM
 
 from .config import BrokerConfig, ConfigValue
 from .config.errors import ConfigError
-from .kerberos_login import KerberosLogin, ListenerKerberos, listener_kerberos
+from .kerberos_login import ListenerKerberos, listener_kerberos
 
 # the mechanisms Moldau's broker serves, and the login module each one's JAAS entry names
 LOGIN_MODULES = {"PLAIN": PLAIN_LOGIN_MODULE,

@@ -138,7 +138,8 @@ class ZooKeeperShell:
             options["sasl_options"] = login.kazoo_options()
         print(f"Connecting to {connect}")
         zk = KazooClient(hosts=connect, timeout=30, **options)
-        outcome = zk_sasl.SaslOutcome.watch(zk) if login is not None else None
+        outcome = (zk_sasl.SaslOutcome.watch(zk, login.refusal_hint) if login is not None
+                   else None)
         try:
             zk_sasl.start_admitted(zk, connect, login, outcome, timeout=15)
         except ZkError as exc:

@@ -359,14 +359,18 @@ class GssapiServer(NamedOnCompletion):
 class GssapiClient:
     """The client's side: towards `<service_name>/<server_host>` (the broker's host as the
     client connects to it), with `credentials` (a TGT: keytab or ticket cache login).
-    `server_host` may be set after construction, by the connection that knows it."""
+    `server_host` may be set after construction, by the connection that knows it.
+    `target_principal` names the server's full principal instead (ZooKeeper's client
+    computes `<service>/<host>@<realm>` itself)."""
 
     mechanism = GSSAPI_MECHANISM
 
     def __init__(self, service_name: str, credentials: Callable[[], gssapi.Credentials],
-                 server_host: str | None = None) -> None:
+                 server_host: str | None = None, *,
+                 target_principal: str | None = None) -> None:
         self.service_name = service_name
         self.server_host = server_host
+        self.target_principal = target_principal
         self._credentials = credentials
         self._context: gssapi.SecurityContext | None = None
         self._stage = _Stage.CONTEXT
@@ -374,13 +378,18 @@ class GssapiClient:
     def initial_response(self) -> bytes:
         if self._context is not None:
             raise SaslIllegalStateError("GSSAPI authentication already started")
-        if not self.server_host:
+        gss = require_gssapi()
+        if self.target_principal:
+            target = gss.Name(self.target_principal, gss.NameType.kerberos_principal)
+            towards = self.target_principal
+        elif self.server_host:
+            target = gss.Name(f"{self.service_name}@{self.server_host}",
+                              gss.NameType.hostbased_service)
+            towards = f"{self.service_name}/{self.server_host}"
+        else:
             raise SaslMechanismError(
                 f"GSSAPI needs the broker's host name to name its service principal "
                 f"{self.service_name}/<host>, and this connection did not give it")
-        gss = require_gssapi()
-        target = gss.Name(f"{self.service_name}@{self.server_host}",
-                          gss.NameType.hostbased_service)
         try:
             self._context = gss.SecurityContext(
                 name=target, creds=self._credentials(), usage="initiate",
@@ -388,8 +397,7 @@ class GssapiClient:
                 flags=gss.RequirementFlag.mutual_authentication)
             token: bytes = self._context.step()
         except _gss_errors() as exc:
-            raise SaslMechanismError(f"GSSAPI could not start towards "
-                                     f"{self.service_name}/{self.server_host}: "
+            raise SaslMechanismError(f"GSSAPI could not start towards {towards}: "
                                      f"{_describe(exc)}") from None
         if self._context.complete:
             self._stage = _Stage.CHOICE  # no mutual authentication: the offer comes next
