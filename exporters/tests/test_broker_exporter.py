@@ -90,16 +90,17 @@ def test_every_broker_metric_has_a_name_kafka_dashboards_know(broker, exporter: 
     assert sorted(REQUEST_PATH_NAMES - served) == []
     assert sorted(MOLDAU_NAMES - served) == []
     assert samples[("kafka_network_requestmetrics_errors_total",
-                    '{request="Produce",error="NONE"}')] >= 2
+                    '{error="NONE",request="Produce"}')] >= 2
     assert samples[("kafka_server_socket_server_metrics_connection_count",
                     '{listener="PLAINTEXT",networkProcessor="0"}')] >= 1
 
 
 # Moldau's own names (docs/metrics.md): Python's counterparts of the JVM's GC figures,
-# and the requests the fast Produce path answered.
+# the requests the fast Produce path answered, and the index mappings with their limit.
 MOLDAU_NAMES = {"moldau_eventloop_lagms", "moldau_eventloop_lagms_count",
                 "moldau_gc_collections_total", "moldau_gc_collection_seconds_total",
-                "moldau_produce_fast_path_requests_total"}
+                "moldau_produce_fast_path_requests_total", "moldau_index_mappings",
+                "moldau_max_map_count"}
 # Served by any broker, whatever it hosts (a follower adds fetcherlagmetrics_consumerlag).
 REQUEST_PATH_NAMES = {
     "kafka_network_requestchannel_requestqueuesize",
@@ -123,4 +124,4 @@ def test_a_broker_that_cannot_be_read_is_an_error_sample_not_a_failure() -> None
     from moldau_exporters.broker_exporter import scrape as scrape_text
 
     text = scrape_text(f"http://127.0.0.1:{free_port()}", default_rules(), timeout=2)
-    assert "jmx_scrape_error 1" in text.splitlines()
+    assert "jmx_scrape_error 1.0" in text.splitlines()

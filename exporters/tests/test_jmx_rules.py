@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from moldau_exporters.broker_exporter import default_rules
-from moldau_exporters.jmx_rules import RuleError, RuleSet, exposition
+from moldau_exporters.exposition import exposition
+from moldau_exporters.jmx_rules import RuleError, RuleSet
 
 RULES = """
 lowercaseOutputName: true
@@ -75,7 +76,7 @@ def test_exposition_is_prometheus_text() -> None:
     text = exposition(rules.apply("kafka.server:type=X,name=APerSec,t=a\"b", {"Count": 3}))
     assert text == ('# HELP kafka_server_x_a_total events of A\n'
                     '# TYPE kafka_server_x_a_total counter\n'
-                    'kafka_server_x_a_total{t="a\\"b"} 3\n')
+                    'kafka_server_x_a_total{t="a\\"b"} 3.0\n')
 
 
 def test_the_certificate_expiry_of_a_listener_is_a_labelled_gauge() -> None:

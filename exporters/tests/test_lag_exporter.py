@@ -11,7 +11,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import NewTopic
-from moldau_exporters.jmx_rules import exposition
+from moldau_exporters.exposition import exposition
 from moldau_exporters.lag_exporter import UP, collect, scrape
 
 REFERENCE = Path(__file__).parent / "data" / "kafka-exporter.txt"
@@ -70,4 +70,4 @@ def test_an_unreachable_cluster_is_reported_not_raised() -> None:
 
     text = scrape({"bootstrap.servers": f"127.0.0.1:{free_port()}",
                    "socket.connection.setup.timeout.ms": 1000})()
-    assert f"{UP} 0" in text.splitlines()
+    assert f"{UP} 0.0" in text.splitlines()

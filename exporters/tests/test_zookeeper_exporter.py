@@ -58,4 +58,4 @@ def test_an_unreachable_node_is_reported_not_raised() -> None:
     from moldau.devcluster.brokers import free_port
 
     text = scrape("127.0.0.1", free_port())()
-    assert f"{UP} 0" in text.splitlines()
+    assert f"{UP} 0.0" in text.splitlines()

@@ -5,6 +5,8 @@ RequestMetrics (Fetch split into FetchConsumer and FetchFollower, as in Kafka)."
 
 from __future__ import annotations
 
+import os
+import resource
 import socket
 import time
 import urllib.request
@@ -95,6 +97,40 @@ def test_state_gauges_and_bad_requests(broker: tuple[BrokerProcess, int]) -> Non
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 405
     assert process.healthy()
+
+
+def test_process_figures_and_index_mappings(broker: tuple[BrokerProcess, int]) -> None:
+    """moldau:type=Process holds the broker's own descriptors, limit and start time, and
+    moldau:type=Memory the index mappings its /proc/<pid>/maps shows, and the limit."""
+    process, port = broker
+    producer = Producer({"bootstrap.servers": process.bootstrap, "acks": "all"})
+    producer.produce(f"mapped-{uuid.uuid4().hex[:8]}", b"one")  # an active segment at least
+    assert producer.flush(20) == 0
+    pid = process.pid()
+    assert pid is not None
+    figures = beans(port, "moldau:type=Process")["moldau:type=Process"]
+    soft, _hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    assert figures["MaxFileDescriptors"] == soft
+    # a descriptor or two may come and go with connections between the two reads
+    assert abs(figures["OpenFileDescriptors"] - len(os.listdir(f"/proc/{pid}/fd"))) <= 2
+    assert figures["CpuSeconds"] > 0 and figures["ResidentMemoryBytes"] > 0
+    assert figures["VirtualMemoryBytes"] >= figures["ResidentMemoryBytes"]
+    assert abs(figures["StartTimeSeconds"] - process_start(pid)) < 1
+    memory = beans(port, "moldau:type=Memory,*")
+    with open(f"/proc/{pid}/maps") as maps:
+        mapped = sum(1 for line in maps if line.rstrip().endswith((".index", ".timeindex")))
+    assert memory["moldau:type=Memory,name=IndexMappings"]["Value"] == mapped >= 2
+    with open("/proc/sys/vm/max_map_count") as limit:
+        assert memory["moldau:type=Memory,name=MaxMapCount"]["Value"] == int(limit.read())
+
+
+def process_start(pid: int) -> float:
+    """When the process started (seconds since the epoch), from /proc as the kernel has it."""
+    with open(f"/proc/{pid}/stat") as stat:
+        start_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/stat") as host:
+        boot = next(float(line.split()[1]) for line in host if line.startswith("btime "))
+    return boot + start_ticks / os.sysconf("SC_CLK_TCK")
 
 
 def test_transaction_metrics_follow_real_transactions(broker: tuple[BrokerProcess, int]

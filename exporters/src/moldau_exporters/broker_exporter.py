@@ -3,7 +3,7 @@ exporter gives Kafka's MBeans.
 
 It reads the broker's JMX-like endpoint (`MOLDAU_METRICS_PORT`, docs/metrics.md) on each
 scrape, applies rules in the JMX exporter's YAML format (the packaged rules/kafka.yml by
-default) and serves the Prometheus text format on /metrics:
+default) and serves them on /metrics through prometheus-client (exposition.py):
 
     moldau-broker-exporter --broker-metrics http://127.0.0.1:9999 --listen 127.0.0.1:9404
 
@@ -18,12 +18,11 @@ import json
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from pathlib import Path
 
-from .jmx_rules import RuleError, RuleSet, Sample, exposition
+from .exposition import exposition, run
+from .jmx_rules import RuleError, RuleSet, Sample
 
 DEFAULT_RULES = "kafka.yml"
 PROCESS_BEAN = "moldau:type=Process"
@@ -44,7 +43,7 @@ def default_rules() -> RuleSet:
                              .read_text(encoding="utf-8"))
 
 
-def scrape(broker_metrics: str, rules: RuleSet, timeout: float = 10.0) -> str:
+def collect(broker_metrics: str, rules: RuleSet, timeout: float = 10.0) -> list[Sample]:
     """One scrape: the broker's MBeans through the rules, plus the scrape's own gauges."""
     started = time.monotonic()
     samples: list[Sample] = []
@@ -66,41 +65,12 @@ def scrape(broker_metrics: str, rules: RuleSet, timeout: float = 10.0) -> str:
                           "GAUGE", "Time this scrape of the broker's MBeans took"))
     samples.append(Sample("jmx_scrape_error", (), error, "GAUGE",
                           "1 if the broker's MBeans could not be read, else 0"))
-    return exposition(samples)
+    return samples
 
 
-def serve(render: Callable[[], str], host: str, port: int) -> ThreadingHTTPServer:
-    """An HTTP server answering /metrics with render() (the Prometheus text format)."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.split("?")[0] not in ("/metrics", "/"):
-                self.send_error(404, "use /metrics")
-                return
-            body = render().encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *_args: object) -> None:  # scrapes are not news
-            pass
-
-    return ThreadingHTTPServer((host, port), Handler)
-
-
-def run(render: Callable[[], str], listen: str) -> int:
-    """Serve render() on /metrics at listen (host:port) until interrupted."""
-    host, _, port = listen.rpartition(":")
-    server = serve(render, host or "127.0.0.1", int(port))
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+def scrape(broker_metrics: str, rules: RuleSet, timeout: float = 10.0) -> str:
+    """One scrape in the Prometheus text format (what /metrics answers)."""
+    return exposition(collect(broker_metrics, rules, timeout))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, RuleError) as exc:
         print(f"moldau-broker-exporter: {exc}", file=sys.stderr)
         return 2
-    return run(lambda: scrape(args.broker_metrics, rules), args.listen)
+    return run(lambda: collect(args.broker_metrics, rules), args.listen)
 
 
 if __name__ == "__main__":

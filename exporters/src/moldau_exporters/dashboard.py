@@ -115,6 +115,8 @@ ROWS: list[tuple[str, list[tuple[str, str, list[tuple[str, str]], str]]]] = [
          [("process_resident_memory_bytes", "{{instance}}")], "bytes"),
         ("Open files of the limit", "timeseries",
          [("process_open_fds / process_max_fds", "{{instance}}")], "percentunit"),
+        ("Index mappings of vm.max_map_count", "timeseries",
+         [("moldau_index_mappings / moldau_max_map_count", "{{instance}}")], "percentunit"),
         ("GC time /s by generation", "timeseries",
          [("sum by (instance, generation) (rate(moldau_gc_collection_seconds_total[5m]))",
            "{{instance}} gen{{generation}}")], "s"),

@@ -114,37 +114,3 @@ class RuleSet:
 
 def _safe(name: str) -> str:
     return _UNDERSCORES.sub("_", _UNSAFE.sub("_", name))
-
-
-def exposition(samples: list[Sample]) -> str:
-    """The Prometheus text format (0.0.4): one HELP/TYPE block per name."""
-    by_name: dict[str, list[Sample]] = {}
-    for sample in samples:
-        by_name.setdefault(sample.name, []).append(sample)
-    lines = []
-    for name in sorted(by_name):
-        group = by_name[name]
-        if group[0].help:
-            lines.append(f"# HELP {name} {_escape_help(group[0].help)}")
-        lines.append(f"# TYPE {name} {group[0].type.lower()}")
-        for sample in group:
-            labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sample.labels)
-            lines.append(f"{name}{{{labels}}} {_number(sample.value)}" if labels
-                         else f"{name} {_number(sample.value)}")
-    return "\n".join(lines) + "\n"
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-def _number(value: float) -> str:
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)

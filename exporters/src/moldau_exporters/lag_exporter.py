@@ -17,8 +17,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .broker_exporter import run
-from .jmx_rules import Sample, exposition
+from .exposition import exposition, run
+from .jmx_rules import Sample
 
 if TYPE_CHECKING:  # confluent_kafka is imported when the exporter first scrapes
     from confluent_kafka import TopicPartition
@@ -132,17 +132,20 @@ def _group_samples(group: str, committed: list[TopicPartition],
     return samples
 
 
-def scrape(config: ClientConfig) -> Callable[[], str]:
-    def render() -> str:
-        try:
-            samples = collect(config)
-            up = 1.0
-        except Exception:  # the cluster cannot be read: say so instead of failing
-            samples, up = [], 0.0
-        samples.append(_gauge(UP, up, "1 when the cluster could be read, else 0"))
-        return exposition(samples)
+def scrape_samples(config: ClientConfig) -> list[Sample]:
+    """collect(), or nothing when the cluster cannot be read, and the UP gauge saying so."""
+    try:
+        samples = collect(config)
+        up = 1.0
+    except Exception:  # the cluster cannot be read: say so instead of failing
+        samples, up = [], 0.0
+    samples.append(_gauge(UP, up, "1 when the cluster could be read, else 0"))
+    return samples
 
-    return render
+
+def scrape(config: ClientConfig) -> Callable[[], str]:
+    """A scrape in the Prometheus text format (what /metrics answers), each time called."""
+    return lambda: exposition(scrape_samples(config))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         if not sep:
             parser.error(f"--client-property {item!r} is not KEY=VALUE")
         config[key] = value
-    return run(scrape(config), args.listen)
+    return run(lambda: scrape_samples(config), args.listen)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@ import socket
 import sys
 from collections.abc import Callable
 
-from .broker_exporter import run
-from .jmx_rules import Sample, exposition
+from .exposition import exposition, run
+from .jmx_rules import Sample
 
 UP = "moldau_zookeeper_exporter_up"  # ours: whether the node answered
 # mntr key -> the JMX exporter's name (Strimzi's rules), where ZooKeeper has an MBean
@@ -95,23 +95,24 @@ def samples_from(mntr: dict[str, str], server_id: str, native: bool) -> list[Sam
     return samples
 
 
+def scrape_samples(host: str, port: int, native: bool = False) -> list[Sample]:
+    """The node's samples, or none when it does not answer, and the UP gauge saying so."""
+    try:
+        mntr = parse_mntr(four_letter_word(host, port, "mntr"))
+        if not mntr:
+            raise OSError("mntr gave nothing (is it in 4lw.commands.whitelist?)")
+        conf = parse_conf(four_letter_word(host, port, "conf"))
+        samples = samples_from(mntr, conf.get("serverId", "0"), native)
+        up = 1.0
+    except OSError:
+        samples, up = [], 0.0
+    samples.append(Sample(UP, (), up, "GAUGE", "1 when the node answered mntr, else 0"))
+    return samples
+
+
 def scrape(host: str, port: int, native: bool = False) -> Callable[[], str]:
-    def render() -> str:
-        try:
-            mntr = parse_mntr(four_letter_word(host, port, "mntr"))
-            if not mntr:
-                raise OSError("mntr gave nothing (is it in 4lw.commands.whitelist?)")
-            conf = parse_conf(four_letter_word(host, port, "conf"))
-            samples = samples_from(mntr, conf.get("serverId", "0"), native)
-            up = 1.0
-        except OSError:
-            samples, up = [], 0.0
-        samples.append(Sample(UP, (), up, "GAUGE", "1 when the node answered mntr, else 0"))
-        return exposition(samples)
-
-    return render
-
-
+    """A scrape in the Prometheus text format (what /metrics answers), each time called."""
+    return lambda: exposition(scrape_samples(host, port, native))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also ZooKeeper's own Prometheus provider names")
     args = parser.parse_args(argv)
     zk_host, _, zk_port = args.zookeeper.rpartition(":")
-    return run(scrape(zk_host or "127.0.0.1", int(zk_port), args.native_names), args.listen)
+    host, port = zk_host or "127.0.0.1", int(zk_port)
+    return run(lambda: scrape_samples(host, port, args.native_names), args.listen)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import psutil
+
 from moldau.metrics.process import process_bean
 from moldau.metrics.registry import Meter, MetricsRegistry, mbean_name
+from moldau.storage.index_mappings import MAPPED_INDEXES, max_map_count
 from moldau.storage.log import PartitionLog
 
 if TYPE_CHECKING:
@@ -156,9 +159,12 @@ def register_state_gauges(sources: MetricSources) -> None:
     registry.gauge(LOG, "LogManager", "OfflineLogDirectoryCount", offline_dirs)
     for field, name in (("read_bytes", "linux-disk-read-bytes"),
                         ("write_bytes", "linux-disk-write-bytes")):
-        registry.gauge(SERVER, "KafkaServer", name, _proc_io_reader(field))
+        registry.gauge(SERVER, "KafkaServer", name, _disk_io_reader(field))
     registry.add_provider(lambda: partition_beans(partitions()))
     registry.add_provider(process_bean)
+    # the index mappings against the kernel's limit, read live (a raised sysctl shows)
+    registry.gauge("moldau", "Memory", "IndexMappings", lambda: MAPPED_INDEXES.mappings)
+    registry.gauge("moldau", "Memory", "MaxMapCount", max_map_count)
 
 
 def partition_beans(partitions: list) -> dict[str, dict[str, object]]:
@@ -186,15 +192,6 @@ def partition_beans(partitions: list) -> dict[str, dict[str, object]]:
                              plog.high_watermark - plog.last_stable_offset)):
             beans[mbean_name(CLUSTER, "Partition", name, tags)] = {"Value": value}
     return beans
-
-
-def _proc_io() -> dict[str, int]:
-    """This process's /proc/self/io (Linux): bytes it made the disks read and write."""
-    try:
-        with open("/proc/self/io") as fh:
-            return {k: int(v) for k, _, v in (line.partition(": ") for line in fh) if v}
-    except (OSError, ValueError):
-        return {}
 
 
 class DelayedOperations:
@@ -308,9 +305,17 @@ def certificate_beans(tls_holders: Mapping[str, TlsContextHolder]
     return beans
 
 
-def _proc_io_reader(field: str) -> Callable[[], int]:
-    """A gauge's reader of one /proc/self/io field."""
-    return lambda: _proc_io().get(field, 0)
+def _disk_io_reader(field: str) -> Callable[[], int]:
+    """A gauge's reader of the bytes this process made the disks read or write (psutil's
+    io_counters: /proc/self/io on Linux); 0 where the platform does not count them."""
+
+    def read() -> int:
+        try:
+            return int(getattr(psutil.Process().io_counters(), field))
+        except (psutil.Error, AttributeError):
+            return 0
+
+    return read
 
 
 def register_broker_metrics(sources: MetricSources) -> dict[str, DelayedOperations]:

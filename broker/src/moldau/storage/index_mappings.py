@@ -23,7 +23,8 @@ class IndexHolder(Protocol):
 
 
 def max_map_count() -> int:
-    """The kernel's limit of mappings per process (Linux's default when unreadable)."""
+    """The kernel's limit of mappings per process (Linux's default when unreadable).
+    Read from /proc by hand: psutil reads no sysctl."""
     try:
         with open(_MAX_MAP_COUNT) as f:
             return int(f.read())
@@ -80,6 +81,12 @@ class MappedIndexes:
 
     def __len__(self) -> int:
         return len(self._segments)
+
+    @property
+    def mappings(self) -> int:
+        """The memory mappings the mapped indexes hold (an offset and a time index per
+        segment, active segments' too): the bulk of the process's, against vm.max_map_count."""
+        return 2 * self.mapped_segments
 
 
 MAPPED_INDEXES = MappedIndexes()

@@ -11,17 +11,18 @@ which the OpenFilesNearLimit alert rule watches.
 from __future__ import annotations
 
 import logging
-import os
 import resource
+
+import psutil
 
 log = logging.getLogger(__name__)
 
 WARN_FRACTION = 0.8  # of the soft limit
-CHECK_INTERVAL_MS = 30_000  # listing /proc/self/fd costs about 1 ms per 5,000 descriptors
+CHECK_INTERVAL_MS = 30_000  # counting lists /proc/self/fd: about 1 ms per 5,000 descriptors
 
 
 def open_descriptors() -> int:
-    return len(os.listdir("/proc/self/fd"))
+    return psutil.Process().num_fds()
 
 
 class OpenFilesWatch:
