@@ -10,24 +10,40 @@ and broker from that side's source (PYTHONPATH), produces MOLDAU_BENCH_BYTES (de
 acks=1, batch 1 MiB, linger 5 ms, 6 partitions), reads them back, and records MB/s and
 the broker's CPU seconds per GB. Printed: per side the median and range of each figure,
 and the median of the rounds' after/before ratios.
+
+`--workload rf3-tail` runs three brokers instead, a topic of 6 partitions at replication
+factor 3 (min.insync.replicas 2): a consumer tails the topic while an acks=all producer
+fills it (its long-polled fetches park between batches, so what wakes them shows), then
+a second consumer reads it all back with nothing appended meanwhile; the three brokers'
+CPU seconds per GB consumed for each. `--workload rf3-e2e` sends one acks=all record per
+request at `--rate` records/s for 15 s into a topic of 1 partition at RF 3 with a consumer
+tailing it (rdkperf -e2e, its fetch.wait.max.ms 10): the brokers' CPU per record, the
+leader's alone too, and the p99 latencies. A side may also be a directory holding broker/src
+(an export with uncommitted changes), used as it is.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import _support as s
 
 MIB = 1 << 20
 TOTAL = int(os.environ.get("MOLDAU_BENCH_BYTES", 512 * MIB))
 SIZE = 1024
+RATE = 1000  # records/s of the rf3-e2e workload
+E2E_SECONDS = 15
 
 
 def _worktree(commit: str) -> Path:
@@ -38,6 +54,129 @@ def _worktree(commit: str) -> Path:
         subprocess.run(["git", "-C", str(s.REPO), "worktree", "add", "--detach", str(path),
                         sha], check=True, capture_output=True)
     return path
+
+
+def _tree(spec: str) -> Path:
+    """A directory holding broker/src is used as it is; anything else names a commit."""
+    if (Path(spec) / "broker" / "src").is_dir():
+        return Path(spec)
+    return _worktree(spec)
+
+
+@contextlib.contextmanager
+def _three_brokers(tree: Path, topic: str, partitions: int) -> Iterator[list[Any]]:
+    """Three fresh brokers from `tree` on a fresh ZooKeeper, with `topic` at RF 3
+    (min.insync.replicas 2), every replica in sync; stopped and removed after."""
+    from _kafka_peer_clusters import create_topic
+
+    from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
+    from moldau.devcluster.brokers import BrokerProcess
+
+    workdir = Path(tempfile.mkdtemp(prefix="moldau-ab-run-"))
+    ensemble = ZooKeeperEnsemble(workdir / "zk", size=1, die_with_parent=True).start()
+    env = {"PYTHONPATH": str(tree / "broker" / "src")}
+    brokers = [BrokerProcess(str(workdir / f"broker{i}"), i, ensemble.connect_string + "/ab",
+                             properties={**s.AUTOTUNED_SOCKETS,
+                                         "log.segment.bytes": str(1 << 30)}, env=env)
+               for i in (1, 2, 3)]
+    try:
+        for broker in brokers:
+            broker.start(wait=None)
+        for broker in brokers:
+            broker.wait_healthy(120)
+        create_topic(",".join(b.bootstrap for b in brokers), topic, partitions, 3)
+        yield brokers
+    finally:
+        for broker in brokers:
+            broker.stop()
+        ensemble.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _cpu(brokers: list[Any]) -> float:
+    """The brokers' CPU seconds so far."""
+    from _peer_servers import cpu_seconds
+
+    return sum(cpu_seconds(pid) for pid in (b.pid() for b in brokers) if pid is not None)
+
+
+def _tail_run(tree: Path, rdkperf: Path) -> dict[str, float]:
+    """A consumer tailing an acks=all producer at RF 3, then a consumer reading the topic
+    back; MB/s and the three brokers' CPU s per GB."""
+    from broker import CONSUMER_SETTINGS, PARTITIONS
+
+    count = TOTAL // SIZE
+    shares = ",".join(str(p) for p in range(PARTITIONS))
+    gb = count * SIZE / 1e9
+
+    def read(proc: subprocess.Popen[str]) -> dict[str, float]:
+        out, err = proc.communicate(timeout=900)
+        if proc.returncode != 0:
+            raise RuntimeError(f"rdkperf -consume failed: {err.strip()}")
+        return dict(json.loads(out))
+
+    with _three_brokers(tree, "ab", PARTITIONS) as brokers:
+        bootstrap = ",".join(b.bootstrap for b in brokers)
+        consume = [str(rdkperf), "-consume", bootstrap, "ab", shares, str(count),
+                   *CONSUMER_SETTINGS]
+        cpu0 = _cpu(brokers)
+        tail = subprocess.Popen(consume, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        made = subprocess.run([str(rdkperf), bootstrap, "ab", str(count), str(SIZE),
+                               str(PARTITIONS), "acks=all", "linger.ms=5",
+                               "batch.size=1048576", "compression.type=none",
+                               "queue.buffering.max.kbytes=1048576"],
+                              capture_output=True, text=True, timeout=900)
+        if made.returncode != 0:
+            tail.kill()
+            raise RuntimeError(f"rdkperf failed: {made.stderr.strip()}")
+        read(tail)
+        cpu1 = _cpu(brokers)
+        again = read(subprocess.Popen(consume, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+        produced = json.loads(made.stdout)
+        return {"produce MB/s": produced["bytes"] / produced["seconds"] / 1e6,
+                "tailing brokers CPU s/GB": (cpu1 - cpu0) / gb,
+                "consume-after MB/s": again["bytes"] / again["seconds"] / 1e6,
+                "consume-after brokers CPU s/GB": (_cpu(brokers) - cpu1) / gb}
+
+
+def _e2e_run(tree: Path, rdkperf: Path) -> dict[str, float]:
+    """rdkperf -e2e at RATE records/s for E2E_SECONDS (one acks=all record per request,
+    its consumer tailing) into a topic of 1 partition at RF 3: the brokers' CPU ms per
+    record, the leader's and the three together, and the latencies' p99."""
+    with _three_brokers(tree, "e2e", 1) as brokers:
+        bootstrap = ",".join(b.bootstrap for b in brokers)
+        leader = _leader_of(bootstrap, "e2e")
+        cpu0, lead0 = _cpu(brokers), _cpu([brokers[leader - 1]])
+        out = subprocess.run([str(rdkperf), "-e2e", bootstrap, "e2e", str(RATE),
+                              str(E2E_SECONDS), str(SIZE), "acks=all", "linger.ms=0"],
+                             capture_output=True, text=True, timeout=900)
+        if out.returncode != 0:
+            raise RuntimeError(f"rdkperf -e2e failed: {out.stderr.strip()}")
+        result = json.loads(out.stdout)
+        records = result["records"]
+        return {"brokers CPU ms/record": (_cpu(brokers) - cpu0) * 1000 / records,
+                "leader CPU ms/record": (_cpu([brokers[leader - 1]]) - lead0) * 1000
+                / records,
+                "ack p99 ms": result["ack_ms"]["p99"], "e2e p99 ms": result["e2e_ms"]["p99"]}
+
+
+def _leader_of(bootstrap: str, topic: str) -> int:
+    """The broker id leading partition 0 (asked until the answering broker knows it)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    leader: list[int] = []
+
+    def known() -> bool:
+        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        if 0 in partitions and partitions[0].leader > 0:
+            leader.append(partitions[0].leader)
+        return bool(leader)
+
+    s.wait_until(known, 60, f"the leader of {topic}")
+    return leader[0]
 
 
 def _one_run(tree: Path, rdkperf: Path) -> dict[str, float]:
@@ -68,11 +207,17 @@ def _one_run(tree: Path, rdkperf: Path) -> dict[str, float]:
 
 
 def main() -> int:
+    global SIZE, RATE  # the runs read them, as they read TOTAL
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", required=True)
     parser.add_argument("--after", default="HEAD")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--workload", choices=("rf1", "rf3-tail", "rf3-e2e"),
+                        default="rf1")
+    parser.add_argument("--size", type=int, default=SIZE, help="record size, bytes")
+    parser.add_argument("--rate", type=int, default=RATE, help="rf3-e2e's records/s")
     args = parser.parse_args()
+    SIZE, RATE = args.size, args.rate
     sys.path.insert(0, str(s.REPO / "broker" / "src"))
     from _peer_servers import build_rdkperf
 
@@ -80,13 +225,17 @@ def main() -> int:
 
     _install_tools()  # librdkafka-dev and the rest of the broker suite's Debian packages
     rdkperf = build_rdkperf()
-    trees = {"before": _worktree(args.before), "after": _worktree(args.after)}
+    trees = {"before": _tree(args.before), "after": _tree(args.after)}
+    one_run = {"rf1": _one_run, "rf3-tail": _tail_run, "rf3-e2e": _e2e_run}[args.workload]
     runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
     for i in range(args.rounds):
         for side in (("before", "after") if i % 2 == 0 else ("after", "before")):
-            runs[side].append(_one_run(trees[side], rdkperf))
+            runs[side].append(one_run(trees[side], rdkperf))
             print(f"round {i + 1} {side}: {runs[side][-1]}", flush=True)
-    print(f"\n{args.rounds} rounds (ABBA), {TOTAL // MIB} MiB of {SIZE} B records per run; "
+    volume = (f"{RATE} records/s for {E2E_SECONDS} s" if args.workload == "rf3-e2e"
+              else f"{TOTAL // MIB} MiB")
+    print(f"\n{args.rounds} rounds (ABBA) of {args.workload}, {volume} of {SIZE} B records "
+          f"per run; "
           f"before = {args.before}, after = {args.after}")
     for name in runs["before"][0]:
         cells = []

@@ -1,7 +1,7 @@
 """What idle client connections cost a broker's memory (issue 42, "many connections").
 
 Usage: idle_connections.py HOST PORT BROKER_PID [--steps 5000,15000] [--settle 3]
-                           [--batch 40]
+                           [--batch 40] [--tls]
 
 Opens connections to the broker up to each step's total, each sending one ApiVersions
 request (v3, as a Java or librdkafka client opens with) and reading the answer, then
@@ -17,6 +17,8 @@ Plain blocking sockets, in batches of `--batch`: connect the batch, send every r
 then read every answer, so that the broker sees many connections arriving at once (a
 reconnect storm) without this process paying for an event loop per socket. The process
 raises its own open-files limit to the hard limit; the broker needs as many descriptors.
+With `--tls` every connection makes a TLS handshake first (the broker's certificate is
+not verified: what is measured is the broker's side).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import argparse
 import json
 import resource
 import socket
+import ssl
 import struct
 import time
 from pathlib import Path
@@ -74,7 +77,8 @@ def rss_bytes(pid: int) -> int:
 
 
 def open_connections(host: str, port: int, count: int, batch: int, first_id: int,
-                     errors: list[str]) -> list[socket.socket]:
+                     errors: list[str], tls: ssl.SSLContext | None = None
+                     ) -> list[socket.socket]:
     """`count` connections that each had their ApiVersions answered (failed ones are
     counted in `errors` and closed)."""
     opened: list[socket.socket] = []
@@ -86,6 +90,8 @@ def open_connections(host: str, port: int, count: int, batch: int, first_id: int
             sock.settimeout(60)
             try:
                 sock.connect((host, port))
+                if tls is not None:
+                    sock = tls.wrap_socket(sock)
                 sock.sendall(api_versions_request(next_id))
             except OSError as exc:
                 errors.append(f"{type(exc).__name__}: {exc}")
@@ -115,7 +121,13 @@ def main() -> None:
     # below the listen backlog (Kafka's socket.listen.backlog.size is 50): connects past a
     # full accept queue wait out a SYN retransmission (1 s), which only slows the run
     parser.add_argument("--batch", type=int, default=40)
+    parser.add_argument("--tls", action="store_true", help="a TLS handshake first")
     args = parser.parse_args()
+    tls = None
+    if args.tls:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        tls.check_hostname = False
+        tls.verify_mode = ssl.CERT_NONE
     steps = [int(n) for n in args.steps.split(",")]
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -130,7 +142,7 @@ def main() -> None:
     for total in steps:
         began = time.monotonic()
         sockets += open_connections(args.host, args.port, total - len(sockets), args.batch,
-                                    len(sockets) + len(errors), errors)
+                                    len(sockets) + len(errors), errors, tls)
         seconds = time.monotonic() - began
         time.sleep(args.settle)
         measured.append({"connections": len(sockets), "rss": rss_bytes(args.pid),

@@ -15,7 +15,7 @@ from moldau.client.broker_connection import BrokerConnection
 from moldau.protocol.generated.api_versions_request import ApiVersionsRequest
 from moldau.protocol.generated.api_versions_response import ApiVersionsResponse
 from moldau.protocol.headers import encode_response
-from moldau.replication.replica_manager import Partition, ReplicaManager
+from moldau.replication.replica_manager import LeaderAndIsr, Partition, ReplicaManager
 
 API_VERSIONS = 18
 
@@ -24,11 +24,10 @@ def _manager() -> ReplicaManager:
     return ReplicaManager(1, None)  # type: ignore[arg-type]  # waits need no logs
 
 
-def _partition() -> Any:
-    partition: Any = SimpleNamespace(waiters=[], follower_waiters=[])
-    partition.wake_for_high_watermark = lambda: Partition.wake_for_high_watermark(partition)
-    partition.wake = lambda: Partition.wake(partition)
-    return partition
+def _partition() -> Partition:
+    """A partition whose log is only the offsets its waits look at."""
+    log: Any = SimpleNamespace(high_watermark=0, last_stable_offset=0, log_end_offset=0)
+    return Partition("t", 0, None, log, 1, LeaderAndIsr(1, 0, [1], [1]))
 
 
 def test_a_change_between_watch_and_wait_is_not_missed() -> None:
@@ -71,14 +70,15 @@ def test_a_follower_fetch_waits_through_high_watermark_moves() -> None:
     append or a change of state wakes it."""
     async def scenario() -> None:
         partition = _partition()
-        follower = ReplicaManager.watch([partition], follower=True)
+        follower = ReplicaManager.watch([partition], isolation=None)
         produce = ReplicaManager.watch([partition])
+        partition.log.high_watermark = 1
         partition.wake_for_high_watermark()
         assert produce.done() and not follower.done()
         loop = asyncio.get_running_loop()
-        loop.call_later(0.01, partition.wake)
+        loop.call_later(0.01, partition.appended)
         started = time.monotonic()
-        await _manager().wait_for_change([partition], 5.0, follower, follower=True)
+        await _manager().wait_for_change([partition], 5.0, follower, isolation=None)
         assert time.monotonic() - started < 2.0
         assert partition.waiters == [] and partition.follower_waiters == []
 

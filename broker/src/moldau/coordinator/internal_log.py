@@ -59,7 +59,7 @@ async def append_replicated(replica_manager: Callable[[], ReplicaManager], topic
         raise NotEnoughReplicasError(f"the ISR of {partition.name} is too small")
     info = partition.log.append_as_leader(batch, partition.leader_epoch, from_client=False)
     partition.maybe_increment_high_watermark()
-    partition.wake()
+    partition.appended()
     needed = info.last_offset + 1
     deadline = time.monotonic() + timeout_ms / 1000
     while partition.log.high_watermark < needed:

@@ -448,6 +448,8 @@ class ReplicaFetcher:
         state.caught_up = state.lag == 0
         if records:
             self.on_appended(partition, len(records))
+        else:  # the leader's high watermark alone moved: consumers reading here may wake
+            partition.wake_for_high_watermark()
 
     async def _on_error(self, connection: BrokerConnection, state: FetchState,
                         code: int) -> None:

@@ -5,7 +5,10 @@ The controller decides who leads (LeaderAndIsr); this module applies that: a lea
 appends client batches and serves fetches up to the high watermark. The high watermark
 is the smallest log end offset in the ISR; with only this broker in the ISR it follows
 the log end at once. Requests that must wait (a fetch below min_bytes, acks=all) wait on
-futures that appends and high-watermark moves complete.
+futures that appends and high-watermark moves complete: a follower's fetch on any append,
+a consumer's fetch and an acks=all produce only when the offset they read to (the high
+watermark, or the last stable offset for read_committed) passes where it was when they
+parked.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from moldau.errors import (
 )
 from moldau.metrics.registry import Meter
 from moldau.storage.config import LogConfig
-from moldau.storage.log import PartitionLog
+from moldau.storage.log import READ_COMMITTED, PartitionLog
 from moldau.storage.log_manager import LogManager
 
 from .alter_log_dirs import LogDirMover
@@ -86,7 +89,14 @@ class Partition:
     log: PartitionLog
     broker_id: int
     state: LeaderAndIsr
+    # consumers' (read_uncommitted) long-polled fetches and acks=all produces: they end
+    # when the high watermark passes waiters_floor, the lowest it was at a park
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    waiters_floor: int = 0
+    # read_committed consumers' fetches: they end when the last stable offset passes
+    # committed_floor (an open transaction holds it while the high watermark moves)
+    committed_waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    committed_floor: int = 0
     # followers' long-polled fetches: woken by appends and state changes, not by the high
     # watermark alone (a follower reads to the log end; it learns the high watermark
     # with its next records, as Kafka's DelayedFetch for a follower completes on bytes)
@@ -171,7 +181,24 @@ class Partition:
                 > lag_max_ms]
 
     def wake(self) -> None:
-        """Complete every waiting fetch or produce: something they wait for moved."""
+        """Complete every waiting fetch or produce: the partition's state changed
+        (leadership, ISR, log), which any of them may have to answer."""
+        if self.follower_waiters:
+            waiters, self.follower_waiters = self.follower_waiters, []
+            _complete_all(waiters)
+        if self.waiters:
+            waiters, self.waiters = self.waiters, []
+            _complete_all(waiters)
+        if self.committed_waiters:
+            waiters, self.committed_waiters = self.committed_waiters, []
+            _complete_all(waiters)
+
+    def appended(self) -> None:
+        """Records were appended (the high watermark already updated): followers' fetches
+        read them; consumers and acks=all produces wake only if the high watermark (or
+        LSO) moved with them, as it does at once with no other replica in the ISR. With
+        followers it moves when they fetch, and a consumer's fetch woken by the append
+        alone would re-read, find nothing it may return, and park again."""
         if self.follower_waiters:
             waiters, self.follower_waiters = self.follower_waiters, []
             _complete_all(waiters)
@@ -179,12 +206,43 @@ class Partition:
 
     def wake_for_high_watermark(self) -> None:
         """Complete the waits the high watermark ends (acks=all produces, consumers'
-        fetches), leaving followers' fetches parked: with every acks=all record the
-        high watermark moves once per ISR follower, and each wake of a follower's fetch
-        that finds nothing new cost a re-read and a re-park on the leader."""
-        if self.waiters:
+        fetches) if it passed where they parked, leaving followers' fetches parked: with
+        every acks=all record the high watermark moves once per ISR follower, and each
+        wake of a follower's fetch that finds nothing new cost a re-read and a re-park
+        on the leader."""
+        if self.waiters and self.log.high_watermark > self.waiters_floor:
             waiters, self.waiters = self.waiters, []
             _complete_all(waiters)
+        if self.committed_waiters and self.log.last_stable_offset > self.committed_floor:
+            waiters, self.committed_waiters = self.committed_waiters, []
+            _complete_all(waiters)
+
+    def park(self, future: asyncio.Future[None], isolation: int | None) -> None:
+        """Register a wait that read the partition just now: `isolation` as
+        PartitionLog.fetch_upper_bound's (None for a follower's fetch, which wakes on
+        appends; 0 to wait on the high watermark; READ_COMMITTED on the LSO)."""
+        if isolation is None:
+            self.follower_waiters.append(future)
+        elif isolation == READ_COMMITTED:
+            stable = self.log.last_stable_offset
+            if not self.committed_waiters or stable < self.committed_floor:
+                self.committed_floor = stable
+            self.committed_waiters.append(future)
+        else:
+            high_watermark = self.log.high_watermark
+            if not self.waiters or high_watermark < self.waiters_floor:
+                self.waiters_floor = high_watermark
+            self.waiters.append(future)
+
+    def unpark(self, future: asyncio.Future[None], isolation: int | None) -> None:
+        """Forget a park()ed wait (a wake may have taken it already)."""
+        waiting = (self.follower_waiters if isolation is None
+                   else self.committed_waiters if isolation == READ_COMMITTED
+                   else self.waiters)
+        try:  # noqa: SIM105 - a try is free; contextlib.suppress builds an object
+            waiting.remove(future)
+        except ValueError:  # a wake already took it
+            pass
 
 
 @dataclass(frozen=True)
@@ -369,44 +427,44 @@ class ReplicaManager:
     # --- waiting ----------------------------------------------------------------------------
 
     @staticmethod
-    def watch(partitions: Iterable[Partition], follower: bool = False) -> asyncio.Future[None]:
+    def watch(partitions: Iterable[Partition],
+              isolation: int | None = 0) -> asyncio.Future[None]:
         """A future that the next change of any of the partitions completes, registered
-        now: a caller that reads, then returns a coroutine that waits (a long-polled
-        fetch, whose task starts a loop pass later), must not miss a change between.
-        A follower's fetch (`follower`) is not woken by the high watermark alone."""
+        now, right after the caller read them: one that reads, then returns a coroutine
+        that waits (a long-polled fetch, whose task starts a loop pass later), must not
+        miss a change between. `isolation` says what the wait reads to (Partition.park):
+        None for a follower's fetch (the log end), 0 for the high watermark (consumers,
+        acks=all produces), READ_COMMITTED for the last stable offset."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         for partition in partitions:
-            (partition.follower_waiters if follower else partition.waiters).append(future)
+            partition.park(future, isolation)
         return future
 
     async def wait_for_change(self, partitions: Iterable[Partition], timeout_s: float,
                               watched: asyncio.Future[None] | None = None,
-                              follower: bool = False) -> None:
-        """Wait until any of the partitions gets data or changes state, or the timeout
-        (from `watched`, the partitions' watch() future, when the caller registered
-        earlier; `follower` as there). A timer completes the future, rather than
-        asyncio.wait_for: that adds a future, callbacks and a loop pass to every
+                              isolation: int | None = 0) -> None:
+        """Wait until any of the partitions gets what the wait reads or changes state, or
+        the timeout (from `watched`, the partitions' watch() future, when the caller
+        registered earlier; `isolation` as there). A timer completes the future, rather
+        than asyncio.wait_for: that adds a future, callbacks and a loop pass to every
         long-polled fetch and acks=all wait."""
         partitions = list(partitions)
-        future = self.watch(partitions, follower) if watched is None else watched
+        future = self.watch(partitions, isolation) if watched is None else watched
         timer = asyncio.get_running_loop().call_later(timeout_s, _complete, future)
         try:
             await future
         finally:
             timer.cancel()
-            self.unwatch(partitions, future, follower)
+            self.unwatch(partitions, future, isolation)
 
     @staticmethod
     def unwatch(partitions: Iterable[Partition], future: asyncio.Future[None],
-                follower: bool = False) -> None:
-        """Forget a watch() future (completed or not), registered with `follower`."""
+                isolation: int | None = 0) -> None:
+        """Forget a watch() future (completed or not), registered with `isolation`."""
         if not future.done():
             future.cancel()
         for partition in partitions:
-            try:  # noqa: SIM105 - a try is free; contextlib.suppress builds an object
-                (partition.follower_waiters if follower else partition.waiters).remove(future)
-            except ValueError:  # a wake() already took it
-                pass
+            partition.unpark(future, isolation)
 
     def shutdown(self) -> None:
         self.log_dir_mover.stop()

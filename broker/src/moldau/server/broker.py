@@ -448,7 +448,7 @@ class Broker:
         self.topic_stats.mark_broker("ReplicationBytesInPerSec", size)
         if self.broker_id in partition.state.adding:  # a replica a reassignment adds
             self.topic_stats.mark_broker("ReassignmentBytesInPerSec", size)
-        partition.wake()
+        partition.appended()
 
     def _throttle(self, side: str) -> ReplicationThrottle:
         """The leader or follower replication throttle (rates from the dynamic config)."""

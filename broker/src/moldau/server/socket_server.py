@@ -29,6 +29,7 @@ from .limits import ConnectionLimits, RequestQueueBound
 from .listener import Listener
 from .memory_reclaim import MemoryReclaimer
 from .socket_settings import SocketSettings
+from .tls_accept import accept_tls
 
 log = logging.getLogger("kafka.network.SocketServer")
 
@@ -62,6 +63,8 @@ class SocketServer:
         self.blocked_meter: Callable[[str], BlockedMeter] | None = None
         self.max_request_size = max_request_size
         self.receive_buffer = ReceiveBuffer()  # one for every connection (one event loop)
+        # and one that TLS connections read their sockets' encrypted bytes into
+        self.tls_receive_buffer = ReceiveBuffer()
         self.queue_bound = RequestQueueBound(queued_max_requests, queued_max_request_bytes)
         self.principal_builder = principal_builder
         self.connections: set[Connection] = set()
@@ -125,8 +128,10 @@ class SocketServer:
     async def _connect(self, conn: Connection, sock: socket.socket,
                        listener: Listener) -> None:
         try:
-            await asyncio.get_running_loop().connect_accepted_socket(
-                lambda: conn, sock, ssl=listener.ssl_context)
+            if listener.ssl_context is None:
+                await asyncio.get_running_loop().connect_accepted_socket(lambda: conn, sock)
+            else:
+                await accept_tls(conn, sock, listener.ssl_context, self.tls_receive_buffer)
         except (Exception, asyncio.CancelledError) as exc:
             # no Connection came of it (a failed TLS handshake): its count goes now
             log.debug("Connection from %s on %s failed before it opened: %r",

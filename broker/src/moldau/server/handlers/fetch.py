@@ -114,6 +114,13 @@ def _aborted(plog: PartitionLog, fetch_offset: int,
             for txn in aborted_transactions(plog, fetch_offset, data)]
 
 
+def _reads_to(request: FetchRequest, replica_id: int) -> int | None:
+    """What a fetch reads to, as PartitionLog.fetch_upper_bound takes it: the log end
+    (None) for a follower, else the consumer's isolation level (high watermark or LSO);
+    its long poll wakes when that moves."""
+    return None if replica_id >= 0 else request.isolation_level
+
+
 def check_leader_epoch(partition: Partition, requested: int) -> None:
     """KIP-320: a client with a stale epoch is fenced; one ahead of us must retry."""
     if requested == -1:
@@ -198,7 +205,7 @@ class FetchHandler:
             return self._answer(ctx, request, response, replica_id, session, version)
         # watch now: the long poll's task starts a loop pass later, and an append in
         # between (the next produce, answered first) would wait out max_wait_ms
-        watched = self.replica_manager.watch(partitions, replica_id >= 0)
+        watched = self.replica_manager.watch(partitions, _reads_to(request, replica_id))
         return self._long_poll(ctx, request, wanted, partitions, version, replica_id,
                                watched, session)
 
@@ -297,15 +304,15 @@ class FetchHandler:
                          session: SessionUse) -> FetchResponse:
         deadline = time.monotonic() + request.max_wait_ms / 1000
         rm = self.replica_manager
-        follower = replica_id >= 0
+        reads_to = _reads_to(request, replica_id)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 if watched is not None:  # the task started after the deadline
-                    rm.unwatch(partitions, watched, follower)
+                    rm.unwatch(partitions, watched, reads_to)
                 break
             with self.fetch_purgatory.waiting(len(partitions)):
-                await rm.wait_for_change(partitions, remaining, watched, follower)
+                await rm.wait_for_change(partitions, remaining, watched, reads_to)
             watched = None  # registered anew after each read, in the same loop pass
             response, total, partitions, answer_now = self._read(request, wanted, version,
                                                                  replica_id, again=True)
@@ -343,7 +350,7 @@ class FetchHandler:
         rm = self.replica_manager
         metadata = self.metadata
         # a follower reads to the log end; a consumer to the high watermark or the LSO
-        isolation = request.isolation_level if replica_id < 0 else None
+        isolation = _reads_to(request, replica_id)
         # KIP-392: consumers that send client metadata (v11+) may read from followers, and
         # a leader with a replica selector may send them to a replica in their rack
         from_follower_ok = replica_id < 0 and version >= 11

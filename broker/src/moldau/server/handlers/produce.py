@@ -219,7 +219,7 @@ class ProduceAppends:
         high watermark, and the requests waiting on the partition."""
         self.topic_stats.produced(topic, info.record_count, nbytes)
         partition.maybe_increment_high_watermark()
-        partition.wake()
+        partition.appended()
 
     def fail_partition(self, response: PartitionResponse, exc: KafkaError | ProtocolError,
                        topic: str, version: int, partition: Partition | None,
