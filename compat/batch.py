@@ -20,8 +20,9 @@ class BatchError(RuntimeError):
 
 
 def run_batch(commands: Sequence[tuple[str, Sequence[str]]],
-              timeout: float = 300.0) -> list[ToolRun]:
-    """Run (main class, arguments) commands in order; one ToolRun each."""
+              timeout: float = 300.0, jvm_options: Sequence[str] = ()) -> list[ToolRun]:
+    """Run (main class, arguments) commands in order; one ToolRun each (`jvm_options`:
+    the JVM's own, a Kerberos configuration say)."""
     for main_class, args in commands:
         if any("\t" in word or "\n" in word for word in (main_class, *args)):
             raise ValueError(f"a tab or newline in {main_class} {args}: the batch splits on them")
@@ -29,7 +30,8 @@ def run_batch(commands: Sequence[tuple[str, Sequence[str]]],
     with tempfile.TemporaryDirectory(prefix="tool-batch-") as scratch:
         out = Path(scratch)
         run = launcher.run_tool(BATCH_MAIN, [str(out)], stdin=lines, timeout=timeout,
-                                extra_classpath=[str(javac.classes_dir())])
+                                extra_classpath=[str(javac.classes_dir())],
+                                jvm_options=jvm_options)
         results = []
         for i in range(len(commands)):
             exit_file = out / f"{i}.exit"

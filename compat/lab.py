@@ -9,7 +9,8 @@ PLAINTEXT makes User:ANONYMOUS, as super user), so what differs between them is 
 broker alone.
 
 The ACL scenarios also get a second pair (`acl_pair`) on the same ZooKeeper where nobody
-is a super user: User:ANONYMOUS may do only what ACLs grant it (compat/acl_setup.py).
+is a super user: User:ANONYMOUS may do only what ACLs grant it (compat/acl_setup.py), and
+named principals log in over SASL or with TLS client certificates (compat/acl_tls.py).
 
     with Lab.started(directory) as lab:
         lab.kafka.bootstrap, lab.moldau.bootstrap
@@ -28,8 +29,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from compat import acl_setup, launcher
+from compat import acl_kerberos, acl_oauth, acl_setup, acl_tls, launcher
 from moldau import properties as java_properties
 from moldau.client.blocking import BlockingConnection
 from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
@@ -197,6 +199,30 @@ class BrokerPair:
             return {"kafka": kafka.result(), "moldau": moldau.result()}
 
 
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+def _acl_pair(base: Path, zookeeper: str,
+              props: Mapping[str, str]) -> tuple[BrokerPair, Stoppable | None]:
+    """The ACL scenarios' pair, not started: SASL and SSL listeners beside PLAINTEXT, and
+    GSSAPI with a KDC of the lab's own (started here) when Kerberos is installed."""
+    pair = BrokerPair.create(base, zookeeper, "acl-", acl_setup.properties(props))
+    pki = acl_tls.LabPki.create(base / acl_tls.PKI_DIR)
+    oauth = acl_oauth.LabOAuth.create(base / acl_oauth.OAUTH_DIR)
+    for broker in (pair.kafka, pair.moldau):
+        acl_setup.add_sasl_listener(broker)  # named principals, over SASL
+        acl_tls.add_tls_listeners(broker, pki, oauth)  # client certificates, signed tokens
+    if not acl_kerberos.available():
+        return pair, None
+    kerberos, kdc = acl_kerberos.LabKerberos.start(base / acl_kerberos.KDC_DIR)
+    for broker in (pair.kafka, pair.moldau):
+        kerberos.configure(broker)
+    pair.kafka.jvm_options = [*pair.kafka.jvm_options, *kerberos.jvm_options]
+    pair.moldau.env = {**pair.moldau.env, **kerberos.environment()}
+    return pair, kdc
+
+
 @dataclass
 class Lab:
     """The running reference cluster: `kafka` and `moldau` share `zookeeper`; the ACL
@@ -207,6 +233,7 @@ class Lab:
     kafka: KafkaBroker
     moldau: BrokerProcess
     acl_pair: BrokerPair | None = None
+    kdc: Stoppable | None = None  # the ACL pair's Kerberos realm, when it has one
 
     @classmethod
     def start(cls, directory: str | os.PathLike[str],
@@ -222,11 +249,14 @@ class Lab:
         zookeeper.start(timeout=60)
         shared = BrokerPair.create(base, zookeeper.connect_string, "", props)
         pairs = [shared]
+        kdc: Stoppable | None = None
         if with_acl_pair:
-            pairs.append(BrokerPair.create(base, zookeeper.connect_string, "acl-",
-                                           acl_setup.properties(props)))
-            for broker in (pairs[1].kafka, pairs[1].moldau):
-                acl_setup.add_sasl_listener(broker)  # named principals, over SCRAM
+            try:
+                acl_pair, kdc = _acl_pair(base, zookeeper.connect_string, props)
+            except BaseException:
+                zookeeper.stop()
+                raise
+            pairs.append(acl_pair)
         try:
             shared.kafka.start()
             if with_acl_pair:  # Kafka's AclCommand in a JVM, while the first Kafka starts
@@ -242,9 +272,11 @@ class Lab:
             for pair in pairs:
                 pair.stop()
             zookeeper.stop()
+            if kdc is not None:
+                kdc.stop()
             raise
         return cls(base, zookeeper, shared.kafka, shared.moldau,
-                   pairs[1] if with_acl_pair else None)
+                   pairs[1] if with_acl_pair else None, kdc)
 
     @classmethod
     @contextlib.contextmanager
@@ -280,3 +312,5 @@ class Lab:
                         for name, code in future.result().items()}
         finally:
             self.zookeeper.stop()
+            if self.kdc is not None:
+                self.kdc.stop()

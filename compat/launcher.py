@@ -117,9 +117,11 @@ class ToolRun:
 
 def run_tool(main_class: str, args: Sequence[str], *, timeout: float = 120.0,
              stdin: str | None = None, extra_classpath: Sequence[str] = (),
-             env: Mapping[str, str] | None = None) -> ToolRun:
+             env: Mapping[str, str] | None = None,
+             jvm_options: Sequence[str] = ()) -> ToolRun:
     """Run one of Kafka's tools to completion (TopicCommand, DumpLogSegments, ...)."""
-    command = java_command(main_class, args, extra_classpath=extra_classpath)
+    command = java_command(main_class, args, extra_classpath=extra_classpath,
+                           jvm_options=jvm_options)
     return run_command(command, timeout=timeout, stdin=stdin, env=env)
 
 

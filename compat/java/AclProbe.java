@@ -7,13 +7,20 @@
 //   java -cp <kafka jars>:<classes> AclProbe BOOTSTRAP TOPIC GROUP STEP...
 //
 // A BOOTSTRAP of the form USER:PASSWORD@HOST:PORT logs in as User:USER with SCRAM-SHA-256
-// over SASL_PLAINTEXT (the ACL pair's SASL listener) instead.
+// over SASL_PLAINTEXT (the ACL pair's SASL listener) instead; FILE.properties@HOST:PORT
+// takes the client's security settings from that file (another SASL mechanism, or TLS
+// with a client certificate).
 //
-// Steps: create (the topic, one partition), describe (the topic), produce (a plain
-// producer), produce-idempotent, consume (the partition from its start to its end, no
-// group), commit (the consumed position, in the group), describe-group, await-allowed
-// and await-denied (until describing both the topic and the group is allowed, or
-// refused: ACL changes written to ZooKeeper reach a broker a moment later).
+// Steps: create (the topic, one partition, no retention limit), describe (the topic),
+// produce (a plain producer), produce-idempotent, consume (the partition from its start
+// to its end, no group), commit (the consumed position, in the group), describe-group,
+// whoami (the principal the broker sees: the owner of a delegation token it creates),
+// await-allowed and await-denied (until describing both the topic and the group is
+// allowed, or refused: ACL changes written to ZooKeeper reach a broker a moment later).
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,15 +57,23 @@ public final class AclProbe {
     final String bootstrap;
     final String user;  // null: PLAINTEXT
     final String password;
+    final Properties login = new Properties();  // from a FILE.properties bootstrap
     final String topic;
     final String group;
     final TopicPartition partition;
     long consumedTo;  // the position the consume step reached; commit commits it
 
-    AclProbe(String bootstrap, String topic, String group) {
+    AclProbe(String bootstrap, String topic, String group) throws IOException {
         int at = bootstrap.lastIndexOf('@');
         if (at < 0) {
             this.bootstrap = bootstrap;
+            this.user = null;
+            this.password = null;
+        } else if (bootstrap.substring(0, at).endsWith(".properties")) {
+            try (Reader file = Files.newBufferedReader(Path.of(bootstrap.substring(0, at)))) {
+                login.load(file);
+            }
+            this.bootstrap = bootstrap.substring(at + 1);
             this.user = null;
             this.password = null;
         } else {
@@ -102,6 +117,7 @@ public final class AclProbe {
             case "consume": return consume();
             case "commit": return commit();
             case "describe-group": return describeGroup();
+            case "whoami": return whoami();
             case "await-allowed": return await(true);
             case "await-denied": return await(false);
             default: throw new IllegalArgumentException("no step " + step);
@@ -112,6 +128,7 @@ public final class AclProbe {
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(AdminClientConfig.CLIENT_ID_CONFIG, "acl-probe");
+        props.putAll(login);
         if (user != null) {
             props.put(AdminClientConfig.SECURITY_PROTOCOL_CONFIG, "SASL_PLAINTEXT");
             props.put(SaslConfigs.SASL_MECHANISM, "SCRAM-SHA-256");
@@ -124,7 +141,11 @@ public final class AclProbe {
 
     String create() throws Exception {
         try (Admin admin = Admin.create(common())) {
-            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+            // kept for ever: records this old would go at a broker's first retention
+            // check (30 s after it starts), which the two brokers do not reach together
+            NewTopic created = new NewTopic(topic, 1, (short) 1)
+                .configs(Map.of("retention.ms", "-1"));
+            admin.createTopics(List.of(created)).all().get();
             return "ok";
         }
     }
@@ -199,6 +220,15 @@ public final class AclProbe {
                 .describedGroups().get(group).get();
             return "state " + description.state() + ", " + description.members().size()
                 + " member(s)";
+        }
+    }
+
+    /** The principal the broker gave this login: the owner of a delegation token it
+     *  creates for itself (any authenticated login may, with no ACL). */
+    String whoami() throws Exception {
+        try (Admin admin = Admin.create(common())) {
+            return "owner " + admin.createDelegationToken().delegationToken().get()
+                .tokenInfo().owner();
         }
     }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from compat.lab import ACL_PAIR
 from compat.scenarios import (
     acls,
+    acls_logins,
     acls_sasl,
     acls_zookeeper,
     dump_log,
@@ -35,6 +36,8 @@ ALL += [*java_groups.SCENARIOS, *java_admin.SCENARIOS, *java_txn.SCENARIOS]
 # Named principals over SASL (SCRAM) on the ACL pair, their delegation tokens, and
 # ZkSecurityMigrator on a SASL ZooKeeper of its own.
 ALL += [*acls_sasl.SCENARIOS, *tools_zk_security.SCENARIOS]
+# The other SASL mechanisms and TLS client certificates on the ACL pair.
+ALL += [*acls_logins.SCENARIOS]
 # A Kafka and a Moldau broker in one cluster (slow: make compat only).
 ALL += [*mixed_cluster.SCENARIOS]
 

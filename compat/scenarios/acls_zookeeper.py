@@ -14,6 +14,8 @@ the ones Kafka reads."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from compat import acl_setup
 from compat.acl_setup import ACL_COMMAND, PRINCIPAL
 from compat.batch import run_batch
@@ -55,10 +57,11 @@ def enforced(ctx: Context) -> Transcript:
     return batch_transcript(commands)
 
 
-def batch_transcript(commands: list[tuple[str, list[str]]]) -> Transcript:
+def batch_transcript(commands: list[tuple[str, list[str]]],
+                     jvm_options: Sequence[str] = ()) -> Transcript:
     """Run AclProbe and AclCommand steps in one JVM batch; AclProbe's lines without its
     standard error (the client's log is timing, not the broker's answers)."""
-    runs = run_batch(commands, timeout=300)
+    runs = run_batch(commands, timeout=300, jvm_options=jvm_options)
     transcript = Transcript()
     for (main_class, args), run in zip(commands, runs, strict=True):
         if main_class == PROBE:

@@ -521,6 +521,7 @@ class Broker:
             broker_id=self.broker_id,
             cluster_id=self.cluster_id,
             retention_check_interval_ms=c["log.retention.check.interval.ms"],
+            initial_task_delay_ms=c["log.initial.task.delay.ms"],
             flush_offset_checkpoint_interval_ms=c["log.flush.offset.checkpoint.interval.ms"],
             flush_start_offset_checkpoint_interval_ms=c[
                 "log.flush.start.offset.checkpoint.interval.ms"],

@@ -21,7 +21,7 @@ from moldau.client.security import ClientSecurity
 from moldau.security.credential_cache import ScramCredentialCache
 from moldau.security.delegation_tokens import DelegationTokenCache
 from moldau.security.principal import principal_from_certificate
-from moldau.security.ssl_settings import TlsConfigError
+from moldau.security.ssl_settings import PRINCIPAL_MAPPING_RULES, TlsConfigError, read_text
 from moldau.security.tls import TlsContextHolder, build_client_context
 
 from .config import BrokerConfig, ConfigValue
@@ -106,8 +106,10 @@ class ListenerSecurity:
             log.error("Keeping the old TLS key material of listener %s: %s", listener, exc)
 
     def principal(self, listener: Listener, cert: bytes | None) -> str:
-        """A TLS client's principal (its certificate's DN through the mapping rules)."""
-        rules = self.config.get("ssl.principal.mapping.rules") or "DEFAULT"
+        """A TLS client's principal (its certificate's DN through the mapping rules): the
+        listener's own `listener.name.<l>.ssl.principal.mapping.rules` before the
+        broker-wide key, as Kafka reads every ssl.* key of a listener."""
+        rules = read_text(self._ssl_settings(listener.name), PRINCIPAL_MAPPING_RULES, "DEFAULT")
         return "User:" + principal_from_certificate(cert, rules)
 
     def inter_broker_client(self) -> ClientSecurity:

@@ -30,6 +30,7 @@ class SharedBufferTLS(sslproto.SSLProtocol):
     # buffered app protocol is the only kind accepted, so it never reads max_size
     # bytes of decrypted data into a fresh bytes object either
     max_size = 0
+    _outgoing: ssl.MemoryBIO  # the base class's: what OpenSSL has for the peer
 
     def __init__(self, scratch: ReceiveBuffer, loop: asyncio.AbstractEventLoop,
                  app_protocol: asyncio.BufferedProtocol, context: ssl.SSLContext,
@@ -38,6 +39,19 @@ class SharedBufferTLS(sslproto.SSLProtocol):
             raise TypeError("SharedBufferTLS needs a BufferedProtocol under it")
         super().__init__(loop, app_protocol, context, handshake, server_side=True)
         self._scratch = scratch
+
+    def _on_handshake_complete(self, handshake_exc: BaseException | None) -> None:
+        # A refused handshake (an untrusted client certificate, or none where one is
+        # required) leaves OpenSSL's alert in the outgoing BIO, and the base class closes
+        # the socket without sending it: Kafka's client then sees a disconnection and
+        # retries until its timeout. Kafka's broker sends the alert, and the client fails
+        # at once with SslAuthenticationException.
+        transport = self._transport
+        if handshake_exc is not None and isinstance(transport, asyncio.WriteTransport):
+            alert = self._outgoing.read()
+            if alert:
+                transport.write(alert)
+        super()._on_handshake_complete(handshake_exc)
 
     def get_buffer(self, n: int) -> memoryview:
         view = self._scratch.view

@@ -59,6 +59,9 @@ class ManagerConfig:
     broker_id: int
     cluster_id: str
     retention_check_interval_ms: int = 300_000  # log.retention.check.interval.ms
+    # log.initial.task.delay.ms: the first retention check waits this long after startup
+    # (the broker passes Kafka's 30 s); 0 checks at the first maintenance round
+    initial_task_delay_ms: int = 0
     flush_offset_checkpoint_interval_ms: int = 60_000  # log.flush.offset.checkpoint.interval.ms
     flush_start_offset_checkpoint_interval_ms: int = 60_000
     # replica.high.watermark.checkpoint.interval.ms: replication-offset-checkpoint
@@ -126,6 +129,9 @@ class LogManager:
         self._cleaning: dict[TopicPartition, tuple[cleaner.CleanPlan, Future[None]]] = {}
         self._cleaner_pool: ThreadPoolExecutor | None = None
         self._timers = _Timers()
+        if config.initial_task_delay_ms > 0:  # Kafka's scheduler: first run after the delay
+            self._timers.retention = (now_ms() + config.initial_task_delay_ms
+                                      - config.retention_check_interval_ms)
         self._file_worker = FileWorker() if config.file_worker_thread else None
         self.futures = FutureLogs(self)  # replica moves between this broker's dirs
         for path in config.log_dirs:

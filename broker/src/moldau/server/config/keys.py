@@ -239,8 +239,9 @@ KEYS_LIST: list[ConfigKey] = [
               "UNSUPPORTED_VERSION ([broker.md](broker.md))"),
     acc("log.local.retention.ms", "long", -2, "M", NO_TIERED, at_least(-2)),
     acc("log.local.retention.bytes", "long", -2, "M", NO_TIERED, at_least(-2)),
-    acc("log.initial.task.delay.ms", "long", 30000, "L", "testing-only knob in Kafka",
-        at_least(0)),
+    impl("log.initial.task.delay.ms", "long", 30000, "L", at_least(0),
+         note="the first retention check waits this long after startup, as in Kafka "
+              "(a testing knob there)"),
     acc("log.dir.failure.timeout.ms", "long", 30000, "L", KRAFT + " (JBOD failure reporting)",
         at_least(1)),
     # ---- replica.*
