@@ -178,6 +178,8 @@ def run() -> str:
                        "log.segment.bytes": str(max(plan.run_bytes // PARTITIONS, MIB)),
                        "log.retention.bytes": str(2 * plan.run_bytes // PARTITIONS),
                        "log.retention.check.interval.ms": "5000",
+                       # the first check too (Kafka's default waits 30 s after startup)
+                       "log.initial.task.delay.ms": "5000",
                        **s.AUTOTUNED_SOCKETS}
         broker = BrokerProcess(str(workdir / "broker"), 1, zookeeper, port=plaintext,
                                properties=properties,
