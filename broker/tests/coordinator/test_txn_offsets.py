@@ -43,7 +43,7 @@ def leading(log: PartitionLog) -> OffsetsLog:
     partition = SimpleNamespace(
         log=log, name="__consumer_offsets-0", leader_epoch=0, state=SimpleNamespace(isr=[1]),
         maybe_increment_high_watermark=lambda: log.update_high_watermark(log.log_end_offset),
-        wake=lambda: None)
+        appended=lambda: None)
     manager = SimpleNamespace(leader_partition=lambda topic, index, require_leader: partition)
     return OffsetsLog(lambda: manager)  # type: ignore[arg-type, return-value]
 
