@@ -32,11 +32,11 @@ def _partition() -> Partition:
 
 def test_a_change_between_watch_and_wait_is_not_missed() -> None:
     async def scenario() -> float:
-        partition = _partition()
-        watched = ReplicaManager.watch([partition])
+        partition, manager = _partition(), _manager()
+        watched = manager.watch([partition])
         partition.wake()  # an append before the long poll's task runs
         started = time.monotonic()
-        await _manager().wait_for_change([partition], 5.0, watched)
+        await manager.wait_for_change([partition], 5.0, watched)
         assert partition.waiters == []
         return time.monotonic() - started
 
@@ -69,20 +69,38 @@ def test_a_follower_fetch_waits_through_high_watermark_moves() -> None:
     caught up) leaves its fetch parked, while acks=all produces and consumers wake; an
     append or a change of state wakes it."""
     async def scenario() -> None:
-        partition = _partition()
-        follower = ReplicaManager.watch([partition], isolation=None)
-        produce = ReplicaManager.watch([partition])
+        partition, manager = _partition(), _manager()
+        follower = manager.watch([partition], isolation=None)
+        produce = manager.watch([partition])
         partition.log.high_watermark = 1
         partition.wake_for_high_watermark()
         assert produce.done() and not follower.done()
         loop = asyncio.get_running_loop()
         loop.call_later(0.01, partition.appended)
         started = time.monotonic()
-        await _manager().wait_for_change([partition], 5.0, follower, isolation=None)
+        await manager.wait_for_change([partition], 5.0, follower, isolation=None)
         assert time.monotonic() - started < 2.0
         assert partition.waiters == [] and partition.follower_waiters == []
 
     asyncio.run(scenario())
+
+
+def test_a_manager_remembers_the_running_loop_only_while_it_runs() -> None:
+    """watch() keeps the running loop (asking asyncio costs a system call per wait), but
+    a manager that outlives its loop (one test's loop, then the next's) waits on the
+    loop running now."""
+    manager = _manager()
+
+    async def wait_once() -> asyncio.AbstractEventLoop:
+        partition = _partition()
+        watched = manager.watch([partition])
+        assert watched.get_loop() is asyncio.get_running_loop()
+        asyncio.get_running_loop().call_later(0.01, partition.wake)
+        await manager.wait_for_change([partition], 5.0, watched)
+        return asyncio.get_running_loop()
+
+    first, second = asyncio.run(wait_once()), asyncio.run(wait_once())
+    assert first is not second
 
 
 class _Transport:

@@ -80,6 +80,9 @@ class BrokerConnection:
         # a timer (or asyncio.wait_for, which adds a future and a loop pass) per request
         # was a measurable share of a follower's CPU.
         self._timer: asyncio.TimerHandle | None = None
+        # the transport's loop, looked up at the first request (the lookup is a getpid
+        # system call in CPython 3.11, and a follower's fetcher sends a request per produce)
+        self._loop: asyncio.AbstractEventLoop | None = None
         # SASL (KIP-368): the mechanism factory, when the loop's clock says to authenticate
         # again (None: never), and the re-authentication under way, which requests wait for
         self._sasl: Callable[[], SaslClient] | None = None
@@ -201,7 +204,9 @@ class BrokerConnection:
         correlation = self._correlation
         header = RequestHeader(request_api_key=api_key, request_api_version=version,
                                correlation_id=correlation, client_id=self.client_id)
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[Message] = loop.create_future()
         deadline = loop.time() + timeout_s
         self._pending[correlation] = (future, api_key, version, deadline, timeout_s)

@@ -32,6 +32,7 @@ from moldau.storage.log import READ_COMMITTED, PartitionLog
 from moldau.storage.log_manager import LogManager
 
 from .alter_log_dirs import LogDirMover
+from .wait_deadlines import WaitDeadlines
 
 state_change_log = logging.getLogger("state.change.logger")
 
@@ -271,6 +272,8 @@ class ReplicaManager:
         self.log_dir_mover = LogDirMover(log_manager, self.partitions)
         # Kafka's ReplicaManager meters (the broker puts registered ones here)
         self.isr_expands, self.isr_shrinks, self.failed_isr_updates = Meter(), Meter(), Meter()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop waits run on (_loop_now)
+        self._deadlines = WaitDeadlines()  # the timeouts of wait_for_change's waits
 
     # --- the ISR (leaders only) ---------------------------------------------------------
 
@@ -426,8 +429,17 @@ class ReplicaManager:
 
     # --- waiting ----------------------------------------------------------------------------
 
-    @staticmethod
-    def watch(partitions: Iterable[Partition],
+    def _loop_now(self) -> asyncio.AbstractEventLoop:
+        """The running loop, remembered: CPython 3.11's asyncio.get_running_loop() makes a
+        getpid system call (a check for a fork), and every long-polled fetch and acks=all
+        produce needs the loop. A loop no longer running (tests run one after another)
+        is asked for again."""
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
+
+    def watch(self, partitions: Iterable[Partition],
               isolation: int | None = 0) -> asyncio.Future[None]:
         """A future that the next change of any of the partitions completes, registered
         now, right after the caller read them: one that reads, then returns a coroutine
@@ -435,7 +447,7 @@ class ReplicaManager:
         miss a change between. `isolation` says what the wait reads to (Partition.park):
         None for a follower's fetch (the log end), 0 for the high watermark (consumers,
         acks=all produces), READ_COMMITTED for the last stable offset."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[None] = self._loop_now().create_future()
         for partition in partitions:
             partition.park(future, isolation)
         return future
@@ -447,14 +459,16 @@ class ReplicaManager:
         the timeout (from `watched`, the partitions' watch() future, when the caller
         registered earlier; `isolation` as there). A timer completes the future, rather
         than asyncio.wait_for: that adds a future, callbacks and a loop pass to every
-        long-polled fetch and acks=all wait."""
+        long-polled fetch and acks=all wait; and one timer serves all waits
+        (wait_deadlines.py), as nearly all of them end before their timeout."""
         partitions = list(partitions)
         future = self.watch(partitions, isolation) if watched is None else watched
-        timer = asyncio.get_running_loop().call_later(timeout_s, _complete, future)
+        deadlines = self._deadlines
+        wait = deadlines.add(future, timeout_s)
         try:
             await future
         finally:
-            timer.cancel()
+            deadlines.remove(wait)
             self.unwatch(partitions, future, isolation)
 
     @staticmethod
@@ -479,11 +493,6 @@ def _complete_all(futures: list[asyncio.Future[None]]) -> None:
     for future in futures:
         if not future.done():
             future.set_result(None)
-
-
-def _complete(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _ids(replicas: Iterable[int]) -> str:

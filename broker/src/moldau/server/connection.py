@@ -27,7 +27,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, cast
 
 from moldau.protocol.errors import ProtocolError
@@ -121,6 +121,7 @@ class Connection(asyncio.BufferedProtocol):
         self.id = ""
         self.tls = listener.ssl_context is not None
         self._task: asyncio.Future[None] | None = None  # the request in progress, if it waits
+        self._loop: asyncio.AbstractEventLoop | None = None  # bound by _start
         self.response_meta: Any = None  # the handler's note for on_sent (RequestMetrics)
         self._send_started = 0
         self._corked = False  # TCP_CORK is set on the socket (_cork)
@@ -325,8 +326,17 @@ class Connection(asyncio.BufferedProtocol):
                 continue
             self.busy = True
             waiting = cast("Awaitable[Parts | None]", result)  # neither None nor a list
-            self._task = asyncio.ensure_future(self._finish(waiting))
+            self._task = self._start(self._finish(waiting))
             return
+
+    def _start(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """A task for the rest of a request, on the connection's loop (looked up once:
+        asyncio.ensure_future asks for the running loop, a getpid system call in
+        CPython 3.11, and every long-polled fetch and acks=all produce comes here)."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        return loop.create_task(work)
 
     async def _finish(self, pending: Awaitable[Parts | None]) -> None:
         try:
@@ -375,14 +385,14 @@ class Connection(asyncio.BufferedProtocol):
                 # finish on a task (TLS copies; plaintext waits for the buffer to drain)
                 self._cork(False)
                 self.busy = True
-                self._task = asyncio.ensure_future(self._send_rest(parts[i:]))
+                self._task = self._start(self._send_rest(parts[i:]))
                 return False
             sent = self._sendfile_now(part)
             if sent < part.size:
                 self._cork(False)
                 self.busy = True
                 rest = FileRecords(part.fd, part.position + sent, part.size - sent)
-                self._task = asyncio.ensure_future(self._send_rest([rest, *parts[i + 1:]]))
+                self._task = self._start(self._send_rest([rest, *parts[i + 1:]]))
                 return False
         if self._corked:
             self._gathered()
