@@ -45,7 +45,8 @@ def main(argv: list[str]) -> int:
     directory = options.dir or Path(tempfile.mkdtemp(prefix="moldau-compat-"))
     started = time.monotonic()
     try:
-        lab = Lab.start(directory / "lab", with_acl_pair=scenarios.need_acl_pair(chosen))
+        lab = Lab.start(directory / "lab", with_acl_pair=scenarios.need_acl_pair(chosen),
+                        with_trio=scenarios.need_trio(chosen))
     except launcher.LabSetupError as exc:
         print(f"compat: {exc}", file=sys.stderr)
         return 2
@@ -53,6 +54,7 @@ def main(argv: list[str]) -> int:
           f"{lab.kafka.bootstrap}, Moldau at {lab.moldau.bootstrap}"
           + (f"; ACL pair: Kafka at {lab.acl_pair.kafka.bootstrap}, Moldau at "
              f"{lab.acl_pair.moldau.bootstrap}" if lab.acl_pair else "")
+          + ("; three brokers of each kind" if lab.trio else "")
           + f" ({directory})", flush=True)
     try:
         runner = Runner(lab, entries, directory)

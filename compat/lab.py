@@ -11,6 +11,8 @@ broker alone.
 The ACL scenarios also get a second pair (`acl_pair`) on the same ZooKeeper where nobody
 is a super user: User:ANONYMOUS may do only what ACLs grant it (compat/acl_setup.py), and
 named principals log in over SASL or with TLS client certificates (compat/acl_tls.py).
+The cluster scenarios get a `trio`: three Kafka brokers and three Moldau brokers (ids
+1 to 3), each kind a cluster under a chroot of its own.
 
     with Lab.started(directory) as lab:
         lab.kafka.bootstrap, lab.moldau.bootstrap
@@ -42,6 +44,8 @@ from moldau.protocol.generated.metadata_request import MetadataRequest
 BROKER_ID = 1
 SHARED_PAIR = "shared"
 ACL_PAIR = "acl"
+TRIO_PAIR = "trio"  # the first broker of each kind's three-broker cluster
+TRIO_IDS = (1, 2, 3)
 PR_SET_PDEATHSIG = 1  # prctl(2)
 ZK_TICK_MS = 500  # as the tests' ensembles: sessions of 1 s to 10 s
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
@@ -60,6 +64,11 @@ SHARED_PROPERTIES: Mapping[str, str] = {
     "authorizer.class.name": ACL_AUTHORIZER,
     "super.users": "User:ANONYMOUS",
 }
+
+
+# The trio's own: leaders move only when a scenario moves them (Kafka's controller checks
+# the balance 5 s after it starts, then every 300 s, whenever the scenario happens to be).
+TRIO_PROPERTIES: Mapping[str, str] = {"auto.leader.rebalance.enable": "false"}
 
 
 def lists_itself(port: int, broker_id: int) -> bool:
@@ -199,6 +208,64 @@ class BrokerPair:
             return {"kafka": kafka.result(), "moldau": moldau.result()}
 
 
+# Lives as long as the process (an idle pool thread never ends): see Trio.start_again.
+_STARTER = ThreadPoolExecutor(1, thread_name_prefix="lab-starter")
+
+
+@dataclass
+class Trio:
+    """Three Kafka 3.9.1 brokers and three Moldau brokers (ids TRIO_IDS): each kind is a
+    cluster of its own under a chroot of its own, with the same settings."""
+
+    kafka: list[KafkaBroker]
+    moldau: list[BrokerProcess]
+
+    @classmethod
+    def create(cls, base: Path, zookeeper: str, properties: Mapping[str, str]) -> Trio:
+        run = uuid.uuid4().hex[:8]
+        props = {**properties, **TRIO_PROPERTIES}
+        return cls([KafkaBroker(base / f"trio-kafka-{i}", f"{zookeeper}/trio-kafka-{run}",
+                                broker_id=i, properties=props) for i in TRIO_IDS],
+                   [BrokerProcess(str(base / f"trio-moldau-{i}"), i,
+                                  f"{zookeeper}/trio-moldau-{run}", properties=props)
+                    for i in TRIO_IDS])
+
+    def brokers(self, kind: str) -> list[KafkaBroker] | list[BrokerProcess]:
+        """The three brokers of one kind ("kafka" or "moldau"), by id."""
+        return self.kafka if kind == "kafka" else self.moldau
+
+    def start(self) -> None:
+        """Every JVM and broker process, without waiting (`wait_ready` waits)."""
+        for kafka in self.kafka:
+            kafka.start()
+        for moldau in self.moldau:
+            moldau.start(wait=None)
+
+    def wait_ready(self) -> None:
+        for moldau in self.moldau:
+            moldau.wait_healthy(60)
+        for kafka in self.kafka:
+            kafka.wait_ready()
+
+    @staticmethod
+    def start_again(broker: KafkaBroker | BrokerProcess) -> None:
+        """Start a broker a scenario stopped, without waiting. Its process is forked from
+        the lab's own starter thread: PR_SET_PDEATHSIG kills a child when the *thread*
+        that forked it ends, and a scenario's column runs in a worker thread that ends
+        with the scenario."""
+        start = broker.start if isinstance(broker, KafkaBroker) else (
+            lambda: broker.start(wait=None))
+        _STARTER.submit(start).result()
+
+    def stop(self) -> dict[str, int | None]:
+        """All six at once; their exit codes as `kafka-1` ... `moldau-3`."""
+        brokers: list[KafkaBroker | BrokerProcess] = [*self.kafka, *self.moldau]
+        with ThreadPoolExecutor(len(brokers)) as pool:
+            codes = [pool.submit(broker.stop) for broker in brokers]
+            return {f"{'kafka' if isinstance(b, KafkaBroker) else 'moldau'}-{b.broker_id}":
+                    code.result() for b, code in zip(brokers, codes, strict=True)}
+
+
 class Stoppable(Protocol):
     def stop(self) -> None: ...
 
@@ -234,13 +301,16 @@ class Lab:
     moldau: BrokerProcess
     acl_pair: BrokerPair | None = None
     kdc: Stoppable | None = None  # the ACL pair's Kerberos realm, when it has one
+    trio: Trio | None = None  # the cluster scenarios' three brokers of each kind
 
     @classmethod
     def start(cls, directory: str | os.PathLike[str],
-              properties: Mapping[str, str] | None = None, with_acl_pair: bool = False) -> Lab:
+              properties: Mapping[str, str] | None = None, with_acl_pair: bool = False,
+              with_trio: bool = False) -> Lab:
         """ZooKeeper first, then the brokers side by side (Kafka's JVMs start while
         Moldau's brokers do), each under a chroot of its own; the ACL pair's chroots get
-        their first ACLs before its brokers start."""
+        their first ACLs before its brokers start. `with_trio` adds the two three-broker
+        clusters."""
         base = Path(directory).absolute()
         launcher.kafka_classpath()  # fail before starting anything when the jars are missing
         props = {**SHARED_PROPERTIES, **(properties or {})}
@@ -257,8 +327,11 @@ class Lab:
                 zookeeper.stop()
                 raise
             pairs.append(acl_pair)
+        trio = Trio.create(base, zookeeper.connect_string, props) if with_trio else None
         try:
             shared.kafka.start()
+            if trio is not None:
+                trio.start()
             if with_acl_pair:  # Kafka's AclCommand in a JVM, while the first Kafka starts
                 acl_setup.seed([pairs[1].kafka.zookeeper_connect,
                                pairs[1].moldau.zookeeper_connect])
@@ -268,43 +341,52 @@ class Lab:
             for pair in pairs:
                 pair.moldau.wait_healthy(60)
                 pair.kafka.wait_ready()
+            if trio is not None:
+                trio.wait_ready()
         except BaseException:
             for pair in pairs:
                 pair.stop()
+            if trio is not None:
+                trio.stop()
             zookeeper.stop()
             if kdc is not None:
                 kdc.stop()
             raise
         return cls(base, zookeeper, shared.kafka, shared.moldau,
-                   pairs[1] if with_acl_pair else None, kdc)
+                   pairs[1] if with_acl_pair else None, kdc, trio)
 
     @classmethod
     @contextlib.contextmanager
     def started(cls, directory: str | os.PathLike[str],
                 properties: Mapping[str, str] | None = None,
-                with_acl_pair: bool = False) -> Iterator[Lab]:
-        lab = cls.start(directory, properties, with_acl_pair)
+                with_acl_pair: bool = False, with_trio: bool = False) -> Iterator[Lab]:
+        lab = cls.start(directory, properties, with_acl_pair, with_trio)
         try:
             yield lab
         finally:
             lab.stop()
 
     def pair(self, name: str) -> BrokerPair:
-        """The shared pair (SHARED_PAIR) or the ACL scenarios' (ACL_PAIR)."""
+        """The shared pair (SHARED_PAIR), the ACL scenarios' (ACL_PAIR), or the first
+        broker of each trio (TRIO_PAIR; `trio` has the others)."""
         if name == SHARED_PAIR:
             return BrokerPair(self.kafka, self.moldau)
         if name == ACL_PAIR and self.acl_pair is not None:
             return self.acl_pair
+        if name == TRIO_PAIR and self.trio is not None:
+            return BrokerPair(self.trio.kafka[0], self.trio.moldau[0])
         raise LookupError(f"the lab has no {name} pair (Lab.start(with_acl_pair=True) "
-                          "starts the ACL pair)")
+                          "starts the ACL pair, with_trio=True the trio)")
 
     def stop(self) -> dict[str, int | None]:
         """Every broker cleanly (controlled shutdown), the pairs at once, then ZooKeeper;
         returns the brokers' exit codes (0 after a clean shutdown): `kafka`, `moldau`,
-        and `acl-kafka`, `acl-moldau` for the ACL pair."""
-        pairs = {"": BrokerPair(self.kafka, self.moldau)}
+        `acl-kafka`, `acl-moldau` for the ACL pair, `trio-kafka-1` ... for the trio."""
+        pairs: dict[str, BrokerPair | Trio] = {"": BrokerPair(self.kafka, self.moldau)}
         if self.acl_pair is not None:
             pairs["acl-"] = self.acl_pair
+        if self.trio is not None:
+            pairs["trio-"] = self.trio
         try:
             with ThreadPoolExecutor(len(pairs)) as pool:
                 stopped = {prefix: pool.submit(pair.stop) for prefix, pair in pairs.items()}

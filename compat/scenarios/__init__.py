@@ -3,7 +3,7 @@ reads another's data comes after it)."""
 
 from __future__ import annotations
 
-from compat.lab import ACL_PAIR
+from compat.lab import ACL_PAIR, TRIO_PAIR
 from compat.scenarios import (
     acls,
     acls_logins,
@@ -16,6 +16,7 @@ from compat.scenarios import (
     java_groups,
     java_txn,
     mixed_cluster,
+    tools_cluster,
     tools_configs,
     tools_console,
     tools_offsets,
@@ -40,6 +41,8 @@ ALL += [*acls_sasl.SCENARIOS, *tools_zk_security.SCENARIOS]
 ALL += [*acls_logins.SCENARIOS]
 # A Kafka and a Moldau broker in one cluster (slow: make compat only).
 ALL += [*mixed_cluster.SCENARIOS]
+# Kafka's tools against three brokers of each kind (the lab's trio; make compat only).
+ALL += [*tools_cluster.SCENARIOS]
 
 
 def by_name() -> dict[str, Scenario]:
@@ -65,3 +68,8 @@ def select(names: list[str] | None = None, fast_only: bool = False) -> list[Scen
 def need_acl_pair(chosen: list[Scenario]) -> bool:
     """Whether the lab must start the ACL scenarios' own pair of brokers for these."""
     return any(ACL_PAIR in scenario.pairs for scenario in chosen)
+
+
+def need_trio(chosen: list[Scenario]) -> bool:
+    """Whether the lab must start its three brokers of each kind for these."""
+    return any(TRIO_PAIR in scenario.pairs for scenario in chosen)

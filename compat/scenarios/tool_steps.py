@@ -78,7 +78,9 @@ def write(ctx: Context, name: str, text: str) -> str:
     return str(path)
 
 
-def _kafka_runs(steps: Sequence[Step], timeout: float) -> list[ToolRun]:
+def kafka_runs(steps: Sequence[Step], timeout: float = 300.0) -> list[ToolRun]:
+    """The steps with Kafka's tools, in order; consecutive ones without standard input
+    share a JVM."""
     runs: list[ToolRun] = []
     pending: list[Step] = []
 
@@ -104,20 +106,24 @@ def with_kafka_tools(steps: Steps, timeout: float = 300.0) -> Callable[[Context]
     def run(ctx: Context) -> Transcript:
         transcript = Transcript()
         chosen = list(steps(ctx))
-        for s, result in zip(chosen, _kafka_runs(chosen, timeout), strict=True):
+        for s, result in zip(chosen, kafka_runs(chosen, timeout), strict=True):
             transcript.command(s.tool, s.args, result, stderr=s.stderr)
         return transcript
     return run
+
+
+def moldau_runs(steps: Sequence[Step], timeout: float = 120.0) -> list[ToolRun]:
+    """The steps with Moldau's kafka-*.sh scripts, a process each, in order."""
+    return [launcher.run_command([str(Path(sys.executable).parent / TOOLS[s.tool][1]),
+                                  *s.args], stdin=s.stdin, timeout=timeout) for s in steps]
 
 
 def with_moldau_tools(steps: Steps, timeout: float = 120.0) -> Callable[[Context], Transcript]:
     """A column: the same steps with Moldau's kafka-*.sh scripts."""
     def run(ctx: Context) -> Transcript:
         transcript = Transcript()
-        for s in steps(ctx):
-            script = Path(sys.executable).parent / TOOLS[s.tool][1]
-            result = launcher.run_command([str(script), *s.args], stdin=s.stdin,
-                                          timeout=timeout)
+        chosen = list(steps(ctx))
+        for s, result in zip(chosen, moldau_runs(chosen, timeout), strict=True):
             transcript.command(s.tool, s.args, result, stderr=s.stderr)
         return transcript
     return run

@@ -7,7 +7,11 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
+from moldau.tools import leader_election
 from moldau.tools.admin import Admin
+from moldau.tools.runner import ArgumentError
 
 from .toolrun import ToolCluster, run, wait_for
 
@@ -93,3 +97,20 @@ def test_bad_input(cluster: ToolCluster, tmp_path: Path) -> None:
     unreachable = run(ELECTION, "--bootstrap-server", "127.0.0.1:1", "--election-type",
                       "preferred", "--all-topic-partitions")
     assert unreachable.code == 1 and unreachable.err.endswith("(Connection refused)\n")
+
+
+def test_a_preferred_leader_that_is_down_is_named_as_kafka_names_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """PREFERRED_LEADER_NOT_AVAILABLE (80) is Kafka's PreferredLeaderNotAvailableException
+    on standard output and in the Suppressed line (compat scenario cluster.moldau-tool:
+    the preferred replica stopped)."""
+    message = ("Failed to elect leader for partition t-1 under strategy "
+               "PreferredReplicaPartitionLeaderElectionStrategy")
+    with pytest.raises(ArgumentError) as raised:
+        leader_election.report("PREFERRED", [("t", 0, 84, None), ("t", 1, 80, message)])
+    assert capsys.readouterr().out == (
+        "Valid replica already elected for partitions t-0\n"
+        "Error completing leader election (PREFERRED) for partition: t-1: "
+        f"org.apache.kafka.common.errors.PreferredLeaderNotAvailableException: {message}\n")
+    assert ("\tSuppressed: org.apache.kafka.common.errors."
+            f"PreferredLeaderNotAvailableException: {message}") in str(raised.value)

@@ -284,7 +284,9 @@ class ReplicaManager:
         if partition.follower_fetched(replica_id, fetch_offset, now_ms):
             partition.wake_for_high_watermark()
         if partition.may_join_isr(replica_id):
-            new_isr = sorted({*partition.state.isr, replica_id})
+            # appended, as Kafka's leader does (its ISR is a Scala Set, which keeps the
+            # order members came in up to four): tools print the ISR in this order
+            new_isr = [*partition.state.isr, replica_id]
             log.info("[Partition %s broker=%d] Expanding ISR from %s to %s", partition.name,
                      self.broker_id, _ids(partition.state.isr), _ids(new_isr))
             self.isr_expands.mark()

@@ -18,6 +18,7 @@ ELECTION_NOT_NEEDED, NOT_CONTROLLER = 84, 41
 EXCEPTIONS = {3: "UnknownTopicOrPartitionException", 5: "LeaderNotAvailableException",
               7: "TimeoutException", 31: "ClusterAuthorizationException",
               41: "NotControllerException", 42: "InvalidRequestException",
+              80: "PreferredLeaderNotAvailableException",
               83: "EligibleLeadersNotAvailableException",
               60: "ReassignmentInProgressException"}
 JSON_HELP = ("The JSON file with the list of partition for which leader elections should be "
