@@ -2,13 +2,20 @@
 checker's producer (acks=all, idempotent, moldau.checker) and a consumer group read a
 topic while the playbooks run; the report says, per playbook, how long producing stalled.
 
-  ops_probe.py run BOOTSTRAP TOPIC DIR [--tls CA CERT KEY]
+  ops_probe.py run BOOTSTRAP TOPIC DIR [--tls CA CERT KEY | --client-config FILE]
                                           produce and consume until DIR/stop appears, then
                                           read everything back (the checker) and write
                                           DIR/result.json; --tls: over SSL with these PEM
                                           files (copied into DIR/tls at the start: the
                                           client keeps the material it started with, as
-                                          a deployed client does until it is restarted)
+                                          a deployed client does until it is restarted);
+                                          --client-config: a Kafka client properties file
+                                          (SASL_SSL with a SCRAM login, say), read once at
+                                          the start
+  ops_probe.py roundtrip BOOTSTRAP TOPIC N --client-config FILE
+                                          create TOPIC (RF 3) unless it exists, produce N
+                                          records (acks=all) and read them back in order
+                                          with those client properties; exit 1 otherwise
   ops_probe.py phase DIR NAME start|end [--at EPOCH]
                                           mark a playbook's start or end (DIR/phases.jsonl),
                                           now or at the given time
@@ -16,7 +23,10 @@ topic while the playbooks run; the report says, per playbook, how long producing
                                           wait for result.json, print the table; exit 1
                                           when a record was lost, duplicated or reordered,
                                           the group missed acknowledged records, or a
-                                          phase's longest stall reached its limit
+                                          phase's longest stall reached its limit;
+                                          --strict: also on any failed delivery of the
+                                          whole run and any error the group's consumer
+                                          returned (a client that must see no error)
 
 A stall is the produce-to-acknowledgement time of a record: while no partition leader
 accepts writes every record sent meanwhile waits, so the longest one is the longest
@@ -35,12 +45,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer, KafkaError, Producer
 
 from moldau.checker.cli import create_topic
 from moldau.checker.consumer import verify
 from moldau.checker.producer import ProducerRun
 from moldau.checker.records import parse
+from moldau.properties import load as load_properties
+from moldau.security.sasl.jaas import client_credentials, parse_single_login_module
 
 RATE = 100.0  # records/s over all partitions
 MAX_LIFETIME_S = 3600.0  # a probe whose scenario died never outlives this
@@ -97,8 +109,9 @@ class GroupReader(threading.Thread):
             message = self.consumer.poll(0.5)
             if message is None:
                 continue
-            if message.error() is not None:
-                self.errors.append(message.error().str())
+            error = message.error()
+            if error is not None:
+                self.errors.append(f"{error.name()}: {error.str()}")
                 continue
             record = parse(message.key(), message.value())
             if record is None or record.run_id != self.run_id:
@@ -126,11 +139,31 @@ def tls_config(directory: Path, ca: str, cert: str, key: str) -> dict[str, str]:
             "ssl.key.location": copies["client.key"]}
 
 
-def run(bootstrap: str, topic: str, directory: Path, tls: list[str] | None = None) -> int:
+def client_properties(path: str) -> dict[str, str]:
+    """A Kafka client properties file (security.protocol, sasl.mechanism, a Plain or Scram
+    sasl.jaas.config, a PEM trust store) as librdkafka settings. Not moldau.client's
+    translation: that one loads the OAUTHBEARER and GSSAPI logins too, whose packages the
+    control node's Ansible venv does not have."""
+    props = load_properties(path)
+    config = {"security.protocol": props.get("security.protocol", "PLAINTEXT")}
+    if "sasl.mechanism" in props:
+        credentials = client_credentials(parse_single_login_module(props["sasl.jaas.config"]))
+        if credentials is None:
+            raise SystemExit(f"{path}: sasl.jaas.config has no username and password")
+        config.update({"sasl.mechanism": props["sasl.mechanism"],
+                       "sasl.username": credentials[0], "sasl.password": credentials[1]})
+    if "ssl.truststore.location" in props:
+        config["ssl.ca.location"] = props["ssl.truststore.location"]
+    return config
+
+
+def run(bootstrap: str, topic: str, directory: Path, tls: list[str] | None = None,
+        client_config: str | None = None) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     # its own pid (the shell's $! may be setsid's, which forks): stop-stale-probe reads it
     (directory / "pid").write_text(str(os.getpid()))
-    config = tls_config(directory, *tls) if tls else {}
+    config = (tls_config(directory, *tls) if tls
+              else client_properties(client_config) if client_config else {})
     create_topic(bootstrap, topic, partitions=6, replication_factor=3, min_insync_replicas=2,
                  config=config, timeout=90)
     producer = TimedRun(bootstrap, topic, rate=RATE, config=config)
@@ -163,6 +196,54 @@ def run(bootstrap: str, topic: str, directory: Path, tls: list[str] | None = Non
     return 0
 
 
+def roundtrip(bootstrap: str, topic: str, count: int, client_config: str) -> int:
+    """count records produced with acks=all and read back in order by a consumer of its
+    own group, every client with the properties of client_config."""
+    config = client_properties(client_config)
+    create_topic(bootstrap, topic, partitions=1, replication_factor=3, min_insync_replicas=2,
+                 config=config, timeout=90)
+    tag = f"{os.getpid()}-{time.time_ns()}"
+    sent = [f"{tag}-{i}".encode() for i in range(count)]
+    errors: list[str] = []
+
+    def delivered(err: KafkaError | None, _message: Any) -> None:
+        if err is not None:
+            errors.append(err.str())
+
+    producer = Producer({**config, "bootstrap.servers": bootstrap, "acks": "all",
+                         "enable.idempotence": True})
+    for value in sent:
+        producer.produce(topic, value, on_delivery=delivered)
+    left = producer.flush(60)
+    if left or errors:
+        print(f"produce failed: {left} not delivered, errors {errors[:5]}")
+        return 1
+    consumer = Consumer({**config, "bootstrap.servers": bootstrap,
+                         "group.id": f"ops-roundtrip-{tag}", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(got) < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        error = message.error()
+        if error is not None:
+            errors.append(f"{error.name()}: {error.str()}")
+            continue
+        value = message.value() or b""
+        if value.startswith(tag.encode() + b"-"):
+            got.append(value)
+    consumer.close()
+    if got != sent or errors:
+        print(f"read back {len(got)} of {count} records (in order: {got == sent[:len(got)]}), "
+              f"errors {errors[:5]}")
+        return 1
+    print(f"{count} records produced and read back in order on {topic}")
+    return 0
+
+
 def mark(directory: Path, name: str, edge: str, at: float | None) -> int:
     with (directory / "phases.jsonl").open("a") as f:
         f.write(json.dumps({"name": name, "edge": edge, "at": at or time.time()}) + "\n")
@@ -181,7 +262,7 @@ def phases(directory: Path) -> list[tuple[str, float, float]]:
     return out
 
 
-def report(directory: Path, limit: float, limits: dict[str, float]) -> int:
+def report(directory: Path, limit: float, limits: dict[str, float], strict: bool = False) -> int:
     deadline = time.monotonic() + 300
     while not (directory / "result.json").exists():
         if time.monotonic() > deadline:
@@ -208,6 +289,11 @@ def report(directory: Path, limit: float, limits: dict[str, float]) -> int:
         if failed or stall >= allowed or not inside:
             failures.append(f"{name}: longest stall {stall:.2f} s (limit {allowed:g}), "
                             f"{failed} failed, {len(inside)} records")
+    if strict:
+        failed = sum(1 for _sent, lat in result["samples"] if lat is None)
+        if failed or result["group_errors"]:
+            failures.append(f"the client saw errors: {failed} failed deliveries, consumer "
+                            f"errors {result['group_errors'] or 'none'}")
     for failure in failures:
         print(f"FAILED: {failure}")
     return 1 if failures else 0
@@ -220,7 +306,14 @@ def main(argv: list[str]) -> int:
     r.add_argument("bootstrap")
     r.add_argument("topic")
     r.add_argument("directory", type=Path)
-    r.add_argument("--tls", nargs=3, metavar=("CA", "CERT", "KEY"), default=None)
+    security = r.add_mutually_exclusive_group()
+    security.add_argument("--tls", nargs=3, metavar=("CA", "CERT", "KEY"), default=None)
+    security.add_argument("--client-config", default=None, metavar="FILE")
+    t = sub.add_parser("roundtrip")
+    t.add_argument("bootstrap")
+    t.add_argument("topic")
+    t.add_argument("count", type=int)
+    t.add_argument("--client-config", required=True, metavar="FILE")
     m = sub.add_parser("phase")
     m.add_argument("directory", type=Path)
     m.add_argument("name")
@@ -230,13 +323,16 @@ def main(argv: list[str]) -> int:
     p.add_argument("directory", type=Path)
     p.add_argument("--limit", type=float, default=10.0)
     p.add_argument("--limit-for", action="append", default=[], metavar="NAME=SECONDS")
+    p.add_argument("--strict", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "run":
-        return run(args.bootstrap, args.topic, args.directory, args.tls)
+        return run(args.bootstrap, args.topic, args.directory, args.tls, args.client_config)
+    if args.command == "roundtrip":
+        return roundtrip(args.bootstrap, args.topic, args.count, args.client_config)
     if args.command == "phase":
         return mark(args.directory, args.name, args.edge, args.at)
     limits = {k: float(v) for k, v in (item.split("=", 1) for item in args.limit_for)}
-    return report(args.directory, args.limit, limits)
+    return report(args.directory, args.limit, limits, args.strict)
 
 
 if __name__ == "__main__":
