@@ -37,6 +37,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from compat.acl_setup import SASL_MECHANISM, SCRAM_LOGIN_MODULE, add_listener
 from compat.acl_setup import client_properties as client_login
+from moldau.devcluster.tls import self_signed_ca
 
 if TYPE_CHECKING:
     from compat.acl_oauth import LabOAuth
@@ -78,20 +79,8 @@ def _name(subject: Subject) -> x509.Name:
 
 
 def _ca(common_name: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    name = _name((("O", "Moldau reference lab"), ("CN", common_name)))
-    cert = (x509.CertificateBuilder()
-            .subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - _BACKDATE).not_valid_after(now + _VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True,
-                content_commitment=False, key_encipherment=False, data_encipherment=False,
-                key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-            .sign(key, hashes.SHA256()))
-    return key, cert
+    return self_signed_ca(_name((("O", "Moldau reference lab"), ("CN", common_name))),
+                          _VALIDITY)
 
 
 def _leaf(ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, subject: Subject,

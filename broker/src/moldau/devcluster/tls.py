@@ -81,24 +81,10 @@ class DevTls:
         return {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(self.broker_keystore)}
 
     def _write_ca(self) -> None:
-        key = ec.generate_private_key(ec.SECP256R1())
         name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Moldau"),
                           x509.NameAttribute(NameOID.COMMON_NAME,
                                              "Moldau development cluster CA")])
-        now = datetime.datetime.now(datetime.UTC)
-        cert = (x509.CertificateBuilder()
-                .subject_name(name).issuer_name(name).public_key(key.public_key())
-                .serial_number(x509.random_serial_number())
-                .not_valid_before(now - BACKDATE).not_valid_after(now + CA_VALIDITY)
-                .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-                .add_extension(x509.KeyUsage(
-                    digital_signature=True, key_cert_sign=True, crl_sign=True,
-                    content_commitment=False, key_encipherment=False, data_encipherment=False,
-                    key_agreement=False, encipher_only=False, decipher_only=False),
-                    critical=True)
-                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
-                               critical=False)
-                .sign(key, hashes.SHA256()))
+        key, cert = self_signed_ca(name, CA_VALIDITY)
         # the key first: a CA certificate without its key could never sign the broker's
         write_private_file(self.ca_key, _unencrypted_pem(key))
         self.ca_cert.write_bytes(cert.public_bytes(_PEM))
@@ -128,6 +114,28 @@ class DevTls:
                 .sign(ca_key, hashes.SHA256()))
         write_private_file(self.broker_keystore, _unencrypted_pem(key)
                            + cert.public_bytes(_PEM) + ca_cert.public_bytes(_PEM))
+
+
+def self_signed_ca(name: x509.Name, validity: datetime.timedelta
+                   ) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """A new P-256 key and a self-signed CA certificate for it (signing certificates only,
+    no intermediates below it), valid from BACKDATE ago for `validity`."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder()
+            .subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - BACKDATE).not_valid_after(now + validity)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(x509.KeyUsage(
+                digital_signature=True, key_cert_sign=True, crl_sign=True,
+                content_commitment=False, key_encipherment=False, data_encipherment=False,
+                key_agreement=False, encipher_only=False, decipher_only=False),
+                critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    return key, cert
 
 
 def _host_names() -> list[x509.GeneralName]:
