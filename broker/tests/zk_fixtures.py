@@ -20,14 +20,16 @@ import pytest
 
 from moldau.cluster.zk_client import KafkaZkClient
 from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
+from moldau.cluster.zk_server_security import ZkServerSasl
 
 ZK_TICK_MS = 500  # ZooKeeper allows sessions of 2 to 20 ticks: 1 s to 10 s
 
 
-def running_ensemble(tmp_path_factory: pytest.TempPathFactory,
-                     size: int) -> Iterator[ZooKeeperEnsemble]:
+def running_ensemble(tmp_path_factory: pytest.TempPathFactory, size: int,
+                     sasl: ZkServerSasl | None = None) -> Iterator[ZooKeeperEnsemble]:
+    """Start an ensemble (requiring SASL when `sasl` says so), yield it, stop it."""
     ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp("zk"), size=size, tick_time=ZK_TICK_MS,
-                                 die_with_parent=True)
+                                 die_with_parent=True, sasl=sasl)
     ensemble.start(timeout=60)
     try:
         yield ensemble

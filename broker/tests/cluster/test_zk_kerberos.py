@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from kazoo.exceptions import NoAuthError
 from kdc import REALM, TestKdc, kdc_available
+from zk_fixtures import running_ensemble
 
 from moldau.cluster.zk_client import KafkaZkClient
 from moldau.cluster.zk_ensemble import ZooKeeperEnsemble
@@ -90,13 +91,7 @@ def kerberos_zk(realm: Realm, tmp_path_factory: pytest.TempPathFactory
                 ) -> Iterator[ZooKeeperEnsemble]:
     server = ZkServerKerberos(f"zookeeper/localhost@{REALM}",
                               str(realm.keytab("zookeeper/localhost")), str(realm.kdc.krb5_conf))
-    ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp("zk-krb"), size=1, tick_time=500,
-                                 die_with_parent=True, sasl=ZkServerSasl(kerberos=server))
-    ensemble.start(timeout=60)
-    try:
-        yield ensemble
-    finally:
-        ensemble.stop()
+    yield from running_ensemble(tmp_path_factory, 1, ZkServerSasl(kerberos=server))
 
 
 def session(zk: ZooKeeperEnsemble, chroot: str, login: ZkKerberosLogin,

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, SessionClosedRequireSaslError
+from zk_fixtures import running_ensemble
 
 from moldau.cluster import zk_data as zd
 from moldau.cluster.zk_client import KafkaZkClient
@@ -34,13 +35,7 @@ DIGEST = "org.apache.zookeeper.server.auth.DigestLoginModule"
 @pytest.fixture(scope="module")
 def sasl_zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
     users = {BROKER_USER: BROKER_PASSWORD, OTHER_USER: OTHER_PASSWORD}
-    ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp("zk-sasl"), size=1, tick_time=500,
-                                 die_with_parent=True, sasl=ZkServerSasl(users))
-    ensemble.start(timeout=60)
-    try:
-        yield ensemble
-    finally:
-        ensemble.stop()
+    yield from running_ensemble(tmp_path_factory, 1, ZkServerSasl(users))
 
 
 def jaas_file(directory: Path, password: str = BROKER_PASSWORD, user: str = BROKER_USER,

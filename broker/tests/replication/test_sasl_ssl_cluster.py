@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from tls_material import TlsMaterial, make_tls_material
+from zk_fixtures import running_ensemble
 
 from moldau.checker.producer import ProducerRun
 from moldau.cluster import zk_data
@@ -70,14 +71,7 @@ class SaslSslCluster(Cluster):
 
 @pytest.fixture(scope="module")
 def sasl_zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
-    ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp("zk-sasl-cluster"), size=1,
-                                 tick_time=500, die_with_parent=True,
-                                 sasl=ZkServerSasl({ZK_USER: ZK_PASSWORD}))
-    ensemble.start(timeout=60)
-    try:
-        yield ensemble
-    finally:
-        ensemble.stop()
+    yield from running_ensemble(tmp_path_factory, 1, ZkServerSasl({ZK_USER: ZK_PASSWORD}))
 
 
 @pytest.fixture(scope="module")
