@@ -21,7 +21,6 @@ per record and the frames with the largest share of its busy samples.
 from __future__ import annotations
 
 import argparse
-import signal
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,7 @@ from pathlib import Path
 
 import _support as s
 from interleave_commits import _cpu, _leader_of, _three_brokers
-from peers_profile import _py_spy, parse
+from peers_profile import _py_spy, parse, stop_spy
 
 OUT = s.REPO / "bench" / "results" / "flames"
 RATE_HZ = 200
@@ -41,15 +40,6 @@ def _spy(pid: int, out: Path, fmt: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([_py_spy(), "record", "--pid", str(pid), "--rate", str(RATE_HZ),
                              "--nonblocking", "--format", fmt, "--output", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def _stop(spy: subprocess.Popen[bytes]) -> None:
-    spy.send_signal(signal.SIGINT)
-    try:
-        spy.wait(60)
-    except subprocess.TimeoutExpired:
-        spy.kill()
-        spy.wait(10)
 
 
 def _load(workload: str, bootstrap: str, rate: int, seconds: int) -> int:
@@ -104,7 +94,7 @@ def main() -> int:
         records = _load(args.workload, bootstrap, args.rate, args.seconds)
         cpu = {role: _cpu([b]) - cpu0[role] for role, b in roles.items()}
         for spy in spies:
-            _stop(spy)
+            stop_spy(spy)
     for role in roles:
         stem = OUT / f"{args.workload}-{role}"
         total, own, inclusive = parse(stem.with_suffix(".txt").read_text())

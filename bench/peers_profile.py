@@ -32,6 +32,16 @@ _PLUMBING = ("asyncio/", "runpy", "moldau/server/main.py", "selectors.py", "thre
              "concurrent/futures")
 
 
+def stop_spy(spy: subprocess.Popen[bytes]) -> None:
+    """Stop a py-spy recording (SIGINT makes it write its output), killing it if it hangs."""
+    spy.send_signal(signal.SIGINT)
+    try:
+        spy.wait(60)
+    except subprocess.TimeoutExpired:
+        spy.kill()
+        spy.wait(10)
+
+
 def _py_spy() -> str:
     # the bench extra installs py-spy into the virtualenv next to this Python
     venv = Path(sys.executable).parent / "py-spy"
@@ -83,12 +93,7 @@ def record(pid: int, out: Path, workload: object) -> tuple[str, float]:
     t0 = time.perf_counter()
     workload()  # type: ignore[operator]
     seconds = time.perf_counter() - t0
-    spy.send_signal(signal.SIGINT)
-    try:
-        spy.wait(60)
-    except subprocess.TimeoutExpired:
-        spy.kill()
-        spy.wait(10)
+    stop_spy(spy)
     if not out.exists():
         err = spy.stderr.read().decode() if spy.stderr else ""
         raise RuntimeError(f"py-spy wrote no profile: {err.strip()}")
