@@ -362,9 +362,14 @@ class ReplicaManager:
         if partition is None:
             partition_log = self.log_manager.get_or_create_log(
                 topic, index, topic_id=topic_id, config=config)
+            if topic_id is not None:  # a log loaded at startup: is it this topic's?
+                partition_log.check_or_set_topic_id(topic_id)
             partition = Partition(topic, index, topic_id, partition_log, self.broker_id, state)
             self.partitions[tp] = partition
-        elif state.leader_epoch < partition.state.leader_epoch:
+        elif topic_id is not None and topic_id != partition.log.topic_id:
+            partition.log.check_or_set_topic_id(topic_id)
+            partition.topic_id = topic_id
+        if state.leader_epoch < partition.state.leader_epoch:
             state_change_log.warning(
                 "Ignoring LeaderAndIsr for partition %s with leader epoch %d: the current "
                 "epoch %d is newer", partition.name, state.leader_epoch,

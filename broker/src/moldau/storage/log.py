@@ -31,7 +31,7 @@ from .config import LogConfig
 from .dir_names import topic_partition_of
 from .epoch_cache import LeaderEpochCache
 from .files import fsync_dir
-from .log_loader import LogLoader, segment_end, write_topic_id
+from .log_loader import LogLoader, read_topic_id, segment_end, write_topic_id
 from .log_producers import find_duplicate_append, rebuild_producer_state, track_appended
 
 # Re-exported (X as X): the ListOffsets handler imports the special timestamps from here.
@@ -109,7 +109,7 @@ class PartitionLog:
             os.makedirs(directory, exist_ok=True)
             if topic_id is not None:
                 write_topic_id(directory, topic_id, sync)
-            self.topic_id = topic_id
+            self.topic_id = topic_id if topic_id is not None else read_topic_id(directory)
             self.epochs = LeaderEpochCache(directory, sync=sync)
             self.producer_state = ProducerStateManager(
                 directory, expiration_ms=producer_id_expiration_ms
@@ -485,6 +485,14 @@ class PartitionLog:
     def flush_if_due(self, now: int) -> None:
         if now - self.last_flush_ms >= self.config.flush_ms:
             self.flush()
+
+    def check_or_set_topic_id(self, topic_id: UUID) -> None:
+        """The controller names the topic id of a partition this log may already hold:
+        a log without one takes it, a log of another topic raises
+        InconsistentTopicIdError and is left as it is (Kafka's checkOrSetTopicId)."""
+        if self.topic_id != topic_id:
+            write_topic_id(self.directory, topic_id, self.sync)
+            self.topic_id = topic_id
 
     def close(self) -> None:
         self.closed = True  # a compaction pass built meanwhile is discarded, not installed

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from uuid import UUID
 
-from moldau.errors import KafkaStorageError
+from moldau.errors import InconsistentTopicIdError
 from moldau.protocol.records import RecordBatch
 
 from . import checkpoints
@@ -24,16 +24,30 @@ from .txn_index_recovery import TxnIndexRebuild
 OpenSegment = Callable[[int, bool], LogSegment]
 
 
+def read_topic_id(directory: str) -> UUID | None:
+    """The topic id partition.metadata holds, or None for a log written before topic ids
+    (or one whose id has not been written yet)."""
+    try:
+        return checkpoints.read_partition_metadata(
+            os.path.join(directory, checkpoints.PARTITION_METADATA)).topic_id
+    except FileNotFoundError:
+        return None
+
+
 def write_topic_id(directory: str, topic_id: UUID, sync: bool) -> None:
     """Write partition.metadata with the topic id, or check that the one it holds is the
-    same (KafkaStorageError if not)."""
-    path = os.path.join(directory, checkpoints.PARTITION_METADATA)
-    if os.path.exists(path):
-        stored = checkpoints.read_partition_metadata(path).topic_id
-        if stored != topic_id:
-            raise KafkaStorageError(f"{directory} belongs to topic id {stored}, not {topic_id}")
-        return
-    checkpoints.write_partition_metadata(path, topic_id, sync=sync)
+    same. A directory of another topic of the same name (one deleted while this broker
+    was away, or created after a ZooKeeper backup that was restored) is never taken
+    over: InconsistentTopicIdError, as Kafka answers in LeaderAndIsr."""
+    stored = read_topic_id(directory)
+    if stored is None:
+        checkpoints.write_partition_metadata(
+            os.path.join(directory, checkpoints.PARTITION_METADATA), topic_id, sync=sync)
+    elif stored != topic_id:
+        held, named = checkpoints.kafka_uuid_to_str(stored), checkpoints.kafka_uuid_to_str(topic_id)
+        raise InconsistentTopicIdError(
+            f"Topic ID in memory: {held} does not match the topic ID for partition "
+            f"{os.path.basename(directory)} received: {named}.")
 
 
 def segment_end(segment: LogSegment) -> int:
