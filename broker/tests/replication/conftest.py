@@ -183,14 +183,18 @@ class Cluster:
 
 
 def make_cluster(tmp_path_factory: pytest.TempPathFactory, zk_ensemble: Any,
-                 racks: dict[int, str] | None = None, **overrides: str) -> Cluster:
-    """Three brokers (not started) in a fresh chroot, with the test properties."""
+                 racks: dict[int, str] | None = None, hosts: dict[int, str] | None = None,
+                 **overrides: str) -> Cluster:
+    """Three brokers (not started) in a fresh chroot, with the test properties; `hosts`
+    sets `moldau.broker.host` of the brokers it names."""
     connect = zk_ensemble.connect_string + f"/moldau-{uuid.uuid4().hex[:12]}"
     brokers = {}
     for i in (1, 2, 3):
         rack = {"broker.rack": racks[i]} if racks else {}
+        host = {"moldau.broker.host": hosts[i]} if hosts and i in hosts else {}
         brokers[i] = BrokerProcess(str(tmp_path_factory.mktemp(f"broker{i}")), i, connect,
-                                   properties={**CLUSTER_PROPERTIES, **overrides, **rack})
+                                   properties={**CLUSTER_PROPERTIES, **overrides, **rack,
+                                               **host})
     return Cluster(brokers, connect)
 
 

@@ -9,6 +9,16 @@ while its broker already holds one and some broker holds none), so that a partit
 spans min(replication factor, racks) racks. Kafka picks the start index and the shift at
 random; fixed ones give Kafka's placement exactly.
 
+Moldau adds the host (`moldau.broker.host`, a Moldau extension) as a failure domain below
+the rack, for servers that run several brokers. A broker without one is its own host, so
+while no two brokers share a host the placement is Kafka's, byte for byte. When some do,
+the placement walks a list that alternates racks and, inside each rack, hosts; a
+follower is skipped while its rack is taken and a rack is free (Kafka's rule), then while
+its host is taken and some eligible broker's host is free, then while the broker is
+taken. Without racks the hosts play the racks' part. A partition thus spans
+min(replication factor, hosts) hosts whenever each host's brokers share one rack (the
+rack rule wins otherwise); leaders still go round robin over every broker.
+
 The order of the broker list matters for the rack-unaware placement, so this module also
 reproduces the order in which Kafka hands the live brokers over (`zk_metadata_cache_order`,
 for CreateTopics) next to the sorted one of AdminZkClient.getBrokerMetadatas
@@ -26,10 +36,12 @@ from moldau.errors import InvalidPartitionsError, InvalidReplicationFactorError,
 
 
 class BrokerMetadata(NamedTuple):
-    """org.apache.kafka.admin.BrokerMetadata: a broker id and its `broker.rack`, if any."""
+    """org.apache.kafka.admin.BrokerMetadata: a broker id and its `broker.rack`, if any,
+    plus Moldau's `moldau.broker.host` (None: the broker is a host of its own)."""
 
     id: int
     rack: str | None = None
+    host: str | None = None
 
 
 class AdminOperationError(KafkaError):
@@ -49,15 +61,15 @@ MIXED_RACKS = "Not all brokers have rack information for replica rack aware assi
 MIXED_RACKS_ENFORCED = ("Not all brokers have rack information. Add --disable-rack-aware in "
                         "command line to make replica assignment without rack information.")
 
-BrokerLike = BrokerMetadata | tuple[int, str | None] | int
+BrokerLike = (BrokerMetadata | tuple[int, str | None] | tuple[int, str | None, str | None]
+              | int)
 
 
 def _metadata(broker: BrokerLike) -> BrokerMetadata:
     # A bare id is a broker without a rack (older callers pass plain ids).
     if isinstance(broker, int):
         return BrokerMetadata(broker, None)
-    broker_id, rack = broker
-    return BrokerMetadata(broker_id, rack)
+    return BrokerMetadata(*broker)
 
 
 def broker_metadatas(brokers: Iterable[BrokerLike],
@@ -70,7 +82,8 @@ def broker_metadatas(brokers: Iterable[BrokerLike],
     if mode is RackAwareMode.ENFORCED and mixed:
         raise AdminOperationError(MIXED_RACKS_ENFORCED)
     if mode is RackAwareMode.DISABLED or (mode is RackAwareMode.SAFE and mixed):
-        metas = [BrokerMetadata(b.id, None) for b in metas]
+        # Hosts stay: disabling rack awareness does not allow two replicas on one server.
+        metas = [BrokerMetadata(b.id, None, b.host) for b in metas]
     return sorted(metas, key=lambda b: b.id)
 
 
@@ -94,14 +107,20 @@ def assign_replicas(brokers: Sequence[BrokerLike], partitions: int, replication_
             f"{len(brokers)}.")
     metas = [_metadata(b) for b in brokers]
     with_rack = sum(1 for b in metas if b.rack is not None)
-    if with_rack == 0:
+    hosts = host_keys(metas)
+    hosts_shared = len(set(hosts.values())) < len(metas)
+    if with_rack == 0 and not hosts_shared:
         order = [b.id for b in metas]
         racks: dict[int, str] | None = None
-    elif with_rack < len(metas):
+    elif 0 < with_rack < len(metas):
         raise AdminOperationError(MIXED_RACKS)
+    elif with_rack == 0:
+        # No racks, but servers with several brokers: the hosts are the top domain.
+        racks = None
+        order = domain_alternated_brokers(None, hosts)
     else:
         racks = {b.id: b.rack for b in metas if b.rack is not None}
-        order = rack_alternated_brokers(racks)
+        order = domain_alternated_brokers(racks, hosts)
 
     n = len(order)
     start = start_index if start_index >= 0 else random.randrange(n)
@@ -116,13 +135,13 @@ def assign_replicas(brokers: Sequence[BrokerLike], partitions: int, replication_
         if current > 0 and current % n == 0:
             shift += 1
         first = (current + start) % n
-        if racks is None:
+        if racks is None and not hosts_shared:
             result[current] = [order[first]] + [
                 order[_replica_index(first, shift, j, n)]
                 for j in range(replication_factor - 1)]
         else:
-            result[current] = _rack_aware_replicas(order, racks, first, shift,
-                                                   replication_factor)
+            result[current] = _domain_aware_replicas(order, racks, hosts, first, shift,
+                                                     replication_factor)
         current += 1
     return result
 
@@ -132,32 +151,88 @@ def _replica_index(first: int, shift: int, j: int, n: int) -> int:
     return (first + 1 + (shift + j) % (n - 1)) % n
 
 
-def _rack_aware_replicas(order: list[int], racks: Mapping[int, str], first: int, shift: int,
-                         replication_factor: int) -> list[int]:
+def _domain_aware_replicas(order: list[int], racks: Mapping[int, str] | None,
+                           hosts: Mapping[int, str], first: int, shift: int,
+                           replication_factor: int) -> list[int]:
     leader = order[first]
     replicas = [leader]
-    racks_used = {racks[leader]}
+    racks_used = {racks[leader]} if racks is not None else set()
+    hosts_used = {hosts[leader]}
     brokers_used = {leader}
-    rack_count = len(set(racks.values()))
+    # Kafka scales the shift by the rack count on the rack-alternated list; without
+    # racks the hosts are the top domain and their count takes that part.
+    rack_count = len(set(racks.values())) if racks is not None else 0
+    host_count = len(set(hosts.values()))
+    scale = rack_count if racks is not None else host_count
     n = len(order)
+
+    def rack_blocks(broker: int) -> bool:
+        # Kafka's rule: a broker whose rack already has a replica while some rack has none.
+        return (racks is not None and racks[broker] in racks_used
+                and len(racks_used) < rack_count)
+
     k = 0
     for _ in range(replication_factor - 1):
+        # A host already used is skipped only while a broker the rack rule allows has a
+        # free host: with hosts that span racks the rack rule wins, and the walk ends.
+        # (With a host per broker this is the broker rule below: not worth the scan.)
+        host_free = host_count < n and len(hosts_used) < host_count and any(
+            hosts[b] not in hosts_used and not rack_blocks(b) for b in order)
         while True:
-            # Kafka scales the shift by the rack count on the rack-alternated list.
-            broker = order[_replica_index(first, shift * rack_count, k, n)]
-            rack = racks[broker]
+            broker = order[_replica_index(first, shift * scale, k, n)]
             k += 1
-            # Skip a broker whose rack already has a replica while some rack has none, or
-            # which already has one while some broker has none.
-            if rack in racks_used and len(racks_used) < rack_count:
+            if rack_blocks(broker):
                 continue
+            if host_free and hosts[broker] in hosts_used:
+                continue
+            # Kafka's last rule: a broker that has a replica while some broker has none.
             if broker in brokers_used and len(brokers_used) < n:
                 continue
             replicas.append(broker)
-            racks_used.add(rack)
+            if racks is not None:
+                racks_used.add(racks[broker])
+            hosts_used.add(hosts[broker])
             brokers_used.add(broker)
             break
     return replicas
+
+
+def host_keys(brokers: Iterable[BrokerMetadata]) -> dict[int, str]:
+    """Broker id -> its host's identity: the `moldau.broker.host` value, or a name of its
+    own for a broker without one (no host name can equal it: it holds a NUL)."""
+    return {b.id: b.host if b.host is not None else f"\0broker-{b.id}" for b in brokers}
+
+
+def domain_alternated_brokers(racks: Mapping[int, str] | None,
+                              hosts: Mapping[int, str]) -> list[int]:
+    """The list the placement walks when hosts are shared: Kafka's rack-alternated list
+    whose racks each alternate their hosts (hosts in the order of their lowest broker id,
+    each host's brokers by id); without racks, the hosts alternated. With one broker per
+    host this is Kafka's list (each rack's brokers by id)."""
+    if racks is None:
+        return _host_alternated(sorted(hosts), hosts)
+    alternated = rack_alternated_brokers(racks)
+    by_rack: dict[str, list[int]] = {}
+    for broker_id in alternated:
+        by_rack.setdefault(racks[broker_id], []).append(broker_id)
+    queues = {rack: iter(_host_alternated(sorted(ids), hosts)) for rack, ids in by_rack.items()}
+    # Kafka's list visits the racks in a fixed rotation; keep it, take each rack's brokers
+    # in host-alternated order instead of by id.
+    return [next(queues[racks[broker_id]]) for broker_id in alternated]
+
+
+def _host_alternated(ids: list[int], hosts: Mapping[int, str]) -> list[int]:
+    # ids sorted: hosts come in the order of their lowest id, each host's brokers by id.
+    by_host: dict[str, list[int]] = {}
+    for broker_id in ids:
+        by_host.setdefault(hosts[broker_id], []).append(broker_id)
+    queues = list(by_host.values())
+    result: list[int] = []
+    depth = 0
+    while len(result) < len(ids):
+        result.extend(q[depth] for q in queues if depth < len(q))
+        depth += 1
+    return result
 
 
 def rack_alternated_brokers(racks: Mapping[int, str]) -> list[int]:

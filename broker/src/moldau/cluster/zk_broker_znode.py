@@ -18,6 +18,10 @@ from .zk_json import (
 )
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# Moldau's field for `moldau.broker.host` (a Moldau extension). Kafka's
+# BrokerIdZNode.decode reads its own keys by name and ignores any other, so a Kafka broker
+# or tool reading this registration sees the Kafka fields only.
+MOLDAU_HOST_FIELD = "moldau_host"
 BROKER_REGISTRATION_VERSION = 5  # what a 3.9 broker (inter.broker.protocol.version >= 2.7) writes
 
 
@@ -65,6 +69,8 @@ class BrokerRegistration:
     timestamp: int | None = None  # ms; None: the time of encoding, as Kafka does
     version: int = BROKER_REGISTRATION_VERSION
     epoch: int = field(default=-1, compare=False)  # czxid of the znode, when read from it
+    # `moldau.broker.host`: the server this broker shares with others (None: its own)
+    moldau_host: str | None = None
 
     def __post_init__(self) -> None:
         self.endpoints = [EndPoint(*e) for e in self.endpoints]
@@ -103,7 +109,10 @@ class BrokerRegistration:
         keys = ("version", "host", "port", "endpoints", "jmx_port", "timestamp", "rack",
                 "listener_security_protocol_map", "features")
         present = tuple(k for k in keys if k in obj)
-        return json_bytes(ordered(obj, scala_mutable_order(present, 16)))
+        encoded = ordered(obj, scala_mutable_order(present, 16))
+        if self.moldau_host is not None:
+            encoded[MOLDAU_HOST_FIELD] = self.moldau_host  # last: Kafka's fields keep order
+        return json_bytes(encoded)
 
     @classmethod
     def decode(cls, broker_id: int, data: bytes) -> BrokerRegistration:
@@ -130,4 +139,10 @@ class BrokerRegistration:
             features=features,
             timestamp=int(timestamp) if timestamp not in (None, "") else None,
             version=version,
+            moldau_host=_optional_text(obj.get(MOLDAU_HOST_FIELD)),
         )
+
+
+def _optional_text(value: object) -> str | None:
+    # a hand-edited or foreign znode may carry anything there: only a name counts
+    return value if isinstance(value, str) and value else None

@@ -557,7 +557,8 @@ class Broker:
             host = ep.host or _canonical_host()
             endpoints.append(zk_data.EndPoint(ep.listener, host, port, ep.security_protocol))
         return zk_data.BrokerRegistration(
-            id=self.broker_id, endpoints=endpoints, rack=self.config["broker.rack"])
+            id=self.broker_id, endpoints=endpoints, rack=self.config["broker.rack"],
+            moldau_host=self.config["moldau.broker.host"])
 
     async def _register(self) -> None:
         """Register in /brokers/ids. After a crash or a power loss the previous run's

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from moldau.cluster import zk_data
+from moldau.cluster import host_domains, zk_data
 from moldau.cluster.assignment import (
     AdminOperationError,
     BrokerMetadata,
@@ -62,9 +62,19 @@ class TopicAdmin:
                     raise InvalidTopicError(
                         f"Topic '{name}' collides with existing topic: {other}")
 
+    async def broker_hosts(self) -> dict[int, str]:
+        """Broker id -> `moldau.broker.host` (a Moldau extension), read from the
+        registrations in /brokers/ids: UpdateMetadata does not carry it, and AdminZkClient
+        reads the same znodes for its placement."""
+        registrations = await self.zk.call(self.zk.client.get_all_brokers)
+        return host_domains.hosts_of(registrations)
+
     def plan(self, name: str, num_partitions: int, replication_factor: int,
-             assignment: Mapping[int, list[int]] | None) -> dict[int, list[int]]:
-        """The replica assignment of a new topic (validated against the live brokers)."""
+             assignment: Mapping[int, list[int]] | None,
+             hosts: Mapping[int, str] | None = None) -> dict[int, list[int]]:
+        """The replica assignment of a new topic (validated against the live brokers),
+        placing no two replicas of a partition on one of `hosts` while there are enough."""
+        hosts = hosts or {}
         if assignment:
             if sorted(assignment) != list(range(len(assignment))):
                 raise InvalidReplicaAssignmentError(
@@ -80,26 +90,35 @@ class TopicAdmin:
                 # Kafka's ZooKeeper mode takes brokers that are not alive (as TopicCommand
                 # always did): their partitions start offline and get a leader when the
                 # broker registers. CreatePartitions, unlike this, refuses them.
-            return {int(k): list(v) for k, v in assignment.items()}
+            explicit = {int(k): list(v) for k, v in assignment.items()}
+            host_domains.warn_explicit(log, name, explicit, hosts)
+            return explicit
         try:
-            return assign_replicas(self.live_brokers(), num_partitions, replication_factor)
+            live = self.live_brokers(hosts)
+            placed = assign_replicas(live, num_partitions, replication_factor)
+            host_domains.warn_placed(log, name, placed, hosts, [b.id for b in live])
+            return placed
         except AdminOperationError as exc:
             # Not an ApiException in Kafka: logged as an error, answered as
             # UNKNOWN_SERVER_ERROR without a message.
             log.error("Error processing create topic request %s: %s", name, exc)
             raise UnknownServerError() from exc
 
-    def live_brokers(self) -> list[BrokerMetadata]:
-        """The live brokers with their racks, in the order ZkMetadataCache.getAliveBrokers
-        gives them to CreateTopics (it decides the rack-unaware placement)."""
+    def live_brokers(self, hosts: Mapping[int, str] | None = None) -> list[BrokerMetadata]:
+        """The live brokers with their racks (and hosts), in the order
+        ZkMetadataCache.getAliveBrokers gives them to CreateTopics (it decides the
+        rack-unaware placement)."""
         brokers = self.metadata.brokers
-        return [BrokerMetadata(i, brokers[i].rack) for i in zk_metadata_cache_order(brokers)]
+        hosts = hosts or {}
+        return [BrokerMetadata(i, brokers[i].rack, hosts.get(i))
+                for i in zk_metadata_cache_order(brokers)]
 
-    def partition_brokers(self) -> list[BrokerMetadata]:
+    def partition_brokers(self, hosts: Mapping[int, str] | None = None
+                          ) -> list[BrokerMetadata]:
         """The brokers CreatePartitions places new partitions on
         (AdminZkClient.getBrokerMetadatas): sorted by id, rack-aware, refused with
         AdminOperationError when only some brokers have a rack."""
-        return broker_metadatas(self.live_brokers(), RackAwareMode.ENFORCED)
+        return broker_metadatas(self.live_brokers(hosts), RackAwareMode.ENFORCED)
 
     async def create(self, name: str, assignment: dict[int, list[int]],
                      configs: dict[str, str]) -> None:
@@ -187,7 +206,9 @@ class TopicAdmin:
         async def run() -> None:
             try:
                 self.validate_new_topic(name)
-                await self.create(name, self.plan(name, partitions, factor, None), configs)
+                hosts = await self.broker_hosts()
+                await self.create(name, self.plan(name, partitions, factor, None, hosts),
+                                  configs)
             except TopicAlreadyExistsError:
                 pass
             except Exception as exc:

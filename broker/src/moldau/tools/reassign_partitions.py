@@ -17,6 +17,7 @@ from moldau.protocol.generated.list_partition_reassignments_response import (
     ListPartitionReassignmentsResponse,
 )
 from moldau.tools.admin import Admin
+from moldau.tools.broker_hosts import broker_hosts, warn_shared
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import ADMIN_FAILED, check, error_text
 from moldau.tools.options import (
@@ -217,17 +218,21 @@ def generate(admin: Admin, options: Options) -> int:
         raise ToolError(f"Broker list contains duplicate entries: {repeated}")
     current = current_assignment(admin, topics)
     racks = {b.node_id: b.rack for b in admin.metadata([]).brokers}
-    metas = [(b, None if options.has("disable-rack-aware") else racks.get(b))
+    # Moldau: the brokers' hosts too (moldau.broker.host), which --disable-rack-aware keeps
+    hosts = broker_hosts(admin, [b for b in brokers if b in racks])
+    metas = [(b, None if options.has("disable-rack-aware") else racks.get(b), hosts.get(b))
              for b in brokers if b in racks]
     proposed: dict[TP, list[int]] = {}
     for topic in sorted({t for t, _ in current}):
         count = sum(1 for t, _ in current if t == topic)
         factor = len(current[(topic, 0)])
         try:
-            for partition, replicas in assign_replicas(metas, count, factor).items():
-                proposed[(topic, partition)] = replicas
+            placed = assign_replicas(metas, count, factor)
         except (KafkaError, ValueError) as exc:
             raise ToolError(str(exc)) from None
+        warn_shared(topic, placed, hosts)  # only when the factor exceeds the hosts
+        for partition, replicas in placed.items():
+            proposed[(topic, partition)] = replicas
     print(f"Current partition replica assignment\n{format_plan(current)}\n")
     print(f"Proposed partition reassignment configuration\n{format_plan(proposed)}")
     return 0
@@ -247,6 +252,10 @@ def execute(admin: Admin, options: Options) -> int:
     if missing:
         raise CommandFailure("Unable to find partition: " + ", ".join(map(_tp, missing)),
                              cause=UNKNOWN_PARTITION)
+    # Moldau: the plan runs as written, as in Kafka; two replicas on one host get a warning
+    hosts = broker_hosts(admin, {b for rs in plan.values() for b in rs})
+    for (topic, partition), replicas in sorted(plan.items()):
+        warn_shared(topic, {partition: replicas}, hosts)
     print("Current partition replica assignment\n\n"
           + format_plan({tp: current[tp] for tp in plan})
           + "\n\nSave this to use as the --reassignment-json-file option during rollback")

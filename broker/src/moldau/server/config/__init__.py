@@ -4,8 +4,9 @@ This package's modules, one job each (import from `moldau.server.config`, which
 re-exports their public names):
 
 * `keys.py`: the key table `KEYS_LIST` / `KEYS` (every broker key with Kafka's name, type,
-  default, importance and validator, and Moldau's status and note) and `TOPIC_SYNONYMS`;
-* `schema.py`: `ConfigKey` and the `impl` / `acc` / `rej` row builders;
+  default, importance and validator, and Moldau's status and note), Moldau's own
+  `moldau.*` keys (`EXTENSION_KEYS`) and `TOPIC_SYNONYMS`;
+* `schema.py`: `ConfigKey` and the `impl` / `acc` / `rej` / `ext` row builders;
 * `value_types.py`: Kafka's types and their Python values (`ConfigValue`), Java's bounds;
 * `validators.py`: `Range`, `OneOf` and the other value validators;
 * `values.py`: `convert` (text to typed, as ConfigDef.parseType) and the renderings back;
@@ -24,6 +25,7 @@ from .docs import markdown_table
 from .errors import ConfigError
 from .keys import (
     DEFAULT_PROTOCOL_MAP,
+    EXTENSION_KEYS,
     INTER_BROKER_PROTOCOL_VERSION,
     JVM_ONLY,
     KEYS,
@@ -46,11 +48,12 @@ from .keys import (
 )
 from .listeners import Endpoint, parse_listeners, parse_protocol_map
 from .loading import load_properties, parse_properties
-from .schema import KRAFT, STATUSES, ConfigKey, acc, impl, rej
+from .schema import EXTENSION, KRAFT, STATUSES, ConfigKey, acc, ext, impl, rej
 from .validators import (
     ACL_AUTHORIZER,
     AuthorizerClass,
     GzipLevel,
+    HostIdentity,
     InterBrokerProtocol,
     OneOf,
     PrincipalList,
@@ -77,6 +80,8 @@ __all__ = [
     "ACL_AUTHORIZER",
     "DEFAULT_PROTOCOL_MAP",
     "DOUBLE_MAX",
+    "EXTENSION",
+    "EXTENSION_KEYS",
     "INTER_BROKER_PROTOCOL_VERSION",
     "INT_MAX",
     "INT_MIN",
@@ -112,6 +117,7 @@ __all__ = [
     "ConfigValue",
     "Endpoint",
     "GzipLevel",
+    "HostIdentity",
     "InterBrokerProtocol",
     "OneOf",
     "PrincipalList",
@@ -122,6 +128,7 @@ __all__ = [
     "acc",
     "at_least",
     "convert",
+    "ext",
     "impl",
     "load_properties",
     "markdown_table",

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from moldau.security.sasl.oauthbearer_handlers import SERVER_CALLBACK_HANDLERS
 
-from .schema import KRAFT, ConfigKey, acc, impl, rej
+from .schema import KRAFT, ConfigKey, acc, ext, impl, rej
 from .validators import (
     AuthorizerClass,
     GzipLevel,
+    HostIdentity,
     InterBrokerProtocol,
     OneOf,
     PrincipalList,
@@ -62,6 +63,10 @@ KEYS_LIST: list[ConfigKey] = [
     impl("broker.id.generation.enable", "boolean", True, "M"),
     impl("reserved.broker.max.id", "int", 1000, "M", at_least(0)),
     impl("broker.rack", "string", None, "M"),
+    ext("moldau.broker.host", "string", "M",
+        "the server this broker runs on, a failure domain below broker.rack: replica "
+        "placement puts no two replicas of a partition on one host (unset: the broker is "
+        "a host of its own, Kafka's placement)", HostIdentity()),
     impl("message.max.bytes", "int", 1024 * 1024 + 12, "H", at_least(0),
          note="topic synonym max.message.bytes"),
     impl("queued.max.requests", "int", 500, "H", at_least(1),
@@ -493,6 +498,8 @@ KEYS_LIST: list[ConfigKey] = [
 
 KEYS: dict[str, ConfigKey] = {k.name: k for k in KEYS_LIST}
 assert len(KEYS) == len(KEYS_LIST), "duplicate key in the table"
+# Moldau's own keys (moldau.*), which Kafka's brokers and tools do not know
+EXTENSION_KEYS = frozenset(k.name for k in KEYS_LIST if k.extension)
 
 # Broker key -> topic config key (Kafka's ServerTopicConfigSynonyms, the primary synonym).
 TOPIC_SYNONYMS: dict[str, str] = {

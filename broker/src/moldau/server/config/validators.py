@@ -170,5 +170,23 @@ class PrincipalList:
         return "Type:name;Type:name..."
 
 
+@dataclass(frozen=True)
+class HostIdentity:
+    """`moldau.broker.host`: a name shared by the brokers of one server; unset (not
+    empty) when the broker is a host of its own."""
+
+    def check(self, key: str, value: ConfigValue) -> None:
+        if value is None:
+            return
+        if not isinstance(value, str):
+            raise TypeError(f"{key}: a host validator got {value!r}")
+        if not value or any(c.isspace() or not c.isprintable() for c in value):
+            raise ConfigError(key, value, "a host name without spaces is required; leave the "
+                              "key unset for a broker that is a host of its own")
+
+    def __str__(self) -> str:
+        return "a host name"
+
+
 Validator = (Range | OneOf | GzipLevel | Unenforced | InterBrokerProtocol | AuthorizerClass
-             | PrincipalList)
+             | PrincipalList | HostIdentity)

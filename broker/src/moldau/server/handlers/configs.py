@@ -37,7 +37,7 @@ from moldau.storage.config import ConfigError as StorageConfigError
 from moldau.storage.config import LogConfig
 
 from .. import logging_setup
-from ..config import KEYS, ConfigError, convert
+from ..config import EXTENSION_KEYS, KEYS, ConfigError, convert
 from ..dynamic_config import (
     ALL_DYNAMIC_CONFIGS,
     DEFAULT_CONFIG,
@@ -274,7 +274,10 @@ class DescribeConfigsHandler:
                                       f"{self.broker_id} or empty string, but received "
                                       f"{name}")
         names = sorted(set(dynamic.current.values) | set(dynamic.merged_props()))
-        return [broker_entry(dynamic, n, True, include_synonyms) for n in names]
+        # A moldau.* key is listed only when set, as Kafka lists a key it does not know
+        # (ConfigHelper's originals): Kafka's tools see what a Kafka broker would show.
+        return [broker_entry(dynamic, n, True, include_synonyms) for n in names
+                if n not in EXTENSION_KEYS or dynamic.current.values.get(n) is not None]
 
     def _logger(self, name: str) -> list[Entry]:
         if not name:

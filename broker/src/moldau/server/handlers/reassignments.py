@@ -5,8 +5,10 @@ themselves run in `moldau.cluster.reassignment`."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
+from moldau.cluster import host_domains
 from moldau.errors import ClusterAuthorizationFailedError, KafkaError, NotControllerError
 from moldau.protocol.generated.alter_partition_reassignments_response import (
     AlterPartitionReassignmentsResponse,
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
 
 Alter_ = AlterPartitionReassignmentsResponse
 List_ = ListPartitionReassignmentsResponse
+
+log = logging.getLogger("kafka.controller")
 
 
 class _ReassignmentHandler:
@@ -66,6 +70,11 @@ class AlterPartitionReassignmentsHandler(_ReassignmentHandler):
             results = await controller.alter_reassignments(wanted)
         except NotControllerError as exc:  # the controller moved while we asked
             return Alter_(error_code=exc.code, error_message=str(exc))
+        # Accepted as Kafka accepts it; two replicas on one server get a warning.
+        hosts = host_domains.hosts_of(controller.live_brokers.values())
+        for (topic, index), replicas in wanted.items():
+            if replicas is not None and results.get((topic, index)) is None:
+                host_domains.warn_explicit(log, topic, {index: replicas}, hosts)
         by_topic: dict[str, list[Alter_.ReassignablePartitionResponse]] = {}
         for (topic, index), error in results.items():
             by_topic.setdefault(topic, []).append(Alter_.ReassignablePartitionResponse(

@@ -17,7 +17,7 @@ import logging
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from moldau.cluster import zk_data
+from moldau.cluster import host_domains, zk_data
 from moldau.errors import (
     InvalidConfigurationError,
     InvalidPartitionsError,
@@ -48,7 +48,7 @@ from .configs import TOPIC_CONFIG_NAMES, topic_entry, validate_topic_configs
 from .services import active_controller
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from moldau.cluster.controller import Controller
     from moldau.cluster.zk_async import AsyncZk
@@ -152,6 +152,8 @@ class CreateTopicsHandler(_ControllerTopicHandler):
         cluster_create = ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME,
                                        log_if_denied=False)
         created: dict[str, set[int]] = {}
+        # moldau.broker.host of the brokers, read once for the request's topics
+        hosts = await self.topics.broker_hosts() if request.topics else {}
         succeeded: list[TopicResult] = []
         for topic, result in zip(request.topics, results, strict=True):
             name = topic.name
@@ -170,7 +172,7 @@ class CreateTopicsHandler(_ControllerTopicHandler):
                 result.error_message = "Authorization failed."
                 continue
             try:
-                assignment, configs, log_config = await self._prepare(topic)
+                assignment, configs, log_config = await self._prepare(topic, hosts)
                 if version >= 5 and describe_configs:
                     result.configs = [
                         TopicConfigs_(name=e.name, value=e.value, read_only=e.read_only,
@@ -223,10 +225,11 @@ class CreateTopicsHandler(_ControllerTopicHandler):
             topic_id = assignment.topic_id if assignment is not None else None
         result.topic_id = topic_id or ZERO_UUID
 
-    async def _prepare(self, topic: CreateTopicsRequest.CreatableTopic
+    async def _prepare(self, topic: CreateTopicsRequest.CreatableTopic,
+                       hosts: Mapping[int, str]
                        ) -> tuple[dict[int, list[int]], dict[str, str], LogConfig]:
-        """ZkAdminManager.createTopics' checks, in Kafka's order; returns the assignment,
-        the overrides and the topic's LogConfig."""
+        """ZkAdminManager.createTopics' checks, in Kafka's order; returns the assignment
+        (placed on the brokers' `hosts` too), the overrides and the topic's LogConfig."""
         name = topic.name
         if name in self.metadata.topics:
             raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
@@ -257,7 +260,7 @@ class CreateTopicsHandler(_ControllerTopicHandler):
                 raise InvalidReplicaAssignmentError(
                     "All partitions should have the same number of replicas")
             validate_topic_name(name)
-        assignment = self.topics.plan(name, partitions, factor, explicit)
+        assignment = self.topics.plan(name, partitions, factor, explicit, hosts)
         self.topics.validate_new_topic(name)
         if await self.zk.call(self.zk.client.exists, zk_data.delete_topic_path(name)):
             raise TopicAlreadyExistsError(f"Topic '{name}' is marked for deletion.")
@@ -422,6 +425,7 @@ class CreatePartitionsHandler(_ControllerTopicHandler):
             raise InvalidPartitionsError(f"Topic already has {old} partitions.")
         brokers = self.metadata.alive_broker_ids()
         factor = len(existing[0]) if 0 in existing else len(next(iter(existing.values())))
+        hosts = await self.topics.broker_hosts()
         if topic.assignments is not None:
             proposed = [list(a.broker_ids) for a in topic.assignments]
             unknown = sorted({b for replicas in proposed for b in replicas} - set(brokers))
@@ -446,14 +450,16 @@ class CreatePartitionsHandler(_ControllerTopicHandler):
                     raise InvalidReplicaAssignmentError(
                         "Inconsistent replication factor between partitions, partition 0 has "
                         f"{factor} while partition {index} has {len(replicas)}.")
+            host_domains.warn_explicit(log, name, added, hosts)
         else:
             first_leader = existing[min(existing)][0]
-            # Kafka's AdminZkClient: brokers sorted by id, with their racks
-            placed = self.topics.partition_brokers()
+            # Kafka's AdminZkClient: brokers sorted by id, with their racks (and hosts)
+            placed = self.topics.partition_brokers(hosts)
             start = next((i for i, b in enumerate(placed) if b.id >= first_leader), -1)
             start = max(0, start)
             added = assign_replicas(placed, increment, factor, start_index=start,
                                     next_replica_shift=start, first_partition=old)
+            host_domains.warn_placed(log, name, added, hosts, [b.id for b in placed])
         if not validate_only:
             quota.record(increment)
             combined = dict(existing)
