@@ -70,6 +70,13 @@ def main(argv: list[str]) -> int:
         print("MOLDAU_TRUSTSTORE_PASSWORD is empty: Java opens a trust store with a "
               "password (set certificates_truststore_password)", file=sys.stderr)
         return 2
+    print("changed" if write_stores(certificates, out, password) else "unchanged")
+    return 0
+
+
+def write_stores(certificates: list[x509.Certificate], out: Path, password: str) -> bool:
+    """OUT/truststore.jks and OUT/truststore.p12 of `certificates`; whether either was
+    rewritten (also used by provided.py for a site's CA bundle)."""
     changed = False
     jks_path, jks = out / "truststore.jks", jks_bytes(certificates, password)
     if not jks_path.exists() or jks_path.read_bytes() != jks:
@@ -82,8 +89,7 @@ def main(argv: list[str]) -> int:
              for i, c in enumerate(certificates)],
             serialization.BestAvailableEncryption(password.encode())), 0o644)
         changed = True
-    print("changed" if changed else "unchanged")
-    return 0
+    return changed
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
