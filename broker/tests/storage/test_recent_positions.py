@@ -4,11 +4,14 @@ segment lookup gives, before and after rolls, truncation and retention."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from storage_helpers import batch
 
 from moldau.storage.config import LogConfig
 from moldau.storage.log import RECENT_APPENDS, PartitionLog
+from moldau.storage.recent_appends import RecentAppends
 
 
 def open_log(tmp_path, **config) -> PartitionLog:
@@ -24,16 +27,20 @@ def read_both(log: PartitionLog, offset: int, max_bytes: int, min_one: bool,
               max_offset: int | None = None):
     """(read served from _recent or the lookup, read by the segment lookup alone)."""
     fast = log.read(offset, max_bytes, max_offset=max_offset, min_one_batch=min_one)
-    saved = dict(log._recent)
-    log._recent.clear()
+    saved, log._recent = log._recent, RecentAppends()
     try:
         slow = log.read(offset, max_bytes, max_offset=max_offset, min_one_batch=min_one)
     finally:
-        log._recent.update(saved)
+        log._recent = saved
+    assert slow.memory is None
     return fast, slow
 
 
 def same(a, b) -> bool:
+    """The same read, and bytes held in memory (if any) are the file's."""
+    if a.memory is not None and bytes(a.memory) != os.pread(a.slice.fd, a.slice.size,
+                                                            a.slice.position):
+        return False
     return a.start == b.start and a.slice == b.slice
 
 
@@ -59,13 +66,15 @@ def test_high_watermark_at_a_recent_append_is_located_without_a_lookup(tmp_path)
     fast, slow = read_both(log, infos[0].first_offset, 1 << 20, True,
                            max_offset=log.high_watermark)
     assert same(fast, slow)
-    assert fast.slice.position + fast.slice.size == log._recent[infos[2].first_offset][1]
+    assert (fast.slice.position + fast.slice.size
+            == log._recent.positions[infos[2].first_offset][1])
 
 
 def test_only_the_latest_appends_are_remembered(tmp_path):
     log = open_log(tmp_path)
     infos = [log.append_as_leader(batch(1, seed=i), 0) for i in range(RECENT_APPENDS + 5)]
-    assert list(log._recent) == [info.first_offset for info in infos[-RECENT_APPENDS:]]
+    assert list(log._recent.positions) == [info.first_offset
+                                           for info in infos[-RECENT_APPENDS:]]
 
 
 def test_a_roll_truncation_or_retention_forgets_them(tmp_path):
@@ -75,7 +84,7 @@ def test_a_roll_truncation_or_retention_forgets_them(tmp_path):
     log.roll()
     assert not log._recent
     info = log.append_as_leader(two_batches(10), 0)
-    assert list(log._recent) == [info.first_offset]
+    assert list(log._recent.positions) == [info.first_offset]
 
     log.truncate_to(info.first_offset + 1)  # inside the append: cut at its first batch's end
     assert not log._recent

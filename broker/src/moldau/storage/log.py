@@ -41,12 +41,11 @@ from .log_timestamps import LATEST_TIMESTAMP as LATEST_TIMESTAMP
 from .log_timestamps import MAX_TIMESTAMP as MAX_TIMESTAMP
 from .producer_state import ProducerStateManager
 from .producer_txns import last_stable_offset
+from .recent_appends import RECENT_APPENDS as RECENT_APPENDS
+from .recent_appends import RecentAppends
 from .segment import LogSegment
 from .segment_positions import FileSlice, OffsetMetadata
 from .validation import AppendInfo, validate_for_follower, validate_for_leader
-
-# How many appends PartitionLog remembers the position of (see _recent)
-RECENT_APPENDS = 16
 
 # Fetch isolation levels (FetchRequest.IsolationLevel).
 READ_UNCOMMITTED = 0
@@ -59,10 +58,12 @@ def now_ms() -> int:
 
 @dataclass(slots=True)
 class FetchData:
-    """What a read found: where it started and the file range to send."""
+    """What a read found: where it started and the file range to send, and the range's
+    bytes when the log still held them in memory (recent_appends.py)."""
 
     start: OffsetMetadata
     slice: FileSlice | None  # None: nothing to send
+    memory: bytes | memoryview | None = None  # the slice's bytes, or None: in the file only
 
     @property
     def size(self) -> int:
@@ -96,12 +97,12 @@ class PartitionLog:
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []  # base offsets of segments, for bisect
         self.pending_deletes: list[tuple[int, LogSegment]] = []  # (due ms, segment)
-        # Base offset -> (segment, file position, size) of the first batch of each recent
-        # append to the active segment. A caught-up follower's next fetch starts at one of
-        # them (as do a consumer's at the high watermark), and reading from there then
-        # needs no index lookup and no pread of batch headers. Cleared whenever segments
-        # roll, go, or are cut or replaced, so an entry is always right.
-        self._recent: dict[int, tuple[LogSegment, int, int]] = {}
+        # Where the recent appends to the active segment start, and the bytes of the
+        # small ones: a caught-up follower's next fetch starts at one of them (as do a
+        # consumer's at the high watermark), and reading from there then needs no index
+        # lookup, and no pread at all while the bytes are held. Cleared whenever segments
+        # roll, go, or are cut or replaced, so what it says is always right.
+        self._recent = RecentAppends()
         self.unflushed_messages = 0
         self.last_flush_ms = now_ms()
         self.closed = False
@@ -281,10 +282,8 @@ class PartitionLog:
         segment.append(data, batches, info.head)
         if batches:
             first = batches[0]
-            recent = self._recent
-            recent[first.base_offset] = (segment, position, first.size)
-            if len(recent) > RECENT_APPENDS:
-                del recent[next(iter(recent))]
+            self._recent.add(first.base_offset, segment, position, first.size, data,
+                             info.head)
         self._log_end = OffsetMetadata(info.last_offset + 1, segment.base_offset, segment.size)
         unflushed = self.unflushed_messages = self.unflushed_messages + info.record_count
         if unflushed >= config.flush_messages:
@@ -342,16 +341,17 @@ class PartitionLog:
                 return FetchData(*found)
         return FetchData(OffsetMetadata(start_offset), None)
 
-    @staticmethod
-    def _read_recent(start_offset: int, recent: tuple[LogSegment, int, int],
+    def _read_recent(self, start_offset: int, recent: tuple[LogSegment, int, int],
                      end: OffsetMetadata, max_bytes: int, min_one_batch: bool) -> FetchData:
-        """LogSegment.read for a batch whose position _recent knows: the same slice."""
+        """LogSegment.read for a batch whose position _recent knows: the same slice, and
+        its bytes when _recent holds them."""
         segment, position, batch_size = recent
         # the batch is in the active segment, and end (past it) is there too
         size = max(max_bytes, batch_size) if min_one_batch else max_bytes
         size = max(0, min(size, end.position - position))
         return FetchData(OffsetMetadata(start_offset, segment.base_offset, position),
-                         FileSlice(segment.fd, position, size))
+                         FileSlice(segment.fd, position, size),
+                         self._recent.bytes_at(position, size))
 
     def _bound(self, offset: int) -> OffsetMetadata:
         if offset == self._high_watermark.offset:
@@ -364,6 +364,8 @@ class PartitionLog:
         """The bytes of a read (for TLS connections and tests, where sendfile is no use)."""
         if data.slice is None:
             return b""
+        if data.memory is not None:
+            return bytes(data.memory)
         return os.pread(data.slice.fd, data.slice.size, data.slice.position)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
@@ -496,6 +498,7 @@ class PartitionLog:
 
     def close(self) -> None:
         self.closed = True  # a compaction pass built meanwhile is discarded, not installed
+        self._recent.clear()  # its bytes leave the broker-wide budget
         with contextlib.suppress(OSError):  # no write may land after a delete; flush() reports
             self.epochs.flush()
         if self.producer_state.producers:

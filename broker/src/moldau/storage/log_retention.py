@@ -5,7 +5,7 @@ file.delete.delay.ms (PartitionLog.pending_deletes).
 
 These are the bodies of PartitionLog's methods of the same names, kept apart from its
 append and read paths; like the log's own code they keep its segment list, base offsets
-and remembered append positions consistent.
+and remembered appends (positions and bytes) consistent.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .config import LogConfig
     from .epoch_cache import LeaderEpochCache
     from .producer_state import ProducerStateManager
+    from .recent_appends import RecentAppends
 
 
 class PartitionLog(Protocol):
@@ -32,7 +33,7 @@ class PartitionLog(Protocol):
     config: LogConfig
     segments: list[LogSegment]
     _bases: list[int]
-    _recent: dict[int, tuple[LogSegment, int, int]]
+    _recent: RecentAppends
     pending_deletes: list[tuple[int, LogSegment]]
     log_start_offset: int
     epochs: LeaderEpochCache

@@ -423,7 +423,9 @@ class FetchHandler:
                         if committed:
                             out.aborted_transactions = _aborted(plog, fp.fetch_offset, data)
                         if found is not None and found.size:
-                            out.records = _records(found.fd, found.position, found.size)
+                            # bytes the log still held (a recent append): no read
+                            out.records = (data.memory if data.memory is not None
+                                           else _records(found.fd, found.position, found.size))
                             total += found.size
                             budget -= found.size
                             min_one = False
