@@ -150,7 +150,7 @@ def test_bad_input_changes_nothing(cluster: ToolCluster) -> None:
                                       "--describe, --create, --alter or --delete\nOption")
     no_args = run(TOPICS)
     assert no_args.code == 1 and no_args.err.startswith(
-        "Create, delete, describe, or change a topic.\nOption")
+        "This tool helps to create, delete, describe, or change a topic.\nOption")
     for result in (missing, unknown, exists, bad_config, duplicate, too_many, two_actions):
         assert result.code == 1
     assert cluster.topics() == before

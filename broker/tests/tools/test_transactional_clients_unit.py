@@ -17,7 +17,7 @@ from moldau.protocol.records import (
     build_control_batch,
 )
 from moldau.tools import perf
-from moldau.tools.options import OptionParser, UsageError
+from moldau.tools.options import UsageError
 from moldau.tools.read_committed import AbortedFilter, is_abort_marker
 
 
@@ -66,7 +66,8 @@ def test_an_aborted_transaction_starting_inside_a_batch_drops_it() -> None:
 
 
 def _options(*argv: str) -> perf.Options:
-    return OptionParser(perf.PRODUCER_OPTIONS).parse(list(argv))
+    required = ["--topic", "t", "--num-records", "1", "--throughput", "-1", "--record-size", "1"]
+    return perf.producer_options([*required, *argv])
 
 
 def test_transactions_are_on_with_a_duration_an_id_or_a_property() -> None:

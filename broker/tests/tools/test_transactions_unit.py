@@ -99,10 +99,11 @@ def fails(fake: FakeAdmin, *args: str) -> str:
 # --- the command line ---------------------------------------------------------------------
 
 @pytest.mark.parametrize(("argv", "message"), [
-    ([], "kafka-transactions.sh: error: argument --bootstrap-server is required"),
+    # argparse4j finds the missing command before the missing required option
+    ([], "kafka-transactions.sh: error: too few arguments"),
     (["--bootstrap-server", "b:1"], "kafka-transactions.sh: error: too few arguments"),
     (["--bootstrap-server", "b:1", "lists"],
-     "kafka-transactions.sh: error: argument COMMAND: invalid choice: 'lists'"),
+     "kafka-transactions.sh: error: invalid choice: 'lists'"),
     # a command's errors name the tool alone, as argparse4j's (Kafka 3.9.1, the lab)
     (["--bootstrap-server", "b:1", "describe"],
      "\nkafka-transactions.sh: error: argument --transactional-id is required"),
@@ -125,16 +126,19 @@ def test_bad_command_lines_get_usage_and_status_1(
     out, err = capsys.readouterr()
     assert out == ""
     assert err.startswith("usage: kafka-transactions.sh")
-    assert message in err
+    # argparse4j wraps and justifies the error line: compared with its spaces collapsed
+    words = " ".join(err.split())
+    assert " ".join(message.split()) in words
     if len(argv) > 2 and argv[2] in ("describe", "describe-producers"):
-        assert err.startswith("usage: kafka-transactions.sh --bootstrap-server host:port "
-                              f"{argv[2]}")
+        assert words.startswith("usage: kafka-transactions.sh --bootstrap-server host:port "
+                                f"{argv[2]}")
 
 
 def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert transactions.TOOL.main(["--version"]) == 0
     assert capsys.readouterr().out == "3.9.0\n"
-    assert transactions.TOOL.main(["find-hanging", "--help"]) == 0
+    # argparse4j reports -h as a parse exception, which TransactionsCommand exits 1 on
+    assert transactions.TOOL.main(["find-hanging", "--help"]) == 1
     assert "--max-transaction-timeout" in capsys.readouterr().out
 
 

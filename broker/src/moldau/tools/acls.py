@@ -31,6 +31,7 @@ from moldau.tools.acl_plan import (
 )
 from moldau.tools.acl_services import (
     ACL_AUTHORIZER,
+    ZK_TLS_KEYS,
     AclService,
     AdminAclService,
     AdminCallFailure,
@@ -46,9 +47,10 @@ ERROR_PREFIX = "Error while executing ACL command: "
 DEPRECATION = ("Warning: support for ACL configuration directly through the authorizer is "
                "deprecated and will be removed in a future release. Please use "
                "--bootstrap-server instead to set ACLs through the admin client.")
-_OPERATION_NAMES = ("Read", "Write", "Create", "Delete", "Alter", "Describe", "ClusterAction",
-                    "AlterConfigs", "DescribeConfigs", "IdempotentWrite", "CreateTokens",
-                    "DescribeTokens", "All")
+# in the order AclCommand lists them (its hash set's)
+_OPERATION_NAMES = ("CreateTokens", "Create", "Describe", "DescribeTokens", "AlterConfigs",
+                    "Write", "Alter", "IdempotentWrite", "Delete", "ClusterAction", "Read", "All",
+                    "DescribeConfigs")
 
 OPTIONS = [
     Opt("bootstrap-server", "A list of host/port pairs to use for establishing the connection "
@@ -56,7 +58,7 @@ OPTIONS = [
         "This config is required for acl management using admin client API.",
         "server to connect to"),
     Opt("command-config", "A property file containing configs to be passed to Admin Client.",
-        "command-config"),
+        "command-config", optional=True),
     Opt("authorizer", "DEPRECATED: Fully qualified class name of the authorizer, which "
         f"defaults to {ACL_AUTHORIZER} if --bootstrap-server is not provided. {DEPRECATION}",
         "authorizer"),
@@ -66,8 +68,11 @@ OPTIONS = [
         + DEPRECATION, "authorizer-properties"),
     Opt("zk-tls-config-file", "DEPRECATED: Identifies the file where ZooKeeper client TLS "
         f"connectivity properties are defined for the default authorizer {ACL_AUTHORIZER}. "
-        "Any properties other than the zookeeper.ssl.* client keys (with or without an "
-        "\"authorizer.\" prefix) are ignored. " + DEPRECATION,
+        "Any properties other than the following (with or without an \"authorizer.\" prefix) "
+        "are ignored: " + ", ".join(sorted(ZK_TLS_KEYS)) + ". Note that if SASL is not "
+        "configured and zookeeper.set.acl is supposed to be true due to mutual certificate "
+        "authentication being used then it is necessary to explicitly specify "
+        "--authorizer-properties zookeeper.set.acl=true. " + DEPRECATION,
         "Authorizer ZooKeeper TLS configuration"),
     Opt("topic", "topic to which ACLs should be added or removed. A value of '*' indicates "
         "ACL should apply to all topics.", "topic"),
@@ -93,13 +98,13 @@ OPTIONS = [
         "exactly, where as 'match' will perform pattern matching to list or remove all acls "
         "that affect the supplied resource(s). WARNING: 'match', when used in combination "
         "with the '--remove' switch, should be used with care.",
-        "ANY|MATCH|LITERAL|PREFIXED", parse_pattern_type, "LITERAL"),
+        "", parse_pattern_type, "LITERAL", label="ANY|MATCH|LITERAL|PREFIXED"),
     Opt("add", "Indicates you are trying to add ACLs."),
     Opt("remove", "Indicates you are trying to remove ACLs."),
     Opt("list", "List ACLs for the specified resource, use --topic <topic> or --group "
         "<group> or --cluster to specify a resource."),
-    Opt("operation", "Operation that is being allowed or denied. Valid operation names are: "
-        + ", ".join(_OPERATION_NAMES), "operation", default="All"),
+    Opt("operation", "Operation that is being allowed or denied. Valid operation names "
+        "are: \n" + "".join(f"\t{name}\n" for name in _OPERATION_NAMES), "", default="All"),
     Opt("allow-principal", "principal is in principalType:name format. Note that "
         "principalType must be supported by the Authorizer being used. For example, "
         "User:'*' is the wild card indicating all users.", "allow-principal"),

@@ -9,9 +9,9 @@ from moldau.tools.runner import ArgumentError, Tool
 
 OPTIONS = [
     Opt("bootstrap-server", "A list of host/port pairs to use for establishing the connection "
-        "to the Kafka cluster.", "String"),
+        "to the Kafka cluster.", ""),
     Opt("config", "A property file containing configurations for the Admin client.",
-        "String"),
+        ""),
 ]
 
 

@@ -11,12 +11,17 @@ from moldau.tools.options import Opt, Options, ToolError
 from moldau.tools.properties import load_properties
 
 
-def bootstrap_opts(client: str) -> list[Opt]:
+def bootstrap_opts(client: str,
+                   bootstrap_help: str = "REQUIRED: The Kafka server to connect to.",
+                   bootstrap_arg: str = "server to connect to",
+                   config_arg: str = "command config property file",
+                   config_help: str = "Property file containing configs to be passed to",
+                   ) -> list[Opt]:
+    """--bootstrap-server and --command-config, worded as the tool's Kafka counterpart
+    words them (each of Kafka's tools has its own)."""
     return [
-        Opt("bootstrap-server", "REQUIRED: The Kafka server to connect to.",
-            "server to connect to"),
-        Opt("command-config", f"Property file containing configs to be passed to {client}.",
-            "command config property file"),
+        Opt("bootstrap-server", bootstrap_help, bootstrap_arg),
+        Opt("command-config", f"{config_help} {client}.", config_arg),
     ]
 
 

@@ -12,7 +12,8 @@ from moldau.protocol.generated.describe_configs_response import DescribeConfigsR
 from moldau.protocol.generated.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
-from moldau.tools import configs_quotas, configs_users
+from moldau.tools import config_names, configs_quotas, configs_users
+from moldau.tools.acl_services import ZK_TLS_KEYS
 from moldau.tools.admin import Admin
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import check, check_as_java
@@ -47,7 +48,10 @@ _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
 
 OPTIONS = [
     *bootstrap_opts("Admin Client. This is used only with --bootstrap-server option for "
-                    "describing and altering broker configs"),
+                    "describing and altering broker configs",
+                    "The Kafka servers to connect to."),
+    Opt("bootstrap-controller", "The Kafka controllers to connect to.",
+        "controller to connect to"),
     Opt("zookeeper", "DEPRECATED. The connection string for the zookeeper connection in the "
         "form host:port. Multiple URLS can be given to allow fail-over. Required when "
         "configuring SCRAM credentials for users or dynamic broker configs when the relevant "
@@ -56,30 +60,36 @@ OPTIONS = [
     Opt("alter", "Alter the configuration for the entity."),
     Opt("all", "List all configs for the given topic, broker, or broker-logger entity "
         "(includes static configuration when the entity type is brokers)"),
-    Opt("entity-type", "Type of entity (topics/clients/users/brokers/broker-loggers/ips/"
-        "client-metrics/groups)", "String"),
+    Opt("entity-type", "Type of entity "
+        "(topics/clients/users/brokers/broker-loggers/ips/client-metrics)", ""),
     Opt("entity-name", "Name of entity (topic name/client id/user principal name/broker "
-        "id/ip/client metrics/group id)", "String"),
+        "id/ip/client metrics)", ""),
     Opt("entity-default", "Default entity name for clients/users/brokers/ips (applies to "
-        "corresponding entity type)"),
+        "corresponding entity type in command line)"),
     Opt("add-config", "Key Value pairs of configs to add. Square brackets can be used to "
-        "group values which contain commas: 'k1=v1,k2=[v1,v2,v2],k3=v3'.", "String"),
-    Opt("add-config-file", "Path to a properties file with configs to add.", "String"),
-    Opt("delete-config", "config keys to remove 'k1,k2'", "String"),
+        "group values which contain commas: 'k1=v1,k2=[v1,v2,v2],k3=v3'. The following is a "
+        "list of valid configurations: "
+        + "".join(f"For entity-type '{kind}':\n{config_names.listed(names)}"
+                  for kind, names in config_names.BY_ENTITY_TYPE.items())
+        + "Entity types 'users' and 'clients' may be specified together to update config for "
+        "clients of a specific user.", ""),
+    Opt("add-config-file", "Path to a properties file with configs to add. See add-config for a "
+        "list of valid configurations.", ""),
+    Opt("delete-config", "config keys to remove 'k1,k2'", ""),
     Opt("force", "Suppress console prompts"),
-    Opt("topic", "The topic's name.", "topic"),
-    Opt("client", "The client's ID.", "client-id"),
-    Opt("user", "The user's principal name.", "user-principal"),
-    Opt("broker", "The broker's ID.", "broker-id"),
-    Opt("broker-logger", "The broker's ID for its logger config.", "broker-id"),
-    Opt("ip", "The IP address.", "ip-address"),
+    Opt("topic", "The topic's name.", ""),
+    Opt("client", "The client's ID.", ""),
+    Opt("user", "The user's principal name.", ""),
+    Opt("broker", "The broker's ID.", ""),
+    Opt("broker-logger", "The broker's ID for its logger config.", ""),
+    Opt("ip", "The IP address.", ""),
     Opt("broker-defaults", "The config defaults for all brokers."),
     Opt("client-defaults", "The config defaults for all clients."),
     Opt("user-defaults", "The config defaults for all users."),
     Opt("ip-defaults", "The config defaults for all IPs."),
     Opt("zk-tls-config-file", "Identifies the file where ZooKeeper client TLS connectivity "
-        "properties are defined.  Any properties other than the zookeeper.ssl.* client keys "
-        "and zookeeper.clientCnxnSocket are ignored.", "ZooKeeper TLS configuration"),
+        "properties are defined.  Any properties other than "
+        + ", ".join(sorted(ZK_TLS_KEYS)) + " are ignored.", "ZooKeeper TLS configuration"),
 ]
 
 
@@ -131,13 +141,17 @@ def check_args(options: Options) -> tuple[str, str, str | None]:
         raise ArgumentError("--entity-{type,name,default} should not be used in conjunction "
                             "with specific entity flags")
     kind, name = entity(options)
-    connects = [o for o in ("bootstrap-server", "zookeeper") if options.has(o)]
+    connects = [o for o in ("bootstrap-server", "bootstrap-controller", "zookeeper")
+                if options.has(o)]
     if not connects:
         raise ArgumentError("One of the required --bootstrap-server, --boostrap-controller, "
                             "or --zookeeper arguments must be specified")
     if len(connects) > 1:
         raise ArgumentError("Only one of --bootstrap-server, --boostrap-controller, and "
                             "--zookeeper can be specified")
+    if options.has("bootstrap-controller"):
+        raise ArgumentError("--bootstrap-controller reaches KRaft controllers, which a "
+                            "ZooKeeper-mode cluster has none of: use --bootstrap-server")
     if options.has("all") and options.has("zookeeper"):
         raise ArgumentError("--bootstrap-server must be specified for --all")
     if options.has("zk-tls-config-file") and not options.has("zookeeper"):
@@ -339,7 +353,7 @@ def run(options: Options) -> int:
 
 
 TOOL = Tool("configs", "This tool helps to manipulate and describe entity config for a topic, "
-            "client, user, broker, ip, client-metrics or group", OPTIONS, run,
+            "client, user, broker, ip or client-metrics", OPTIONS, run,
             "Error while executing config command with args '{args}' : ",
             plain_parse_errors=True,
             broker_error_header="Error while executing config command with args '{args}'")

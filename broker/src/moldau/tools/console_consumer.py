@@ -21,7 +21,7 @@ from moldau.tools.common import client_config
 from moldau.tools.console_producer import parse_pairs
 from moldau.tools.group_member import GroupMember
 from moldau.tools.kafka_errors import check
-from moldau.tools.options import Opt, Options, UsageError
+from moldau.tools.options import LONG, Opt, Options, UsageError
 from moldau.tools.read_committed import AbortedFilter
 from moldau.tools.runner import ArgumentError, Tool, log4j_error
 
@@ -43,8 +43,8 @@ OPTIONS = [
     Opt("topic", "The topic to consume on.", "topic"),
     Opt("include", "Regular expression specifying list of topics to include for "
         "consumption.", "Java regex (String)"),
-    Opt("whitelist", "DEPRECATED, use --include instead; ignored if --include specified.",
-        "Java regex (String)"),
+    Opt("whitelist", "DEPRECATED, use --include instead; ignored if --include specified. Regular "
+        "expression specifying list of topics to include for consumption.", "Java regex (String)"),
     Opt("partition", "The partition to consume from. Consumption starts from the end of "
         "the partition unless '--offset' is specified.", "partition", int),
     Opt("offset", "The offset to consume from (a non-negative number), or 'earliest' which "
@@ -57,26 +57,36 @@ OPTIONS = [
     Opt("max-messages", "The maximum number of messages to consume before exiting. If not "
         "set, consumption is continual.", "num_messages", int),
     Opt("timeout-ms", "If specified, exit if no message is available for consumption for "
-        "the specified interval.", "timeout_ms", int),
-    Opt("property", "The properties to initialize the message formatter: print.timestamp, "
-        "print.key, print.offset, print.partition, print.headers, print.value, "
-        "key.separator, line.separator, headers.separator, null.literal", "prop"),
+        "the specified interval.", "timeout_ms", LONG),
+    Opt("property", "The properties to initialize the message formatter. Default properties "
+        "include:\n print.timestamp=true|false\n print.key=true|false\n "
+        "print.offset=true|false\n print.partition=true|false\n print.headers=true|false\n "
+        "print.value=true|false\n key.separator=<key.separator>\n "
+        "line.separator=<line.separator>\n headers.separator=<line.separator>\n "
+        "null.literal=<null.literal>\n key.deserializer=<key.deserializer>\n "
+        "value.deserializer=<value.deserializer>\n "
+        "header.deserializer=<header.deserializer>\nUsers can also pass in customized properties "
+        "for their formatter; more specifically, users can pass in properties keyed with "
+        "'key.deserializer.', 'value.deserializer.' and 'headers.deserializer.' prefixes to "
+        "configure their deserializers.", "prop"),
     Opt("consumer-property", "A mechanism to pass user-defined properties in the form "
         "key=value to the consumer.", "consumer_prop"),
+    Opt("formatter-config", "Config properties file to initialize the message formatter. Note "
+        "that [property] takes precedence over this config.", "config file"),
     Opt("consumer.config", "Consumer config properties file. Note that [consumer-property] "
         "takes precedence over this config.", "config file"),
-    Opt("formatter", "The name of a class to use for formatting kafka messages for display "
-        "(only the default formatter is supported).", "class",
-        default="kafka.tools.DefaultMessageFormatter"),
+    Opt("formatter", "The name of a class to use for formatting kafka messages for "
+        "display.", "class", default="org.apache.kafka.tools.consumer.DefaultMessageFormatter"),
     Opt("isolation-level", "Set to read_committed in order to filter out transactional "
         "messages which are not committed. Set to read_uncommitted to read all messages.",
-        "String", default="read_uncommitted"),
+        "", default="read_uncommitted"),
     Opt("skip-message-on-error", "If there is an error when processing a message, skip it "
         "instead of halt."),
-    Opt("key-deserializer", "(bytes are printed as UTF-8 text)", "deserializer for key"),
-    Opt("value-deserializer", "(bytes are printed as UTF-8 text)",
+    Opt("key-deserializer", '', "deserializer for key"),
+    Opt("value-deserializer", '',
         "deserializer for values"),
-    Opt("enable-systest-events", "Log lifecycle events of the consumer (not supported)."),
+    Opt("enable-systest-events", "Log lifecycle events of the consumer in addition to logging "
+        "consumed messages. (This is specific for system tests.)"),
 ]
 
 
@@ -297,7 +307,10 @@ def run(options: Options) -> int:
     config = consumer_config(props)
     group_id = config["group.id"]
     commits = bool(group_id) and config["enable.auto.commit"]
-    formatter = Formatter(parse_pairs(options.all("property"), "property"))
+    # --property wins over --formatter-config, as in Kafka's ConsoleConsumerOptions
+    formatter_props = {**client_config(options, "formatter-config"),
+                       **parse_pairs(options.all("property"), "property")}
+    formatter = Formatter(formatter_props)
     limit, timeout_ms = options.get("max-messages"), options.get("timeout-ms")
     commit_interval = config["auto.commit.interval.ms"] / 1000
     count = 0

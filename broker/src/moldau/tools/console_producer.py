@@ -38,13 +38,20 @@ MERGED_OPTIONS = [
 OPTIONS = [
     Opt("bootstrap-server", "REQUIRED unless --broker-list(deprecated) is specified. The "
         "server(s) to connect to. The broker list string in the form HOST1:PORT1,HOST2:PORT2.",
-        "String: server to connect to"),
+        "server to connect to"),
     Opt("broker-list", "DEPRECATED, use --bootstrap-server instead; ignored if "
-        "--bootstrap-server is specified.", "String: broker-list"),
+        "--bootstrap-server is specified.  The broker list string in the form "
+        "HOST1:PORT1,HOST2:PORT2.", "broker-list"),
     Opt("topic", "REQUIRED: The topic id to produce messages to.", "topic"),
-    Opt("property", "A mechanism to pass user-defined properties in the form key=value to "
-        "the message reader: parse.key, key.separator, parse.headers, headers.delimiter, "
-        "headers.separator, headers.key.separator, ignore.error, null.marker.", "prop"),
+    Opt("property", "A mechanism to pass user-defined properties in the form key=value to the "
+        "message reader. This allows custom configuration for a user-defined message "
+        "reader.\nDefault properties include:\n parse.key=false\n parse.headers=false\n "
+        "ignore.error=false\n key.separator=\\t\n headers.delimiter=\\t\n headers.separator=,\n "
+        "headers.key.separator=:\n null.marker=   When set, any fields (key, value and headers) "
+        "equal to this will be replaced by null\nDefault parsing pattern when:\n "
+        'parse.headers=true and parse.key=true:\n  "h1:v1,h2:v2...\\tkey\\tvalue"\n '
+        'parse.key=true:\n  "key\\tvalue"\n parse.headers=true:\n  "h1:v1,h2:v2...\\tvalue"',
+        "prop"),
     Opt("producer-property", "A mechanism to pass user-defined properties in the form "
         "key=value to the producer.", "producer_prop"),
     Opt("producer.config", "Producer config properties file. Note that [producer-property] "
@@ -65,29 +72,34 @@ OPTIONS = [
         "maximum amount of time a message will queue awaiting sufficient batch size. The "
         "value is given in ms. This is the option to control `linger.ms` in producer "
         "configs.", "timeout_ms", LONG, 1000),
-    Opt("message-send-max-retries", "This property specifies the number of retries before "
-        "the producer give up and drop this message. This is the option to control "
-        "`retries` in producer configs.", "Integer", int, 3),
-    Opt("retry-backoff-ms", "The amount of time that the producer waits before refreshing "
-        "the metadata. This is the option to control `retry.backoff.ms` in producer "
-        "configs.", "Long", LONG, 100),
-    Opt("metadata-expiry-ms", "The period of time in milliseconds after which we force a "
-        "refresh of metadata. This is the option to control `metadata.max.age.ms` in "
-        "producer configs.", "metadata expiration interval", LONG, 300000),
+    Opt("message-send-max-retries", "Brokers can fail receiving the message for multiple "
+        "reasons, and being unavailable transiently is just one of them. This property specifies "
+        "the number of retries before the producer give up and drop this message. This is the "
+        "option to control `retries` in producer configs.", "", int, 3),
+    Opt("retry-backoff-ms", "Before each retry, the producer refreshes the metadata of relevant "
+        "topics. Since leader election takes a bit of time, this property specifies the amount "
+        "of time that the producer waits before refreshing the metadata. This is the option to "
+        "control `retry.backoff.ms` in producer configs.", "", LONG, 100),
+    Opt("metadata-expiry-ms", "The period of time in milliseconds after which we force a refresh "
+        "of metadata even if we haven't seen any leadership changes. This is the option to "
+        "control `metadata.max.age.ms` in producer configs.",
+        "metadata expiration interval", LONG, 300000),
     Opt("max-block-ms", "The max time that the producer will block for during a send "
         "request.", "max block on send", LONG, 60000),
     Opt("max-memory-bytes", "The total memory used by the producer to buffer records "
         "waiting to be sent to the server. This is the option to control `buffer.memory` "
         "in producer configs.", "total memory in bytes", LONG, 33554432),
-    Opt("max-partition-memory-bytes", "The buffer size allocated for a partition. This is "
-        "the option to control `batch.size` in producer configs.",
-        "memory in bytes per partition", int, 16384),
+    Opt("max-partition-memory-bytes", "The buffer size allocated for a partition. When records "
+        "are received which are smaller than this size the producer will attempt to "
+        "optimistically group them together until this size is reached. This is the option to "
+        "control `batch.size` in producer configs.", "memory in bytes per partition", int, 16384),
     Opt("socket-buffer-size", "The size of the tcp RECV size. This is the option to "
         "control `send.buffer.bytes` in producer configs.", "size", int, 102400),
     Opt("reader-config", "Config properties file for the message reader. Note that "
         "[property] takes precedence over this config.", "config file"),
-    Opt("line-reader", "The class name of the class to use for reading lines from standard "
-        "in (only the default reader is supported).", "reader_class"),
+    Opt("line-reader", "The class name of the class to use for reading lines from standard in. "
+        "By default each line is read as a separate message. (default: "
+        "kafka.tools.ConsoleProducer$LineMessageReader)", "reader_class"),
 ]
 
 

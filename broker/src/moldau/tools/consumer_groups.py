@@ -18,7 +18,15 @@ from moldau.tools.group_queries import (
     list_group_ids,
 )
 from moldau.tools.kafka_errors import error_text, exception_class
-from moldau.tools.options import Opt, Options, UsageError, exactly_one, forbid, require
+from moldau.tools.options import (
+    LONG,
+    Opt,
+    Options,
+    UsageError,
+    exactly_one,
+    forbid,
+    require,
+)
 from moldau.tools.runner import ArgumentError, Tool
 
 MISSING = "-"
@@ -26,7 +34,7 @@ LATEST, EARLIEST = -1, -2
 ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
 
 OPTIONS = [
-    *bootstrap_opts("Admin Client and Consumer"),
+    *bootstrap_opts("Admin Client and Consumer", "REQUIRED: The server(s) to connect to."),
     Opt("group", "The consumer group we wish to act on.", "consumer group"),
     Opt("topic", "The topic whose consumer group information should be deleted or topic "
         "whose should be included in the reset offset process. In `reset-offsets` case, "
@@ -44,21 +52,21 @@ OPTIONS = [
     Opt("timeout", "The timeout that can be set for some use cases. For example, it can be "
         "used when describing the group to specify the maximum amount of time in "
         "milliseconds to wait before the group stabilizes (when the group is just created, "
-        "or is going through some changes).", "timeout (ms)", int, 5000),
+        "or is going through some changes).", "timeout (ms)", LONG, 5000),
     Opt("reset-offsets", "Reset offsets of consumer group. Supports one consumer group at the "
-        "time, and instances should be inactive. Has 2 execution options: --dry-run (the "
+        "time, and instances should be inactive\nHas 2 execution options: --dry-run (the "
         "default) to plan which offsets to reset, and --execute to update the offsets. "
-        "Additionally, the --export option is used to export the results to a CSV format. "
-        "You must choose one of the following reset specifications: --to-datetime, "
-        "--by-duration, --to-earliest, --to-latest, --shift-by, --from-file, --to-current, "
-        "--to-offset. To define the scope use --all-topics or --topic. One scope must be "
-        "specified unless you use '--from-file'."),
+        "Additionally, the --export option is used to export the results to a CSV format.\nYou "
+        "must choose one of the following reset specifications: --to-datetime, --by-duration, "
+        "--to-earliest, --to-latest, --shift-by, --from-file, --to-current, --to-offset.\nTo "
+        "define the scope use --all-topics or --topic. One scope must be specified unless you "
+        "use '--from-file'."),
     Opt("dry-run", "Only show results without executing changes on Consumer Groups. "
         "Supported operations: reset-offsets."),
     Opt("execute", "Execute operation. Supported operations: reset-offsets."),
     Opt("export", "Export operation execution to a CSV file. Supported operations: "
         "reset-offsets."),
-    Opt("to-offset", "Reset offsets to a specific offset.", "offset", int),
+    Opt("to-offset", "Reset offsets to a specific offset.", "offset", LONG),
     Opt("from-file", "Reset offsets to values defined in CSV file.", "path to CSV file"),
     Opt("to-datetime", "Reset offsets to offset from datetime. Format: "
         "'YYYY-MM-DDTHH:mm:SS.sss'", "datetime"),
@@ -68,18 +76,24 @@ OPTIONS = [
     Opt("to-latest", "Reset offsets to latest offset."),
     Opt("to-current", "Reset offsets to current offset."),
     Opt("shift-by", "Reset offsets shifting current offset by 'n', where 'n' can be "
-        "positive or negative.", "number-of-offsets", int),
-    Opt("members", "Describe members of the group. This option may be used with '--describe'"
-        " and '--bootstrap-server' options only."),
+        "positive or negative.", "number-of-offsets", LONG),
+    Opt("members", "Describe members of the group. This option may be used with '--describe' and "
+        "'--bootstrap-server' options only.\nExample: --bootstrap-server localhost:9092 "
+        "--describe --group group1 --members"),
     Opt("verbose", "Provide additional information, if any, when describing the group. This "
         "option may be used with '--offsets'/'--members'/'--state' and '--bootstrap-server' "
-        "options only."),
+        "options only.\nExample: --bootstrap-server localhost:9092 --describe --group group1 "
+        "--members --verbose"),
     Opt("offsets", "Describe the group and list all topic partitions in the group along with "
-        "their offset lag. This is the default sub-action of and may be used with "
-        "'--describe' and '--bootstrap-server' options only."),
-    Opt("state", "When specified with '--describe', includes the state of the group. When "
-        "specified with '--list', it displays the state of all groups. It can also be used "
-        "to list groups with specific states.", "String", optional=True),
+        "their offset lag. This is the default sub-action of and may be used with '--describe' "
+        "and '--bootstrap-server' options only.\nExample: --bootstrap-server localhost:9092 "
+        "--describe --group group1 --offsets"),
+    Opt("state", "When specified with '--describe', includes the state of the group.\nExample: "
+        "--bootstrap-server localhost:9092 --describe --group group1 --state\nWhen specified "
+        "with '--list', it displays the state of all groups. It can also be used to list groups "
+        "with specific states.\nExample: --bootstrap-server localhost:9092 --list --state "
+        "stable,empty\nThis option may be used with '--describe', '--list' and "
+        "'--bootstrap-server' options only.", "", optional=True),
     Opt("delete-offsets", "Delete offsets of consumer group. Supports one consumer group at "
         "the time, and multiple topics."),
 ]

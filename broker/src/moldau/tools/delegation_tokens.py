@@ -46,10 +46,10 @@ LATEST = {"CreateDelegationToken": 3, "RenewDelegationToken": 2, "ExpireDelegati
 
 OPTIONS = [
     Opt("bootstrap-server", "REQUIRED: server(s) to use for bootstrapping.",
-        "server to connect to"),
+        ""),
     Opt("command-config", "REQUIRED: A property file containing configs to be passed to Admin "
         "Client. Token management operations are allowed in secure mode only. This config "
-        "file is used to pass security related configs.", "command config property file"),
+        "file is used to pass security related configs.", ""),
     Opt("create", "Create a new delegation token. Use --renewer-principal option to pass "
         "renewer principals."),
     Opt("renew", "Renew delegation token. Use --renew-time-period option to set renew time "
@@ -61,19 +61,19 @@ OPTIONS = [
         "not supplied, all the user-owned tokens and tokens where the user has Describe "
         "permissions will be returned."),
     Opt("owner-principal", "owner is a Kafka principal. They should be in principalType:name "
-        "format.", "principal", optional=True),
+        "format.", "", optional=True),
     Opt("renewer-principal", "renewer is a Kafka principal. They should be in "
-        "principalType:name format.", "principal", optional=True),
+        "principalType:name format.", "", optional=True),
     Opt("max-life-time-period", "Max life period for the token in milliseconds. If the value "
         "is -1, then token max life time will default to the server side config value of "
-        "(delegation.token.max.lifetime.ms).", "milliseconds", LONG, optional=True),
+        "(delegation.token.max.lifetime.ms).", "", LONG, optional=True),
     Opt("renew-time-period", "Renew time period in milliseconds. If the value is -1, then the "
         "renew time period will default to the server side config value of "
-        "(delegation.token.expiry.time.ms).", "milliseconds", LONG, optional=True),
+        "(delegation.token.expiry.time.ms).", "", LONG, optional=True),
     Opt("expiry-time-period", "Expiry time period in milliseconds. If the value is -1, then "
-        "the token will get invalidated immediately.", "milliseconds", LONG,
+        "the token will get invalidated immediately.", "", LONG,
         optional=True),
-    Opt("hmac", "HMAC of the delegation token", "base64 HMAC", optional=True),
+    Opt("hmac", "HMAC of the delegation token", "", optional=True),
 ]
 
 

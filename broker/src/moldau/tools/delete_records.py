@@ -14,7 +14,9 @@ from moldau.tools.options import Opt, Options, require
 from moldau.tools.runner import ArgumentError, Tool
 
 OPTIONS = [
-    *bootstrap_opts("Admin Client"),
+    *bootstrap_opts("Admin Client", "REQUIRED: The server to connect to.",
+                    "server(s) to use for bootstrapping", "command config property file path",
+                    "A property file containing configs to be passed to"),
     Opt("offset-json-file", "REQUIRED: The JSON file with offset per partition. The format to "
         "use is:\n{\"partitions\":\n  [{\"topic\": \"foo\", \"partition\": 1, \"offset\": 1}],\n "
         "\"version\":1\n}", "Offset json file path"),

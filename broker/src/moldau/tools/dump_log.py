@@ -38,7 +38,7 @@ _TIME_ENTRY = struct.Struct(">qi")
 
 OPTIONS = [
     Opt("files", "REQUIRED: The comma separated list of data and index log files to be "
-        "dumped.", "String: file1, file2, ..."),
+        "dumped.", "file1, file2, ..."),
     Opt("print-data-log", "If set, printing the messages content when dumping data logs. "
         "Automatically set if any decoder option is specified."),
     Opt("deep-iteration", "If set, uses deep instead of shallow iteration. Automatically "
@@ -49,7 +49,7 @@ OPTIONS = [
         "content. This is the same check that is executed on broker startup to determine "
         "if an index needs rebuilding or not."),
     Opt("max-bytes", "Limit the amount of total batches read in bytes avoiding reading the "
-        "whole .log file(s).", "Integer: size", int, 2**31 - 1),
+        "whole .log file(s).", "size", int, 2**31 - 1),
     Opt("offsets-decoder", "If set, log data will be parsed as offset data from the "
         "__consumer_offsets topic."),
     Opt("transaction-log-decoder", "If set, log data will be parsed as transaction metadata "

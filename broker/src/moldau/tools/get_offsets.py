@@ -19,14 +19,22 @@ OPTIONS = [
     Opt("bootstrap-server", "REQUIRED. The server(s) to connect to in the form "
         "HOST1:PORT1,HOST2:PORT2.", "HOST1:PORT1,...,HOST3:PORT3"),
     Opt("broker-list", "DEPRECATED, use --bootstrap-server instead; ignored if "
-        "--bootstrap-server is specified.", "HOST1:PORT1,...,HOST3:PORT3"),
-    Opt("topic-partitions", "Comma separated list of topic-partition patterns to get the "
-        "offsets for, with the format of '([^:,]*)(?::(?:([0-9]*)|(?:([0-9]*)-([0-9]*))))?'.",
+        "--bootstrap-server is specified. The server(s) to connect to in the form "
+        "HOST1:PORT1,HOST2:PORT2.", "HOST1:PORT1,...,HOST3:PORT3"),
+    Opt("topic-partitions", "Comma separated list of topic-partition patterns to get the offsets "
+        "for, with the format of '([^:,]*)(?::(?:([0-9]*)|(?:([0-9]*)-([0-9]*))))?'. The first "
+        "group is an optional regex for the topic name, if omitted, it matches any topic name. "
+        "The section after ':' describes a 'partition' pattern, which can be: a number, a range "
+        "in the format of 'NUMBER-NUMBER' (lower inclusive, upper exclusive), an inclusive lower "
+        "bound in the format of 'NUMBER-', an exclusive upper bound in the format of '-NUMBER' "
+        "or may be omitted to accept all partitions.",
         "topic1:1,topic2:0-3,topic3,topic4:5-,topic5:-3"),
-    Opt("topic", "The topic to get the offsets for. It also accepts a regular expression.",
-        "topic"),
+    Opt("topic", "The topic to get the offsets for. It also accepts a regular expression. If not "
+        "present, all authorized topics are queried. Cannot be used if --topic-partitions is "
+        "present.", "topic"),
     Opt("partitions", "Comma separated list of partition ids to get the offsets for. If not "
-        "specified, it will find offsets for all partitions.", "partition ids"),
+        "present, all partitions of the authorized topics are queried. Cannot be used if "
+        "--topic-partitions is present.", "partition ids"),
     Opt("time", "timestamp of the offsets before that. [Note: No offset is returned, if the "
         "timestamp greater than recently committed record timestamp is given.]",
         "<timestamp> / -1 or latest / -2 or earliest / -3 or max-timestamp / -4 or "

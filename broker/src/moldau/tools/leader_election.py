@@ -21,7 +21,7 @@ EXCEPTIONS = {3: "UnknownTopicOrPartitionException", 5: "LeaderNotAvailableExcep
               80: "PreferredLeaderNotAvailableException",
               83: "EligibleLeadersNotAvailableException",
               60: "ReassignmentInProgressException"}
-JSON_HELP = ("The JSON file with the list of partition for which leader elections should be "
+JSON_HELP = ("The JSON file with the list  of partition for which leader elections should be "
              "performed. This is an example format. \n{\"partitions\":\n\t[{\"topic\": "
              "\"foo\", \"partition\": 1},\n\t {\"topic\": \"foobar\", \"partition\": 2}]\n}\n"
              "Not allowed if --all-topic-partitions or --topic flags are specified.")
@@ -44,7 +44,7 @@ OPTIONS = [
         "election is selection, the election is only performed if the current leader is "
         "not the preferred leader for the topic partition. If unclean election is selected, "
         "the election is only performed if there are no leader for the topic partition. "
-        "REQUIRED.", "election type"),
+        "REQUIRED.", "election type", label="[PREFERRED,UNCLEAN]"),
 ]
 
 

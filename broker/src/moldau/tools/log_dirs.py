@@ -14,13 +14,14 @@ from moldau.tools.options import Opt, Options, UsageError, require
 from moldau.tools.runner import ArgumentError, Tool
 
 OPTIONS = [
-    *bootstrap_opts("Admin Client"),
+    *bootstrap_opts("Admin Client", "REQUIRED: the server(s) to use for bootstrapping",
+                    "The server(s) to use for bootstrapping", "Admin client property file"),
     Opt("describe", "Describe the specified log directories on the specified brokers."),
     Opt("topic-list", "The list of topics to be queried in the form \"topic1,topic2,topic3\". "
         "All topics will be queried if no topic list is specified", "Topic list",
         default=""),
-    Opt("broker-list", "The list of brokers to be queried in the form \"0,1,2\". All brokers "
-        "in the cluster will be queried if no broker list is specified", "Broker list"),
+    Opt("broker-list", 'The list of brokers to be queried in the form "0,1,2". All brokers in '
+        "the cluster will be queried if no broker list is specified (default: )", "Broker list"),
 ]
 
 

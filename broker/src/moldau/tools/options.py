@@ -4,10 +4,12 @@ Kafka prints on a missing or conflicting argument."""
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from moldau.tools import jopt_help
+from moldau.tools.jopt_help import java_string
 
 
 class ToolError(Exception):
@@ -28,6 +30,9 @@ class Opt:
     type: Callable[[str], Any] = str
     default: Any = None
     optional: bool = False  # the value may be left out (jopt-simple's withOptionalArg)
+    # the value's kind in the usage table when Kafka's option names it by its converter's
+    # pattern ("[PREFERRED,UNCLEAN]") instead of a Java type
+    label: str = ""
 
     @property
     def spec(self) -> str:
@@ -57,11 +62,10 @@ class Options:
 
 
 def _type_label(opt: Opt) -> str:
-    labels: dict[Callable[[str], Any], str] = {int: "Integer", float: "Double"}
-    kind = labels.get(opt.type, "String")
-    if opt.type is _long:
-        kind = "Long"
-    return f"<{kind}: {opt.arg}>"
+    """jopt-simple's argument label: the value's type, then its description if any."""
+    labels: dict[Callable[[str], Any], str] = {int: "Integer", float: "Double", _long: "Long"}
+    kind = opt.label or labels.get(opt.type, "String")
+    return f"{kind}: {opt.arg}" if opt.arg else kind
 
 
 def _long(text: str) -> int:
@@ -126,27 +130,18 @@ class OptionParser:
         return parsed
 
     def usage(self) -> str:
-        """The option table jopt-simple prints: name and argument left, wrapped help right."""
+        """The option table jopt-simple prints (jopt_help), without its last newline."""
         rows = []
         for opt in sorted(self.options.values(), key=lambda o: o.name):
-            label = _type_label(opt) if opt.arg else ""
-            left = f"--{opt.name}" + (f" [{label[1:-1]}]" if opt.optional else
-                                      f" {label}" if label else "")
+            left = f"--{opt.name}"
+            if opt.arg is not None:
+                label = _type_label(opt)
+                left += f" [{label}]" if opt.optional else f" <{label}>"
             help_text = opt.help
             if opt.default is not None:
-                help_text += f" (default: {opt.default})"
+                help_text = f"{help_text} (default: {java_string(opt.default)})".strip()
             rows.append((left, help_text))
-        width = 41
-        lines = [f"{'Option':<{width}}Description", f"{'------':<{width}}-----------"]
-        for left, help_text in rows:
-            lefts = textwrap.wrap(left, width - 2, subsequent_indent="  ") or [""]
-            rights = textwrap.wrap(help_text, 38, subsequent_indent="  ",
-                                   break_on_hyphens=False) or [""]
-            for n in range(max(len(lefts), len(rights))):
-                a = lefts[n] if n < len(lefts) else ""
-                b = rights[n] if n < len(rights) else ""
-                lines.append(f"{a:<{width}}{b}".rstrip())
-        return "\n".join(lines)
+        return jopt_help.table(rows).removesuffix("\n")
 
 
 def require(options: Options, *names: str) -> None:

@@ -4,11 +4,15 @@ Moldau's numbers next to their Kafka numbers."""
 
 from __future__ import annotations
 
+import secrets
+import sys
 import time
 import uuid
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from moldau.tools.argparse4j_usage import INTEGER, Parser, java_double
+from moldau.tools.argparse4j_usage import LONG as JAVA_LONG
 from moldau.tools.client_configs import (
     CONFIG_EXCEPTION,
     CONSUMER,
@@ -120,37 +124,117 @@ class Stats:
               f"{pct(0.95)} ms 95th, {pct(0.99)} ms 99th, {pct(0.999)} ms 99.9th.")
 
 
-PRODUCER_OPTIONS = [
-    Opt("topic", "produce messages to this topic", "TOPIC"),
-    Opt("num-records", "number of messages to produce", "NUM-RECORDS", LONG),
-    Opt("record-size", "message size in bytes. Note that you must provide exactly one of "
-        "--record-size or --payload-file or --payload-monotonic.", "RECORD-SIZE", int),
-    Opt("payload-file", "file to read the message payloads from, split by "
-        "--payload-delimiter", "PAYLOAD-FILE"),
-    Opt("payload-delimiter", "delimiter of the payload file", "PAYLOAD-DELIMITER",
-        default="\\n"),
-    Opt("throughput", "throttle maximum message throughput to *approximately* THROUGHPUT "
-        "messages/sec. Set this to -1 to disable throttling.", "THROUGHPUT", float),
-    Opt("producer-props", "kafka producer related configuration properties like "
-        "bootstrap.servers,client.id etc.", "PROP-NAME=PROP-VALUE"),
-    Opt("producer.config", "producer config properties file.", "CONFIG-FILE"),
-    Opt("print-metrics", "print out metrics at the end of the test (not supported)."),
-    Opt("transactional-id", "The transactional id to use. This config takes precedence over "
-        "the transactional.id specified via --producer.config or --producer-props. Note that "
-        "if the transactional id is not specified while --transaction-duration-ms is "
-        "provided, the default value for the transactional id will be performance-producer- "
-        "followed by a random uuid.", "TRANSACTIONAL-ID"),
-    Opt("transaction-duration-ms", "The max age of each transaction. The commitTransaction "
-        "will be called after this time has elapsed. The value should be greater than 0. If "
-        "the transactional id is specified via --producer-props, --producer.config, or "
-        "--transactional-id but --transaction-duration-ms is not specified, the default "
-        "value will be 3000.", "TRANSACTION-DURATION", LONG),
-]
+PRODUCER_PROG = "producer-performance"
+PRODUCER_DESCRIPTION = "This tool is used to verify the producer performance."
+# option -> the Options name run_producer reads it by (the argparse dest's)
+_PRODUCER_NAMES = {"topic": "topic", "num_records": "num-records",
+                   "record_size": "record-size", "payload_file": "payload-file",
+                   "payload_monotonic": "payload-monotonic",
+                   "payload_delimiter": "payload-delimiter", "throughput": "throughput",
+                   "producer_props": "producer-props", "producer_config": "producer.config",
+                   "print_metrics": "print-metrics", "transactional_id": "transactional-id",
+                   "transaction_duration_ms": "transaction-duration-ms"}
+
+
+def producer_parser() -> Parser:
+    """ProducerPerformance's argparse4j command line (3.9.1's arguments, usage and
+    errors)."""
+    parser = Parser(prog=PRODUCER_PROG, description=PRODUCER_DESCRIPTION)
+    parser.add_argument("--topic", required=True, metavar="TOPIC",
+                        help="produce messages to this topic")
+    parser.add_argument("--num-records", required=True, type=JAVA_LONG, metavar="NUM-RECORDS",
+                        help="number of messages to produce")
+    parser.add_argument("--payload-delimiter", metavar="PAYLOAD-DELIMITER", default="\\n",
+                        help="provides delimiter to be used when --payload-file is provided. "
+                             "Defaults to new line. Note that this parameter will be ignored "
+                             "if --payload-file is not provided.")
+    parser.add_argument("--throughput", required=True, type=java_double, metavar="THROUGHPUT",
+                        help="throttle maximum message throughput to *approximately* "
+                             "THROUGHPUT messages/sec. Set this to -1 to disable throttling.")
+    parser.add_argument("--producer-props", nargs="+", metavar="PROP-NAME=PROP-VALUE",
+                        help="kafka producer related configuration properties like "
+                             "bootstrap.servers,client.id etc. These configs take precedence "
+                             "over those passed via --producer.config.")
+    parser.add_argument("--producer.config", dest="producer_config", metavar="CONFIG-FILE",
+                        help="producer config properties file.")
+    parser.add_argument("--print-metrics", action="store_true",
+                        help="print out metrics at the end of the test.")
+    parser.add_argument("--transactional-id", metavar="TRANSACTIONAL-ID", help=(
+        "The transactional id to use. This config takes precedence over the "
+        "transactional.id specified via --producer.config or --producer-props. Note that if "
+        "the transactional id is not specified while --transaction-duration-ms is provided, "
+        "the default value for the transactional id will be performance-producer- followed "
+        "by a random uuid."))
+    parser.add_argument("--transaction-duration-ms", type=JAVA_LONG,
+                        metavar="TRANSACTION-DURATION", help=(
+                            "The max age of each transaction. The commitTransaction will be "
+                            "called after this time has elapsed. The value should be greater "
+                            "than 0. If the transactional id is specified via "
+                            "--producer-props, --producer.config, or --transactional-id but "
+                            "--transaction-duration-ms is not specified, the default value "
+                            "will be 3000."))
+    payload = parser.add_described_group(
+        "either --record-size or --payload-file must be specified but not both.", required=True)
+    note = ("Note that you must provide exactly one of --record-size or --payload-file or "
+            "--payload-monotonic.")
+    payload.add_argument("--record-size", type=INTEGER, metavar="RECORD-SIZE",
+                         help="message size in bytes. " + note)
+    payload.add_argument("--payload-file", metavar="PAYLOAD-FILE",
+                         help="file to read the message payloads from, split by "
+                              "--payload-delimiter. " + note)
+    payload.add_argument("--payload-monotonic", action="store_true",
+                         help="payload is monotonically increasing integer. " + note)
+    return parser
+
+
+def producer_options(argv: list[str]) -> Options:
+    """The command line read by producer_parser, as the Options run_producer reads."""
+    ns = producer_parser().parse_args(argv)
+    options = Options(argv=argv)
+    for dest, name in _PRODUCER_NAMES.items():
+        value = getattr(ns, dest)
+        if value is not None and value is not False:
+            options.values[name] = list(value) if name == "producer-props" else [value]
+    return options
+
+
+class ProducerPerfTool:
+    """kafka-producer-perf-test.sh: ProducerPerformance's argparse4j command line (help
+    on standard output without arguments, usage errors in argparse4j's layout), then the
+    run."""
+
+    name = "producer-perf-test"
+
+    def main(self, argv: list[str] | None = None) -> int:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        parser = producer_parser()
+        if not argv:  # 3.9.1 prints its help and exits 0
+            sys.stdout.write(parser.argparse4j_help())
+            return 0
+        try:
+            return run_producer(producer_options(argv))
+        except SystemExit as exc:  # usage errors (1), -h (0)
+            return exc.code if isinstance(exc.code, int) else 1
+        except UsageError as exc:
+            try:
+                parser.fail(str(exc))
+            except SystemExit:
+                return 1
+        except ToolError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 130
+
+
 DEFAULT_TRANSACTION_ID_PREFIX = "performance-producer-"
 DEFAULT_TRANSACTION_DURATION_MS = 3000
 
 
 def _payloads(options: Options) -> list[bytes]:
+    """The payloads sent in turn; none for --payload-monotonic (each record's own)."""
+    if options.has("payload-monotonic"):
+        return []
     if options.has("payload-file"):
         delimiter = options.get("payload-delimiter").replace("\\n", "\n")
         try:
@@ -219,7 +303,8 @@ def _produce(producer: ConfluentProducer, transactions: Transactions, options: O
     failures: list[str] = []
     start = time.monotonic()
     for i in range(records):
-        payload = payloads[i % len(payloads)]
+        # --payload-monotonic: the record's number, in decimal (Long.toString)
+        payload = payloads[i % len(payloads)] if payloads else str(i).encode()
         sent_at = time.monotonic()
 
         def done(err: KafkaError | None, _msg: Message, sent_at: float = sent_at,
@@ -247,15 +332,8 @@ def _produce(producer: ConfluentProducer, transactions: Transactions, options: O
 
 
 def run_producer(options: Options) -> int:
-    require(options, "topic", "num-records", "throughput")
-    sources = [o for o in ("record-size", "payload-file") if options.has(o)]
-    if len(sources) != 1:
-        raise UsageError("argument --record-size / --payload-file: exactly one of "
-                         "--record-size or --payload-file must be given")
     config = client_config(options, "producer.config")
-    # --producer-props takes several values (k=v k2=v2), as argparse's nargs='+'
-    extra = [a for a in options.args if "=" in a] if options.has("producer-props") else []
-    config.update(parse_pairs(options.all("producer-props") + extra, "producer property"))
+    config.update(parse_pairs(options.all("producer-props"), "producer property"))
     if "bootstrap.servers" not in config:
         raise UsageError("bootstrap.servers must be given in --producer-props or "
                          "--producer.config")
@@ -282,9 +360,12 @@ CONSUMER_OPTIONS = [
     Opt("bootstrap-server", "REQUIRED unless --broker-list(deprecated) is specified. The "
         "server(s) to connect to.", "server to connect to"),
     Opt("broker-list", "DEPRECATED, use --bootstrap-server instead; ignored if "
-        "--bootstrap-server is specified.", "broker-list"),
+        "--bootstrap-server is specified. The broker list string in the form "
+        "HOST1:PORT1,HOST2:PORT2.", "broker-list"),
     Opt("topic", "REQUIRED: The topic to consume from.", "topic"),
-    Opt("group", "The group id to consume on.", "gid"),
+    # Kafka's default group is drawn at random once a run, and its usage table shows it
+    Opt("group", "The group id to consume on.", "gid",
+        default=f"perf-consumer-{secrets.randbelow(100000)}"),
     Opt("messages", "REQUIRED: The number of messages to send or consume", "count", LONG),
     Opt("fetch-size", "The amount of data to fetch in a single request.", "size", int,
         1048576),
@@ -292,17 +373,22 @@ CONSUMER_OPTIONS = [
         "consume from, start with the latest message present in the log rather than the "
         "earliest message."),
     Opt("reporting-interval", "Interval in milliseconds at which to print progress info.",
-        "interval_ms", int, REPORT_MS),
+        "interval_ms", LONG, REPORT_MS),
     Opt("show-detailed-stats", "If set, stats are reported for each reporting interval as "
         "configured by reporting-interval"),
     Opt("hide-header", "If set, skips printing the header for the stats"),
     Opt("timeout", "The maximum allowed time in milliseconds between returned records.",
-        "milliseconds", LONG, 10000),
+        "milliseconds", LONG, 10000, optional=True),
     Opt("consumer.config", "Consumer config properties file.", "config file"),
+    Opt("socket-buffer-size", "The size of the tcp RECV size.", "size", int, 2 * 1024 * 1024),
+    # accepted and ignored, as 3.9.1 does
+    Opt("num-fetch-threads", "DEPRECATED AND IGNORED: Number of fetcher threads.", "count",
+        int, 1),
+    Opt("threads", "DEPRECATED AND IGNORED: Number of processing threads.", "count", int, 10),
     Opt("date-format", "The date format to use for formatting the time field. See "
         "java.text.SimpleDateFormat for options.", "date format",
         default="yyyy-MM-dd HH:mm:ss:SSS"),
-    Opt("print-metrics", "Print out the metrics (not supported)."),
+    Opt("print-metrics", 'Print out the metrics.'),
 ]
 HEADER = ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, "
           "nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
@@ -321,9 +407,10 @@ def run_consumer(options: Options) -> int:
     require(options, "topic", "messages")
     config = client_config(options, "consumer.config")
     config.update({"bootstrap.servers": servers,
-                   "group.id": options.get("group") or f"perf-consumer-{uuid.uuid4().int % 100000}",
+                   "group.id": options.get("group"),
                    "auto.offset.reset": "latest" if options.has("from-latest") else "earliest",
                    "max.partition.fetch.bytes": str(options.get("fetch-size")),
+                   "receive.buffer.bytes": str(options.get("socket-buffer-size")),
                    "check.crcs": "false"})
     config.setdefault("client.id", "perf-consumer-client")
     settings = checked_settings(config, CONSUMER,
@@ -366,7 +453,6 @@ def run_consumer(options: Options) -> int:
     return 0
 
 
-PRODUCER_TOOL = Tool("producer-perf-test", "This tool is used to verify the producer "
-                     "performance.", PRODUCER_OPTIONS, run_producer)
+PRODUCER_TOOL = ProducerPerfTool()
 CONSUMER_TOOL = Tool("consumer-perf-test", "This tool is used to verify the consumer "
                      "performance.", CONSUMER_OPTIONS, run_consumer)

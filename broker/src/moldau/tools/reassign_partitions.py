@@ -58,7 +58,8 @@ EXISTING = ("Cannot execute because there is an existing partition assignment.  
             "throttle by resubmitting the current reassignment.")
 
 OPTIONS = [
-    *bootstrap_opts("Admin Client"),
+    *bootstrap_opts("Admin Client", "REQUIRED: the server(s) to use for bootstrapping.",
+                    "Server(s) to use for bootstrapping", "Admin client property file"),
     Opt("generate", "Generate a candidate partition reassignment configuration. Note that "
         "this only generates a candidate assignment, it does not execute it."),
     Opt("execute", "Kick off the reassignment as specified by the --reassignment-json-file "
@@ -69,19 +70,30 @@ OPTIONS = [
     Opt("cancel", "Cancel an active reassignment."),
     Opt("list", "List all active partition reassignments."),
     Opt("reassignment-json-file", "The JSON file with the partition reassignment "
-        "configuration.", "manual assignment json file path"),
+        'configurationThe format to use is -\n{"partitions":\n\t[{"topic": "foo",\n\t  '
+        '"partition": 1,\n\t  "replicas": [1,2,3],\n\t  "log_dirs": ["dir1","dir2","dir3"] '
+        '}],\n"version":1\n}\nNote that "log_dirs" is optional. When it is specified, its length '
+        'must equal the length of the replicas list. The value in this list can be either "any" '
+        "or the absolution path of the log directory on the broker. If absolute log directory "
+        "path is specified, the replica will be moved to the specified log directory on the "
+        "broker.", "manual assignment json file path"),
     Opt("topics-to-move-json-file", "Generate a reassignment configuration to move the "
         "partitions of the specified topics to the list of brokers specified by the "
-        "--broker-list option.", "topics to reassign json file path"),
+        '--broker-list option. The format to use is -\n{"topics":\n\t[{"topic": "foo"},{"topic": '
+        '"foo1"}],\n"version":1\n}', "topics to reassign json file path"),
     Opt("broker-list", "The list of brokers to which the partitions need to be reassigned in "
         "the form \"0,1,2\". This is required if --topics-to-move-json-file is used to "
         "generate reassignment configuration", "brokerlist"),
     Opt("disable-rack-aware", "Disable rack aware replica assignment"),
-    Opt("throttle", "The movement of partitions between brokers will be throttled to this "
-        "value (bytes/sec).", "throttle", LONG, -1),
-    Opt("replica-alter-log-dirs-throttle", "The movement of replicas between log directories "
-        "on the same broker will be throttled to this value (bytes/sec).",
-        "replicaAlterLogDirsThrottle", LONG, -1),
+    Opt("throttle", "The movement of partitions between brokers will be throttled to this value "
+        "(bytes/sec). This option can be included with --execute when a reassignment is started, "
+        "and it can be altered by resubmitting the current reassignment along with the "
+        "--additional flag. The throttle rate should be at least 1 KB/s.", "throttle", LONG, -1),
+    Opt("replica-alter-log-dirs-throttle", "The movement of replicas between log directories on "
+        "the same broker will be throttled to this value (bytes/sec). This option can be "
+        "included with --execute when a reassignment is started, and it can be altered by "
+        "resubmitting the current reassignment along with the --additional flag. The throttle "
+        "rate should be at least 1 KB/s.", "replicaAlterLogDirsThrottle", LONG, -1),
     Opt("timeout", "The maximum time in ms to wait for log directory replica assignment to "
         "begin.", "timeout", LONG, 10000),
     Opt("additional", "Execute this reassignment in addition to any other ongoing "

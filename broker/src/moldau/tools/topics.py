@@ -19,6 +19,7 @@ from moldau.protocol.generated.list_partition_reassignments_response import (
     ListPartitionReassignmentsResponse,
 )
 from moldau.protocol.generated.metadata_response import MetadataResponse
+from moldau.tools import config_names
 from moldau.tools.admin import Admin, topic_id_text
 from moldau.tools.common import admin_from, bootstrap_opts
 from moldau.tools.kafka_errors import KafkaToolError, check
@@ -37,47 +38,59 @@ COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a
                      "either, but not both.")
 
 OPTIONS = [
-    *bootstrap_opts("Admin Client"),
+    *bootstrap_opts("Admin Client. This is used only with --bootstrap-server option for "
+                    "describing and altering broker configs"),
     Opt("list", "List all available topics."),
     Opt("create", "Create a new topic."),
-    Opt("delete", "Delete a topic."),
-    Opt("alter", "Alter the number of partitions and replica assignment." + CONFIGS_TOOL_HINT),
+    Opt("delete", 'Delete a topic'),
+    Opt("alter", "Alter the number of partitions and replica assignment. Update the "
+        "configuration of an existing topic via --alter is no longer supported here "
+        "(the kafka-configs CLI supports altering topic configs with a --bootstrap-server "
+        "option)."),
     Opt("describe", "List details for the given topics."),
     Opt("topic", "The topic to create, alter, describe or delete. It also accepts a regular "
-        "expression, except for --create option.", "topic"),
-    Opt("topic-id", "The topic-id to describe.", "topic-id"),
-    Opt("config", "A topic configuration override for the topic being created. It is "
-        "supported only in combination with --create." + CONFIGS_TOOL_HINT, "name=value"),
-    Opt("partitions", "The number of partitions for the topic being created or altered. If "
-        "not supplied with --create, the topic uses the cluster default. (WARNING: If "
-        "partitions are increased for a topic that has a key, the partition logic or "
-        "ordering of the messages will be affected).", "# of partitions", int),
+        "expression, except for --create option. Put topic name in double quotes and use the "
+        '\'\\\' prefix to escape regular expression symbols; e.g. "test\\.topic".', "topic"),
+    Opt("topic-id", "The topic-id to describe.This is used only with --bootstrap-server option "
+        "for describing topics.", "topic-id"),
+    Opt("config", "A topic configuration override for the topic being created. The "
+        "following is a list of valid configurations:\n"
+        + config_names.listed(config_names.TOPICS)
+        + "See the Kafka documentation for full details on the topic configs. It is "
+        "supported only in combination with --create if --bootstrap-server option is used "
+        "(the kafka-configs CLI supports altering topic configs with a --bootstrap-server "
+        "option).", "name=value"),
+    Opt("delete-config", "A topic configuration override to be removed for an existing topic "
+        "(see the list of configurations under the --config option). Not supported with the "
+        "--bootstrap-server option.", "name"),
+    Opt("partitions", "The number of partitions for the topic being created or altered (WARNING: "
+        "If partitions are increased for a topic that has a key, the partition logic or ordering "
+        "of the messages will be affected). If not supplied for create, defaults to the cluster "
+        "default.", "# of partitions", int),
     Opt("replication-factor", "The replication factor for each partition in the topic being "
-        "created. If not supplied, the topic uses the cluster default.",
-        "replication factor", int),
+        "created. If not supplied, defaults to the cluster default.", "replication factor", int),
     Opt("replica-assignment", "A list of manual partition-to-broker assignments for the "
         "topic being created or altered.", "broker_id_for_part1_replica1 : "
         "broker_id_for_part1_replica2 , broker_id_for_part2_replica1 : "
         "broker_id_for_part2_replica2 , ..."),
     Opt("under-replicated-partitions",
-        "If set when describing topics, only show under-replicated partitions."),
-    Opt("unavailable-partitions", "If set when describing topics, only show partitions whose "
-        "leader is not available."),
-    Opt("under-min-isr-partitions", "If set when describing topics, only show partitions "
-        "whose isr count is less than the configured minimum."),
-    Opt("at-min-isr-partitions", "If set when describing topics, only show partitions whose "
-        "isr count is equal to the configured minimum."),
+        'if set when describing topics, only show under replicated partitions'),
+    Opt("unavailable-partitions", "if set when describing topics, only show partitions whose "
+        "leader is not available"),
+    Opt("under-min-isr-partitions", "if set when describing topics, only show partitions whose "
+        "isr count is less than the configured minimum."),
+    Opt("at-min-isr-partitions", "if set when describing topics, only show partitions whose isr "
+        "count is equal to the configured minimum."),
     Opt("topics-with-overrides",
-        "If set when describing topics, only show topics that have overridden configs."),
-    Opt("if-exists", "If set when altering or deleting or describing topics, the action will "
+        'if set when describing topics, only show topics that have overridden configs'),
+    Opt("if-exists", "if set when altering or deleting or describing topics, the action will "
         "only execute if the topic exists."),
-    Opt("if-not-exists", "If set when creating topics, the create request will not fail if "
-        "the topic already exists, but the request will still be sent."),
-    Opt("exclude-internal", "Exclude internal topics when listing or describing topics. By "
-        "default, the internal topics are included."),
-    Opt("partition-size-limit-per-response", "The maximum partition size to be included in "
-        "one DescribeTopicPartitions response.", "maximum number of partitions per response",
-        int),
+    Opt("if-not-exists", "if set when creating topics, the action will only execute if the topic "
+        "does not already exist."),
+    Opt("exclude-internal", "exclude internal topics when running list or describe command. The "
+        "internal topics will be listed by default"),
+    Opt("partition-size-limit-per-response", "the maximum partition size to be included in one "
+        "DescribeTopicPartitions response.", "maximum number of partitions in one response.", int),
 ]
 
 
@@ -104,6 +117,10 @@ def check_args(options: Options) -> str:
                              'with option "[alter]"' + CONFIGS_TOOL_HINT)
         require(options, "partitions")
     forbid(options, "config", *_others("alter", "create"))
+    # 3.9.1 still lists --delete-config (from its ZooKeeper days) but refuses it beside
+    # --bootstrap-server, which every command needs
+    forbid(options, "delete-config", *_others("alter"))
+    forbid(options, "delete-config", "bootstrap-server")
     forbid(options, "partitions", *_others("alter", "create"))
     forbid(options, "replication-factor", *_others("create"))
     forbid(options, "replica-assignment", *_others("alter", "create"))
@@ -388,6 +405,7 @@ def run(options: Options) -> int:
 # As Kafka 3.9's TopicCommand: a command line it refuses gets the message on stderr (and the
 # usage table where Kafka prints it); any failure after that, "Error while executing topic
 # command : <message>" on stdout and the exception logged at ERROR on stderr.
-TOOL = Tool("topics", "Create, delete, describe, or change a topic.", OPTIONS, run,
+TOOL = Tool("topics", "This tool helps to create, delete, describe, or change a topic.",
+            OPTIONS, run,
             "Error while executing topic command : ", plain_parse_errors=True,
             check=check_args, error_logger="org.apache.kafka.tools.TopicCommand")

@@ -15,13 +15,13 @@ additional detail.") and status 1."""
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from collections.abc import Callable
-from typing import NoReturn, TextIO
+from typing import TextIO
 
 from moldau.tools.admin import Admin
+from moldau.tools.argparse4j_usage import INTEGER, LONG, SHORT, Parser
 from moldau.tools.options import ToolError
 from moldau.tools.properties import load_properties
 from moldau.tools.runner import KAFKA_VERSION
@@ -42,53 +42,11 @@ Now = Callable[[], int]
 
 # --- the command line, as argparse4j reads it ---------------------------------------------
 
-_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
-
-
-def _java_number(kind: str, bits: int) -> Callable[[str], int]:
-    """A converter for Java's Integer/Long/Short options, failing with argparse4j's text."""
-    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-
-    def convert(text: str) -> int:
-        if not _JAVA_INTEGER.fullmatch(text):  # no spaces or underscores, unlike int()
-            raise argparse.ArgumentTypeError(
-                f"could not convert '{text}' to {kind} (For input string: \"{text}\")")
-        value = int(text)
-        if not low <= value <= high:
-            detail = (f'Value out of range. Value:"{text}" Radix:10' if kind == "Short"
-                      else f'For input string: "{text}"')
-            raise argparse.ArgumentTypeError(
-                f"could not convert '{text}' to {kind} ({detail})")
-        return value
-    convert.__name__ = kind
-    return convert
-
-
-INTEGER, LONG, SHORT = _java_number("Integer", 32), _java_number("Long", 64), \
-    _java_number("Short", 16)
-
-
-def _argparse4j_message(message: str) -> str:
-    """argparse4j's wording of Python argparse's messages."""
-    required = "the following arguments are required: "
-    if message.startswith(required):
-        first = message[len(required):].split(", ")[0]
-        return "too few arguments" if first == "COMMAND" else f"argument {first} is required"
-    unrecognized = "unrecognized arguments: "
-    if message.startswith(unrecognized):
-        return f"{unrecognized}'{message[len(unrecognized):]}'"
-    return message
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        # argparse4j names the tool alone, even for a command's own arguments
-        self.exit(1, f"{PROG}: error: {_argparse4j_message(message)}\n")
+BOOTSTRAP_USAGE = "--bootstrap-server host:port"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description=(
+    parser = Parser(prog=PROG, description=(
         "This tool is used to analyze the transactional state of producers in the cluster. "
         "It can be used to detect and recover from hanging transactions."))
     parser.add_argument("-v", "--version", action="version", version=KAFKA_VERSION,
@@ -98,9 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--bootstrap-server", metavar="host:port", required=True,
                         help="hostname and port for the broker to connect to, in the form "
                              "`host:port`  (multiple comma-separated entries can be given)")
-    # a command's usage starts as argparse4j's does: the tool and its required option
+    parser.usage_prog = PROG
     commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND",
-                                     required=True, prog=f"{PROG} --bootstrap-server host:port")
+                                     required=True, prog=f"{PROG} {BOOTSTRAP_USAGE}")
 
     listing = commands.add_parser("list", help="list transactions")
     listing.add_argument("--duration-filter", type=LONG, help=(
@@ -147,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     hanging.add_argument("--topic", help="topic name to limit search to (required if "
                                          "--partition is specified)")
     hanging.add_argument("--partition", type=INTEGER, help="partition number")
+    for name, command in commands.choices.items():
+        # a command's usage starts as argparse4j's does: the tool's required option, the
+        # command, and argparse4j names the tool alone in its errors
+        assert isinstance(command, Parser)
+        command.usage_prog, command.upper_items = PROG, (BOOTSTRAP_USAGE, name)
     return parser
 
 

@@ -55,19 +55,28 @@ SECURE_ROOT_PATHS = (
     f"{acl_model.EXTENDED_ACL_ROOT}/prefixed", acl_model.EXTENDED_CHANGE_ROOT)
 WINDOW = 500  # requests in flight at once
 
+# ZK_TLS_KEYS in the order ZkSecurityMigrator's usage table lists them (a hash set's)
+_TLS_KEYS_AS_LISTED = (
+    "zookeeper.ssl.keystore.location", "zookeeper.clientCnxnSocket",
+    "zookeeper.ssl.truststore.location", "zookeeper.ssl.truststore.password",
+    "zookeeper.ssl.truststore.type", "zookeeper.ssl.client.enable", "zookeeper.ssl.cipher.suites",
+    "zookeeper.ssl.protocol", "zookeeper.ssl.keystore.password", "zookeeper.ssl.ocsp.enable",
+    "zookeeper.ssl.endpoint.identification.algorithm", "zookeeper.ssl.crl.enable",
+    "zookeeper.ssl.keystore.type", "zookeeper.ssl.enabled.protocols")
+
 OPTIONS = [
     Opt("zookeeper.acl", "Indicates whether to make the Kafka znodes in ZooKeeper secure or "
-        "unsecure. The options are 'secure' and 'unsecure'", "String"),
+        "unsecure. The options are 'secure' and 'unsecure'", ""),
     Opt("zookeeper.connect", "Sets the ZooKeeper connect string (ensemble). This parameter "
-        "takes a comma-separated list of host:port pairs.", "String", default="localhost:2181"),
-    Opt("zookeeper.session.timeout", "Sets the ZooKeeper session timeout.", "Integer", int,
+        "takes a comma-separated list of host:port pairs.", "", default="localhost:2181"),
+    Opt("zookeeper.session.timeout", "Sets the ZooKeeper session timeout.", "", int,
         30000),
-    Opt("zookeeper.connection.timeout", "Sets the ZooKeeper connection timeout.", "Integer",
+    Opt("zookeeper.connection.timeout", "Sets the ZooKeeper connection timeout.", "",
         int, 30000),
     Opt("enable.path.check", "Checks if all the root paths exist in ZooKeeper before "
         "migration. If not, exit the command."),
     Opt(TLS_FILE_OPTION, "Identifies the file where ZooKeeper client TLS connectivity "
-        "properties are defined.  Any properties other than " + ", ".join(ZK_TLS_KEYS)
+        "properties are defined.  Any properties other than " + ", ".join(_TLS_KEYS_AS_LISTED)
         + " are ignored.", "ZooKeeper TLS configuration"),
 ]
 
