@@ -1,8 +1,9 @@
 """The planners of roles/broker/files/moldau_ops.py (decommission, demote, rebalance) on
 cluster snapshots built in memory: the playbooks execute what these plans say, so a plan
 must keep every replication factor, never list a broker twice, leave the removed broker
-empty, keep the racks a partition spans, and bring the counts within one. The ZooKeeper
-reading around them is covered by the Molecule operations scenario."""
+empty, keep the racks and hosts (`moldau.broker.host`) a partition spans, and bring the
+counts within one. The ZooKeeper reading around them is covered by the Molecule
+operations scenario and test_ops_script.py."""
 
 from __future__ import annotations
 
@@ -20,12 +21,13 @@ import moldau_ops
 from moldau_ops import TP, Cluster
 
 
-def cluster(brokers: dict[int, str], replicas: dict[TP, list[int]]) -> Cluster:
+def cluster(brokers: dict[int, str], replicas: dict[TP, list[int]],
+            hosts: dict[int, str] | None = None) -> Cluster:
     """A healthy snapshot: every replica in the ISR, the first replica leading."""
     return Cluster(brokers=dict(brokers), replicas={tp: list(r) for tp, r in replicas.items()},
                    isr={tp: list(r) for tp, r in replicas.items()},
                    leader={tp: r[0] for tp, r in replicas.items()},
-                   min_isr={tp: 2 for tp in replicas})
+                   min_isr={tp: 2 for tp in replicas}, hosts=dict(hosts or {}))
 
 
 def round_robin(brokers: list[int], partitions: int, rf: int,
@@ -41,7 +43,7 @@ def round_robin(brokers: list[int], partitions: int, rf: int,
 
 def applied(c: Cluster, plan: dict[TP, list[int]]) -> Cluster:
     """The cluster after the reassignment completed."""
-    return cluster(c.brokers, {**c.replicas, **plan})
+    return cluster(c.brokers, {**c.replicas, **plan}, c.hosts)
 
 
 def assert_valid(before: Cluster, plan: dict[TP, list[int]]) -> None:
@@ -59,6 +61,19 @@ def spread(values: Counter[int] | dict[int, int]) -> int:
 
 def racks_of(c: Cluster, r: list[int]) -> set[str]:
     return {c.brokers[b] for b in r}
+
+
+def hosts_of(c: Cluster, r: list[int]) -> set[str]:
+    """The servers of r: a broker without `moldau.broker.host` is one of its own."""
+    return {c.hosts.get(b, f"own host of {b}") for b in r}
+
+
+def assert_host_spread_kept(before: Cluster, plan: dict[TP, list[int]]) -> None:
+    for tp, r in plan.items():
+        assert len(hosts_of(before, r)) >= len(hosts_of(before, before.replicas[tp])), (tp, r)
+
+
+TWO_HOSTS = {1: "server-a", 2: "server-a", 3: "server-b", 4: "server-b"}
 
 
 # --- decommission -------------------------------------------------------------------
@@ -132,6 +147,102 @@ def test_decommission_fails_clearly_when_the_others_cannot_hold_the_partitions()
     message = str(failure.value)
     assert "orders-0" in message and "replication factor 3" in message
     assert "[1, 2]" in message  # the brokers left
+
+
+# --- hosts (moldau.broker.host: several brokers on one server) -------------------------
+
+def test_decommission_keeps_replicas_on_different_hosts() -> None:
+    # RF 2 over 2 servers x 2 brokers, each partition on both servers; by load alone
+    # broker 1's replicas of t-3 and t-4 would go to server-b, which holds the other one
+    order = [1, 3, 2, 4]
+    replicas = {("t", p): [order[(p + i) % 4] for i in range(2)] for p in range(8)}
+    before = cluster({b: "" for b in TWO_HOSTS}, replicas, TWO_HOSTS)
+    plan = moldau_ops.plan_decommission(before, 1)
+    assert_valid(before, plan)
+    assert set(plan) == {tp for tp, r in replicas.items() if 1 in r}
+    after = applied(before, plan)
+    assert all(len(hosts_of(after, r)) == 2 for r in after.replicas.values())
+    assert all(2 in r for r in plan.values())  # the one broker left on server-a
+
+
+def test_decommission_with_more_replicas_than_servers_still_completes() -> None:
+    # RF 3 on two servers always doubles up one; the plan still completes and keeps both
+    before = cluster({b: "" for b in TWO_HOSTS}, round_robin([1, 3, 2, 4], 8, 3), TWO_HOSTS)
+    plan = moldau_ops.plan_decommission(before, 1)
+    assert_valid(before, plan)
+    assert_host_spread_kept(before, plan)
+    assert all(1 not in r for r in applied(before, plan).replicas.values())
+
+
+def test_decommission_puts_the_rack_before_the_host() -> None:
+    # server s2 spans racks b and c (a misconfiguration): as in placement, a free rack
+    # wins over a free host
+    brokers = {1: "a", 2: "b", 3: "b", 4: "c"}
+    hosts = {1: "s1", 2: "s2", 3: "s3", 4: "s2"}
+    before = cluster(brokers, {("t", 0): [1, 2]}, hosts)
+    assert moldau_ops.plan_decommission(before, 1) == {("t", 0): [4, 2]}
+    # with rack c gone, the broker on a free host wins over the one on s2
+    without_c = cluster({1: "a", 2: "b", 3: "b", 5: "b"}, {("t", 0): [1, 2]},
+                        {1: "s1", 2: "s2", 3: "s2", 5: "s5"})
+    assert moldau_ops.plan_decommission(without_c, 1) == {("t", 0): [5, 2]}
+
+
+def test_rebalance_never_doubles_up_a_host() -> None:
+    # without the host rule this plan put t-0 on [1, 2] (server-a) and t-2 on [3, 4]
+    replicas = {("t", 0): [2, 3], ("t", 1): [1, 3], ("t", 2): [1, 4], ("t", 3): [1, 4]}
+    before = cluster({b: "" for b in TWO_HOSTS}, replicas, TWO_HOSTS)
+    plan = moldau_ops.plan_rebalance(before, set())
+    after = assert_balanced(before, plan, set(TWO_HOSTS))
+    assert all(len(hosts_of(after, r)) == 2 for r in after.replicas.values())
+    assert moldau_ops.plan_rebalance(after, set()) == {}
+
+
+def test_rebalance_onto_an_added_server_keeps_hosts_apart() -> None:
+    hosts = {**TWO_HOSTS, 5: "server-c", 6: "server-c"}
+    before = cluster({b: "" for b in hosts},
+                     round_robin([1, 3, 2, 4], 12, 2, ("orders", "__consumer_offsets")), hosts)
+    plan = moldau_ops.plan_rebalance(before, set())
+    after = assert_balanced(before, plan, set(hosts))
+    assert all(len(hosts_of(after, r)) == 2 for r in after.replicas.values())
+    assert moldau_ops.counts(after)["replicas"][5] > 0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_rebalance_of_random_clusters_with_hosts_never_loses_host_spread(seed: int) -> None:
+    rng = random.Random(seed)
+    ids = list(range(1, rng.randint(4, 7)))
+    hosts = {b: f"server-{(b - 1) // 2}" for b in ids}  # two brokers per server
+    brokers = {b: (f"r{(b - 1) // 4}" if seed % 2 else "") for b in ids}  # racks of servers
+    replicas = {(topic, p): rng.sample(ids, rng.randint(1, 3))
+                for topic in ("a", "b") for p in range(rng.randint(2, 8))}
+    before = cluster(brokers, replicas, hosts)
+    plan = moldau_ops.plan_rebalance(before, set())
+    assert_valid(before, plan)
+    assert_host_spread_kept(before, plan)
+    for tp, r in plan.items():
+        assert len(racks_of(before, r) - {""}) >= len(racks_of(before, replicas[tp]) - {""})
+    assert moldau_ops.plan_rebalance(applied(before, plan), set()) == {}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_host_per_broker_plans_as_without_hosts(seed: int) -> None:
+    """One broker per server (or the key set on none) is Kafka's world: the same plans."""
+    rng = random.Random(seed)
+    ids = list(range(1, rng.randint(4, 7)))
+    brokers = {b: (f"r{b % 2}" if seed % 2 else "") for b in ids}
+    replicas = {(topic, p): rng.sample(ids[:-1], rng.randint(1, min(3, len(ids) - 1)))
+                for topic in ("a", "b") for p in range(rng.randint(2, 8))}
+    plain = cluster(brokers, replicas)
+    own_hosts = cluster(brokers, replicas, {b: f"server-{b}" for b in ids})
+    assert moldau_ops.plan_rebalance(own_hosts, set()) == moldau_ops.plan_rebalance(plain, set())
+    leaving = rng.choice(ids)
+    try:
+        expected = moldau_ops.plan_decommission(plain, leaving)
+    except ValueError:
+        with pytest.raises(ValueError):
+            moldau_ops.plan_decommission(own_hosts, leaving)
+    else:
+        assert moldau_ops.plan_decommission(own_hosts, leaving) == expected
 
 
 # --- demote (leadership off a broker before its data moves) ---------------------------

@@ -12,6 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "roles" / "broker" 
 
 import moldau_ops
 
+from moldau.cluster import zk_data
+
 
 def test_leads_names_the_partitions_a_broker_leads(cluster, capsys) -> None:
     _, properties = cluster
@@ -31,3 +33,16 @@ def test_holds_reports_registration_and_replicas(cluster, capsys) -> None:
 def test_an_unreadable_file_is_reported(tmp_path, capsys) -> None:
     assert moldau_ops.main([str(tmp_path / "missing.properties"), "counts"]) == 2
     assert "cannot read" in capsys.readouterr().out
+
+
+def test_the_hosts_come_from_the_registrations(cluster) -> None:
+    """`moldau_host` (moldau.broker.host) as the broker reads it: only a name counts, and a
+    broker without one (broker 1's bare registration) is left out: a host of its own."""
+    zk, _ = cluster
+    for broker, extra in ((2, {"moldau_host": "server-a", "rack": "r1"}),
+                          (3, {"moldau_host": "server-a"}), (4, {"moldau_host": 7}),
+                          (5, {"moldau_host": ""})):
+        zk.create(zk_data.broker_path(broker), json.dumps({"version": 5, **extra}).encode())
+    read = moldau_ops.read_cluster(zk, 1)
+    assert read.hosts == {2: "server-a", 3: "server-a"}
+    assert read.brokers == {1: "", 2: "r1", 3: "", 4: "", 5: ""}

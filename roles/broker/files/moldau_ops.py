@@ -21,9 +21,15 @@ server.properties) and prints what a playbook needs to decide or to plan.
                                         exit 1 when there are any
   moldau_ops.py PROPS holds N           the partitions that still have a replica on N;
                                         exit 1 when there are any or N is registered
+  moldau_ops.py PROPS unsecured-znodes SCHEME  the znodes zookeeper-security-migration
+                                        --zookeeper.acl=secure sets whose ACL gives no
+                                        SCHEME identity (e.g. sasl) every right; exit 1
+                                        when there are any
 
 Plans are printed as Kafka's reassignment JSON with only the partitions that change
-(an empty list when nothing has to move), for kafka-reassign-partitions --execute."""
+(an empty list when nothing has to move), for kafka-reassign-partitions --execute. They
+keep replicas apart by rack and then by host (`moldau.broker.host`, the registration's
+`moldau_host`; a broker without one is a host of its own), as topic creation does."""
 
 from __future__ import annotations
 
@@ -33,13 +39,17 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from kazoo.security import Permissions
 from moldau_health import connect
 
-from moldau.cluster import zk_data
+from moldau.cluster import zk_acls, zk_data
+from moldau.cluster.assignment import BrokerMetadata, host_keys
+from moldau.cluster.zk_broker_znode import MOLDAU_HOST_FIELD
+from moldau.tools.zk_security_migration import SECURE_ROOT_PATHS
 
 TP = tuple[str, int]
 
@@ -51,16 +61,22 @@ class Cluster:
     isr: dict[TP, list[int]]
     leader: dict[TP, int]
     min_isr: dict[TP, int]
+    # live broker id -> its `moldau.broker.host`, for the brokers that registered one
+    hosts: dict[int, str] = field(default_factory=dict)
 
 
 def read_cluster(zk: KazooClient, default_min_isr: int) -> Cluster:
     brokers = {}
+    hosts = {}
     for child in zk.get_children(zk_data.BROKER_IDS_PATH):
         try:
             info = json.loads(zk.get(zk_data.broker_path(int(child)))[0])
         except NoNodeError:
             continue  # went away while we read
         brokers[int(child)] = info.get("rack") or ""
+        host = info.get(MOLDAU_HOST_FIELD)
+        if isinstance(host, str) and host:  # as the broker reads it: only a name counts
+            hosts[int(child)] = host
     replicas: dict[TP, list[int]] = {}
     isr: dict[TP, list[int]] = {}
     leader: dict[TP, int] = {}
@@ -86,7 +102,7 @@ def read_cluster(zk: KazooClient, default_min_isr: int) -> Cluster:
             except (NoNodeError, KeyError, ValueError):
                 isr[tp] = []
                 leader[tp] = -1
-    return Cluster(brokers, replicas, isr, leader, min_isr)
+    return Cluster(brokers, replicas, isr, leader, min_isr, hosts)
 
 
 def restart_risks(cluster: Cluster) -> list[str]:
@@ -106,10 +122,24 @@ def _racks(cluster: Cluster, brokers: list[int]) -> set[str]:
     return {cluster.brokers.get(b, "") for b in brokers} - {""}
 
 
+def _hosts(cluster: Cluster, brokers: list[int]) -> set[str]:
+    """The servers of `brokers`, by the placement's host identity (a broker without
+    `moldau.broker.host` is a host of its own, so without hosts this is the brokers)."""
+    return set(host_keys(BrokerMetadata(b, host=cluster.hosts.get(b)) for b in brokers).values())
+
+
+def _keeps_spread(cluster: Cluster, before: list[int], after: list[int]) -> bool:
+    """`after` spans at least as many racks and as many hosts as `before`."""
+    return (len(_racks(cluster, after)) >= len(_racks(cluster, before))
+            and len(_hosts(cluster, after)) >= len(_hosts(cluster, before)))
+
+
 def plan_decommission(cluster: Cluster, leaving: int) -> dict[TP, list[int]]:
     """Every replica on `leaving` replaced, in the same position, by the remaining broker
     with the fewest replicas that is not in the set yet, preferring a rack the partition
-    does not use. Raises ValueError when a partition cannot keep its replication factor."""
+    does not use, then a host it does not use (a host is shared only when the rack rule or
+    a replication factor above the free hosts leaves no other candidate, as in placement).
+    Raises ValueError when a partition cannot keep its replication factor."""
     remaining = sorted(set(cluster.brokers) - {leaving})
     load = Counter({b: 0 for b in remaining})
     for replicas in cluster.replicas.values():
@@ -125,7 +155,9 @@ def plan_decommission(cluster: Cluster, leaving: int) -> dict[TP, list[int]]:
             raise ValueError(f"{tp[0]}-{tp[1]} (replicas {replicas}) cannot keep replication "
                              f"factor {len(replicas)} on the brokers left: {remaining}")
         used = _racks(cluster, others)
+        used_hosts = _hosts(cluster, others)
         best = min(candidates, key=lambda b: (cluster.brokers[b] in used and bool(used),
+                                              _hosts(cluster, [b]) <= used_hosts,
                                               load[b], b))
         load[best] += 1
         plan[tp] = [best if b == leaving else b for b in replicas]
@@ -140,7 +172,7 @@ def plan_demote(cluster: Cluster, leaving: int) -> dict[TP, list[int]]:
 
 def plan_rebalance(cluster: Cluster, exclude: set[int]) -> dict[TP, list[int]]:
     """Moves replicas from more to less loaded brokers until the counts are within one
-    (never losing a rack the partition used), then reorders replica lists so the
+    (never losing a rack or a host the partition used), then reorders replica lists so the
     preferred leaders are within one too. Only changed partitions are returned."""
     brokers = sorted(set(cluster.brokers) - exclude)
     target = {tp: list(r) for tp, r in cluster.replicas.items()}
@@ -154,7 +186,7 @@ def plan_rebalance(cluster: Cluster, exclude: set[int]) -> dict[TP, list[int]]:
     # Each step moves one replica (or one leadership) from a broker with at least two more
     # than another to it, so the sum of squared counts falls and the loop ends. Every such
     # pair is tried, not only the fullest and the emptiest: that one pair may have no
-    # partition in common (or only moves that lose a rack) while another pair has.
+    # partition in common (or only moves that lose a rack or host) while another pair has.
     while _step(target, cluster, counts(None), _move_replica):
         pass
     while _step(target, cluster, counts(0), _move_leadership):
@@ -174,16 +206,16 @@ def _step(target: dict[TP, list[int]], cluster: Cluster, c: Counter[int], move: 
 
 def _move_replica(target: dict[TP, list[int]], cluster: Cluster, high: int, low: int) -> bool:
     """Replace `high` by `low` (in the same position) in a partition that has high, not
-    low, and keeps its racks. A partition high heads is preferred while high leads more
-    than low, another one otherwise: replicas that cannot move later (replication factor 1)
-    then do not strand leaderships on one broker."""
+    low, and keeps its racks and hosts. A partition high heads is preferred while high
+    leads more than low, another one otherwise: replicas that cannot move later
+    (replication factor 1) then do not strand leaderships on one broker."""
     leads = Counter(r[0] for r in target.values() if r)
     heads_first = leads[high] > leads[low]
     for tp in sorted(target, key=lambda tp: ((target[tp][0] == high) != heads_first, tp)):
         r = target[tp]
         if high in r and low not in r:
             moved = [low if b == high else b for b in r]
-            if len(_racks(cluster, moved)) >= len(_racks(cluster, r)):
+            if _keeps_spread(cluster, r, moved):
                 target[tp] = moved
                 return True
     return False
@@ -229,8 +261,7 @@ def _exchange(target: dict[TP, list[int]], cluster: Cluster, high: int, low: int
             continue
         new_p = [low, *rp[1:]]
         new_q = [high if b == low else b for b in rq]
-        if (len(_racks(cluster, new_p)) >= len(_racks(cluster, rp))
-                and len(_racks(cluster, new_q)) >= len(_racks(cluster, rq))):
+        if _keeps_spread(cluster, rp, new_p) and _keeps_spread(cluster, rq, new_q):
             target[p], target[q] = new_p, new_q
             return True
     return False
@@ -245,6 +276,32 @@ def counts(cluster: Cluster) -> dict[str, dict[int, int]]:
             leaders[r[0]] += 1
     return {"replicas": dict(sorted(replicas.items())),
             "preferred_leaders": dict(sorted(leaders.items()))}
+
+
+def unsecured_znodes(zk: KazooClient, scheme: str) -> list[str]:
+    """The znodes the migration tool secures (the chroot's root, every secure root's
+    subtree) that Kafka's secure ACLs would protect but whose ACL gives no `scheme`
+    identity every right: what it has yet to reach."""
+    missing: list[str] = []
+    level = ["/"]
+    level += [path for path in SECURE_ROOT_PATHS if zk.exists(path)]
+    first = True
+    while level:
+        below: list[str] = []
+        for path in level:
+            try:
+                acls, _ = zk.get_acls(path)
+                children = [] if first and path == "/" else zk.get_children(path)
+            except NoNodeError:  # deleted meanwhile
+                continue
+            open_by_design = zk_acls.acls_for(path)[0].id.scheme == "world"
+            if not open_by_design and not any(
+                    acl.id.scheme == scheme and acl.perms == Permissions.ALL for acl in acls):
+                missing.append(path)
+            base = "" if path == "/" else path
+            below += [f"{base}/{child}" for child in children]
+        level, first = below, False
+    return sorted(missing)
 
 
 def reassignment_json(plan: dict[TP, list[int]]) -> str:
@@ -264,11 +321,20 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("counts")
     sub.add_parser("holds").add_argument("broker", type=int)
     sub.add_parser("leads").add_argument("broker", type=int)
+    sub.add_parser("unsecured-znodes").add_argument("scheme")
     args = parser.parse_args(argv)
     zk, props, why = connect(args.properties)
     if zk is None:
         print(why)
         return 2
+    if args.command == "unsecured-znodes":
+        try:
+            missing = unsecured_znodes(zk, args.scheme)
+        finally:
+            zk.stop()
+            zk.close()
+        print("\n".join(missing) if missing else f"every znode gives {args.scheme} every right")
+        return 1 if missing else 0
     try:
         cluster = read_cluster(zk, int(props.get("min.insync.replicas", "1")))
     finally:
