@@ -4,6 +4,10 @@ protocol (through librdkafka), so it watches any Kafka-compatible cluster:
 
     moldau-lag-exporter --bootstrap-server 127.0.0.1:9092 --listen 127.0.0.1:9308
 
+Security settings (TLS, a SASL login) are librdkafka properties, in a file of KEY=VALUE
+lines given with --client-config (a password goes there, never on the command line) or
+one by one with --client-property; librdkafka checks them before the exporter starts.
+
 On each scrape it reads the brokers and topics (Metadata), the partitions' earliest and
 latest offsets (ListOffsets), the consumer groups, their members and committed offsets
 (ListGroups, DescribeGroups, OffsetFetch). A group's lag on a partition is the latest
@@ -17,6 +21,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .client_config import ClientConfig, ClientConfigError, client_config
 from .exposition import exposition, run
 from .jmx_rules import Sample
 
@@ -26,8 +31,6 @@ if TYPE_CHECKING:  # confluent_kafka is imported when the exporter first scrapes
 
 TIMEOUT_S = 10.0
 UP = "moldau_lag_exporter_cluster_up"  # ours: kafka_exporter has no such sample
-# librdkafka properties, as AdminClient takes them
-ClientConfig = dict[str, str | int | float | bool]
 
 
 def _gauge(name: str, value: float, help_: str, **labels: object) -> Sample:
@@ -153,15 +156,16 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bootstrap-server", required=True)
     parser.add_argument("--listen", default="127.0.0.1:9308", help="host:port to serve on")
+    parser.add_argument("--client-config", metavar="FILE",
+                        help="librdkafka properties, KEY=VALUE lines (security settings, "
+                             "SASL login: the place for a password)")
     parser.add_argument("--client-property", action="append", default=[], metavar="KEY=VALUE",
-                        help="a librdkafka property (security settings, ...)")
+                        help="a librdkafka property (wins over the file's; no secrets)")
     args = parser.parse_args(argv)
-    config: ClientConfig = {"bootstrap.servers": args.bootstrap_server}
-    for item in args.client_property:
-        key, sep, value = item.partition("=")
-        if not sep:
-            parser.error(f"--client-property {item!r} is not KEY=VALUE")
-        config[key] = value
+    try:
+        config = client_config(args.bootstrap_server, args.client_config, args.client_property)
+    except ClientConfigError as e:
+        parser.error(str(e))
     return run(lambda: scrape_samples(config), args.listen)
 
 

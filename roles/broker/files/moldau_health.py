@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -25,7 +26,9 @@ from collections.abc import Callable
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 
-from moldau.cluster import zk_data, zk_tls
+from moldau.cluster import zk_data, zk_sasl, zk_tls
+from moldau.cluster.zk_errors import ZkError
+from moldau.security.kerberos_login import KerberosLoginError
 from moldau.security.ssl_settings import TlsConfigError
 from moldau.tools.options import ToolError
 from moldau.tools.properties import load_properties
@@ -98,17 +101,53 @@ def controller_id(zk: KazooClient) -> int:
         return -1
 
 
+# The unit's environment file beside server.properties (the broker role writes it when
+# ZooKeeper takes SASL): KAFKA_OPTS naming the JAAS file with the Client section.
+ENV_FILE = "moldau-broker.env"
+
+
+def kafka_opts(properties: str) -> str:
+    """KAFKA_OPTS as the broker runs with it: the environment's when set, else the one
+    of the unit's environment file beside server.properties (so these scripts log in to
+    ZooKeeper as the running broker does, also before and after the file appears)."""
+    if "KAFKA_OPTS" in os.environ:
+        return os.environ["KAFKA_OPTS"]
+    path = os.path.join(os.path.dirname(os.path.abspath(properties)), ENV_FILE)
+    try:
+        with open(path, encoding="utf-8") as file:
+            for line in file:
+                key, sep, value = line.strip().partition("=")
+                if sep and key.strip() == "KAFKA_OPTS":
+                    return " ".join(shlex.split(value))  # systemd's quotes off
+    except FileNotFoundError:
+        pass
+    return ""
+
+
 def connect(properties: str) -> tuple[KazooClient | None, dict[str, str], str]:
     """A started ZooKeeper client for the broker's zookeeper.connect (chroot included) and
-    the properties; (None, {}, why) when the file or ZooKeeper fails."""
+    the properties, with the broker's TLS and SASL identity; (None, {}, why) when the
+    files or ZooKeeper fail."""
     try:
         props = load_properties(properties)
-        options = zk_tls.kazoo_options(props)  # TLS when the broker uses it
-    except (ToolError, TlsConfigError) as exc:
+        options: dict[str, object] = dict(zk_tls.kazoo_options(props))  # TLS if the broker has it
+        login = zk_sasl.settings_from_kafka_opts(kafka_opts(properties)).login
+    except (ToolError, TlsConfigError, ValueError, OSError) as exc:
         return None, {}, f"cannot read {exc}"
+    if login is not None:  # SASL when the broker uses it (DIGEST-MD5 or Kerberos)
+        try:
+            login.log_in()
+        except KerberosLoginError as exc:
+            return None, {}, str(exc)
+        options["sasl_options"] = login.kazoo_options()
     zk = KazooClient(hosts=props["zookeeper.connect"], read_only=False, **options)
+    outcome = zk_sasl.SaslOutcome.watch(zk, login.refusal_hint) if login is not None else None
     try:
-        zk.start(timeout=15)
+        # a refused session (no SASL where ZooKeeper requires it, a wrong login) fails
+        # here with the reason, not later as a dead session
+        zk_sasl.start_admitted(zk, props["zookeeper.connect"], login, outcome, timeout=15)
+    except ZkError as exc:
+        return None, {}, f"ZooKeeper {props['zookeeper.connect']} refused the session: {exc}"
     except Exception as exc:  # kazoo raises its own timeout type
         return None, {}, f"ZooKeeper {props['zookeeper.connect']} unreachable: {exc}"
     return zk, props, ""
