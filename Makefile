@@ -61,6 +61,10 @@ $(DEPLOY_VENV)/.installed: scripts/deploy-requirements.txt scripts/debian-packag
 
 deploy-deps: $(DEPLOY_VENV)/.installed
 
+# ansible-lint's production profile (.ansible-lint) over the Ansible content, offline;
+# the venv's bin on PATH because ansible-lint runs ansible-playbook --syntax-check.
+ANSIBLE_LINT := PATH=$(CURDIR)/$(DEPLOY_VENV)/bin:$$PATH $(DEPLOY_VENV)/bin/ansible-lint roles playbooks molecule inventories
+
 # Each suite carries a ceiling in seconds (name@ceiling, about 15% over its time in the
 # rehearsal of 2026-12-06): scripts/run-suites warns loudly, without failing, when a
 # suite takes longer, so drift shows the day it happens. Time is won where the machine
@@ -89,6 +93,7 @@ test: debian-deps
 		"exporters@45:$(BIN)/pytest exporters/tests -q -p no:cacheprovider -n 2" \
 		"monitoring@30:$(BIN)/pytest tests/monitoring -q -p no:cacheprovider" \
 		"deploy@60:$(BIN)/pytest tests/deploy -q -p no:cacheprovider -n 3" \
+		"ansible-lint@75:$(ANSIBLE_LINT)" \
 		"spark@240:$(BIN)/pytest pipeline/tests -q -p no:cacheprovider" \
 		"compat@240:$(MAKE) --no-print-directory compat-deps && $(BIN)/pytest compat/tests -q -p no:cacheprovider" \
 		"molecule@1880:scripts/molecule-test"
@@ -137,10 +142,11 @@ compat: compat-deps
 compat-quotas: compat-deps
 	@PYTHONPATH=$(CURDIR) $(BIN)/python -m compat.quotas $(if $(ROUNDS),--rounds $(ROUNDS))
 
-lint: deps
+lint: deps deploy-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(ANSIBLE_LINT)
 
 generate: deps
 	cd broker && ../$(BIN)/python -m codegen --protocol $(SHARED)/kafka-protocol
