@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from .zk_broker_znode import (
     BROKER_REGISTRATION_VERSION,
+    MOLDAU_HOST_FIELD,
     SECURITY_PROTOCOLS,
     BrokerRegistration,
     EndPoint,
@@ -147,6 +148,7 @@ __all__ = [
     "LONG_MAX",
     "METADATA_TOPIC_ID",
     "MIGRATION_PATH",
+    "MOLDAU_HOST_FIELD",
     "NO_LEADER",
     "ONE_UUID",
     "PERSISTENT_PATHS",
