@@ -214,7 +214,9 @@ def _authentication_totals(setup: Setup) -> tuple[int, int]:
     """The SASL_SSL listener's successful- and failed-authentication-total."""
     beans = s.jmx_beans(setup.metrics_port, "kafka.server:type=socket-server-metrics,*")
     for bean in beans:
-        if ",listener=SASL_SSL," in bean["name"] + ",":
+        # the listener's connection-accept bean has the same listener key, without these
+        if (",listener=SASL_SSL," in bean["name"] + ","
+                and "successful-authentication-total" in bean):
             return (int(bean["successful-authentication-total"]),
                     int(bean["failed-authentication-total"]))
     raise RuntimeError("the broker's metrics have no socket-server-metrics for the "
