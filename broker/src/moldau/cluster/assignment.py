@@ -226,12 +226,14 @@ def _host_alternated(ids: list[int], hosts: Mapping[int, str]) -> list[int]:
     by_host: dict[str, list[int]] = {}
     for broker_id in ids:
         by_host.setdefault(hosts[broker_id], []).append(broker_id)
-    queues = list(by_host.values())
+    return _interleaved(list(by_host.values()))
+
+
+def _interleaved(queues: list[list[int]]) -> list[int]:
+    """The first of each queue in turn, then the second of each, and so on."""
     result: list[int] = []
-    depth = 0
-    while len(result) < len(ids):
+    for depth in range(max(map(len, queues), default=0)):
         result.extend(q[depth] for q in queues if depth < len(q))
-        depth += 1
     return result
 
 
@@ -244,13 +246,7 @@ def rack_alternated_brokers(racks: Mapping[int, str]) -> list[int]:
         by_rack.setdefault(rack, []).append(broker_id)
     # Java compares strings by UTF-16 code unit; big-endian UTF-16 bytes sort the same way.
     names = sorted(by_rack, key=lambda r: r.encode("utf-16-be"))
-    queues = [sorted(by_rack[name]) for name in names]
-    result: list[int] = []
-    depth = 0
-    while len(result) < len(racks):
-        result.extend(q[depth] for q in queues if depth < len(q))
-        depth += 1
-    return result
+    return _interleaved([sorted(by_rack[name]) for name in names])
 
 
 # --- the order of Kafka's live broker list ----------------------------------------------
