@@ -9,6 +9,7 @@ from compat.scenarios import (
     acls_logins,
     acls_sasl,
     acls_zookeeper,
+    control_plane,
     dump_log,
     groups,
     java_admin,
@@ -41,6 +42,8 @@ ALL += [*acls_sasl.SCENARIOS, *tools_zk_security.SCENARIOS]
 ALL += [*acls_logins.SCENARIOS]
 # A Kafka and a Moldau broker in one cluster (slow: make compat only).
 ALL += [*mixed_cluster.SCENARIOS]
+# control.plane.listener.name on two brokers of each kind (make compat only).
+ALL += [*control_plane.SCENARIOS]
 # Kafka's tools against three brokers of each kind (the lab's trio; make compat only).
 ALL += [*tools_cluster.SCENARIOS]
 

@@ -33,8 +33,8 @@ class RecordingChannel:
                            delete: bool) -> None:
         self.stop_replica_sent.append((broker_id, partitions, delete))
 
-    def set_live_brokers(self, live: list[BrokerRegistration]) -> None:
-        pass
+    def set_live_brokers(self, live: list[BrokerRegistration]) -> list[BrokerRegistration]:
+        return live
 
     def controller_moved(self, controller_id: int) -> None:
         self.moved_to.append(controller_id)

@@ -211,8 +211,9 @@ class Controller:
 
     async def _load_brokers(self) -> None:
         brokers = await self.zk.call(self.zk.client.get_all_brokers)
-        self.live_brokers = {b.id: b for b in brokers}
-        self.channel.set_live_brokers(brokers)
+        # a broker the channel cannot reach (no endpoint on its listener) is not live,
+        # as in Kafka, whose channel manager fails to add it before the broker counts
+        self.live_brokers = {b.id: b for b in self.channel.set_live_brokers(brokers)}
         log.info("[Controller id=%d] Live brokers: %s", self.broker_id,
                  sorted(self.live_brokers))
 

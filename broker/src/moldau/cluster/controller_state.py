@@ -79,8 +79,10 @@ class ControllerChannel(Protocol):
     async def stop_replica(self, broker_id: int, partitions: list[tuple[str, int]],
                            delete: bool) -> None: ...
 
-    def set_live_brokers(self, live: list[zk_data.BrokerRegistration]) -> None:
-        """The brokers requests can go to (the registrations name their endpoints)."""
+    def set_live_brokers(self, live: list[zk_data.BrokerRegistration]
+                         ) -> list[zk_data.BrokerRegistration]:
+        """The brokers requests can go to (the registrations name their endpoints);
+        returns those the channel can reach: the controller counts only them as live."""
 
     def controller_moved(self, controller_id: int) -> None:
         """This broker stopped being the controller; -1 while no one is known."""

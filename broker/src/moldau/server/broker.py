@@ -286,7 +286,7 @@ class Broker:
         await self.config_changes.start()
         await self.finalized_features.start(self.connected_zk)
         self.controller_channel = NetworkControllerChannel(
-            self.broker_id, config, self.versions, self.security.inter_broker_client,
+            self.broker_id, config, self.versions, self.security.controller_client,
             self.partition_states, self.metadata, lambda: self.controller)
         self.controller = Controller(
             self.broker_id, self.connected_zk, self.controller_channel,

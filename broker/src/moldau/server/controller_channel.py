@@ -1,10 +1,16 @@
 """How the controller reaches the brokers (Kafka's ControllerChannelManager).
 
 Requests to this broker are applied in place; each other live broker gets a queue and a
-sender task (Kafka's RequestSendThread) that connects to its inter-broker listener and
-sends the queued requests in order, retrying on connection errors until the request goes
-through or the broker leaves /brokers/ids. The controller never waits for the brokers:
-it queues and moves on, as Kafka's does.
+sender task (Kafka's RequestSendThread) that connects to its control-plane listener
+(`control.plane.listener.name`) or, without one, its inter-broker listener, and sends the
+queued requests in order, retrying on connection errors until the request goes through
+or the broker leaves /brokers/ids. The controller never waits for the brokers: it queues
+and moves on, as Kafka's does.
+
+A registration without an endpoint for that listener (a broker rolled with other
+listeners) cannot be reached: as in Kafka, whose channel manager fails to add such a
+broker (BrokerEndPointNotAvailableException) before the controller counts it as live,
+the broker is left out of the live brokers until it registers with that listener.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ if TYPE_CHECKING:
     from .partition_states import PartitionStates
 
 log = logging.getLogger("kafka.controller.RequestSendThread")
+channel_log = logging.getLogger("kafka.controller.ControllerChannelManager")
 
 LEADER_DURING_DELETE = -2  # UpdateMetadata's mark of a topic being deleted
 RETRY_BACKOFF_S = 0.1
@@ -128,10 +135,22 @@ class NetworkControllerChannel:
         self.controller = controller
         self.senders: dict[int, BrokerSender] = {}
         self.epochs: dict[int, int] = {}  # broker id -> broker epoch (czxid of its znode)
+        # the controller's listener towards the brokers (Kafka's controllerToBrokerListenerName)
+        self.listener = config.controller_listener_name
+        self._unreachable: set[tuple[int, int]] = set()  # (broker, epoch) already logged
 
-    def set_live_brokers(self, live: Iterable[zk_data.BrokerRegistration]) -> None:
-        """Keep one sender per other live broker; a re-registered one gets a fresh one."""
-        live_by_id = {b.id: b for b in live}
+    def set_live_brokers(self, live: Iterable[zk_data.BrokerRegistration]
+                         ) -> list[zk_data.BrokerRegistration]:
+        """Keep one sender per other live broker; a re-registered one gets a fresh one.
+        Returns the brokers the controller can reach (this one always)."""
+        live = list(live)
+        self._unreachable &= {(b.id, b.epoch) for b in live}  # forget the gone ones
+        reachable = [b for b in live if self._reachable(b)]
+        self._keep_senders(reachable)
+        return reachable
+
+    def _keep_senders(self, reachable: list[zk_data.BrokerRegistration]) -> None:
+        live_by_id = {b.id: b for b in reachable}
         for broker_id in list(self.senders):
             registration = live_by_id.get(broker_id)
             if registration is None or registration.epoch != self.epochs.get(broker_id):
@@ -140,9 +159,27 @@ class NetworkControllerChannel:
             self.epochs[broker_id] = registration.epoch
             if broker_id != self.local_id and broker_id not in self.senders:
                 self.senders[broker_id] = BrokerSender(
-                    broker_id, registration, self.config.inter_broker_listener_name,
+                    broker_id, registration, self.listener,
                     f"controller-{self.local_id}", self.security_for,
                     self.config["controller.socket.timeout.ms"] / 1000)
+
+    def _reachable(self, registration: zk_data.BrokerRegistration) -> bool:
+        if (registration.id == self.local_id
+                or registration.endpoint(self.listener) is not None):
+            return True
+        key = (registration.id, registration.epoch)
+        if key not in self._unreachable:  # once per registration, not per broker change
+            self._unreachable.add(key)
+            listeners = ",".join(e.listener_name for e in registration.endpoints)
+            channel_log.error(
+                "[Controller id=%d] End point with listener name %s not found for broker %d "
+                "(it registered %s): the controller cannot send it LeaderAndIsr, "
+                "UpdateMetadata or StopReplica and counts it as not live until it "
+                "registers with a %s listener; give every broker that listener in "
+                "listeners and advertised.listeners before setting "
+                "control.plane.listener.name", self.local_id, self.listener,
+                registration.id, listeners or "no endpoints", self.listener)
+        return False
 
     def _send(self, broker_id: int, api_key: int, version: int, body: ControllerRequest,
               on_response: OnResponse | None = None) -> None:
@@ -181,7 +218,7 @@ class NetworkControllerChannel:
                               live_brokers: list[zk_data.BrokerRegistration],
                               decisions: list[PartitionDecision],
                               deleted_topics: list[str]) -> None:
-        self.set_live_brokers(live_brokers)
+        self._keep_senders(live_brokers)  # the controller's live brokers: all reachable
         for broker_id in broker_ids:
             if broker_id == self.local_id:
                 self.partition_states.apply_update_metadata(

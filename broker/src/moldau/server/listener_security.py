@@ -6,9 +6,11 @@ Per listener: its TLS key material (a holder per SSL and SASL_SSL listener, so d
 client (`ssl.principal.mapping.rules`), and for SASL_PLAINTEXT and SASL_SSL listeners the
 gate that makes each connection authenticate first (sasl_authenticator.py) against the
 listener's mechanisms (sasl_listeners.py) and the SCRAM credentials kept in ZooKeeper.
-Towards the other brokers (controller channel, replica fetchers, controlled shutdown):
-the inter-broker listener's TLS settings and, on a SASL listener, the mechanism of
-`sasl.mechanism.inter.broker.protocol` with its JAAS entry's username and password.
+Towards the other brokers (replica fetchers, controlled shutdown, markers): the
+inter-broker listener's TLS settings and, on a SASL listener, the mechanism of
+`sasl.mechanism.inter.broker.protocol` with its JAAS entry's username and password. The
+controller's channel does the same on the control-plane listener when
+`control.plane.listener.name` is set (Kafka's controlPlaneSecurityProtocol).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from moldau.client.security import ClientSecurity
 from moldau.security.credential_cache import ScramCredentialCache
 from moldau.security.delegation_tokens import DelegationTokenCache
 from moldau.security.principal import principal_from_certificate
+from moldau.security.sasl.mechanism import SaslClient
 from moldau.security.ssl_settings import PRINCIPAL_MAPPING_RULES, TlsConfigError, read_text
 from moldau.security.tls import TlsContextHolder, build_client_context
 
@@ -48,6 +51,9 @@ class ListenerSecurity:
         try:
             self.sasl = sasl_listeners(config, kafka_opts)
             self._inter_broker_sasl = inter_broker_sasl(config, self.sasl)
+            control = config.control_plane_listener_name
+            self._control_plane_sasl = (inter_broker_sasl(config, self.sasl, control)
+                                        if control is not None else None)
         except ConfigError as exc:
             raise StartupError(str(exc)) from exc
         self.gates: dict[str, SaslGate] = {}
@@ -116,10 +122,21 @@ class ListenerSecurity:
         """How this broker connects to the others: the inter-broker listener's own ssl.*
         settings (keystore as the client certificate, truststore), as Kafka configures
         its broker clients, and its SASL mechanism and credentials."""
-        listener = self.config.inter_broker_listener_name
+        return self._client(self.config.inter_broker_listener_name, self._inter_broker_sasl)
+
+    def controller_client(self) -> ClientSecurity:
+        """How the controller connects to the brokers: as inter_broker_client, on the
+        control-plane listener with that listener's own ssl.* settings and JAAS entry
+        when control.plane.listener.name is set."""
+        listener = self.config.control_plane_listener_name
+        if listener is None:
+            return self.inter_broker_client()
+        return self._client(listener, self._control_plane_sasl)
+
+    def _client(self, listener: str, sasl: Callable[[], SaslClient] | None) -> ClientSecurity:
         protocol = self.config.protocol_map.get(listener, "PLAINTEXT")
         context = (build_client_context(self._ssl_settings(listener))
                    if protocol in ("SSL", "SASL_SSL") else None)
         mechanism = (str(self.config.values["sasl.mechanism.inter.broker.protocol"]).upper()
-                     if self._inter_broker_sasl is not None else None)
-        return ClientSecurity(protocol, context, mechanism, self._inter_broker_sasl)
+                     if sasl is not None else None)
+        return ClientSecurity(protocol, context, mechanism, sasl)

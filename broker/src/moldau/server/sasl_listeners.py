@@ -271,13 +271,14 @@ def _int(value: ConfigValue) -> int:
     return value
 
 
-def inter_broker_sasl(config: BrokerConfig, listeners: Mapping[str, SaslListener]
-                      ) -> Callable[[], SaslClient] | None:
+def inter_broker_sasl(config: BrokerConfig, listeners: Mapping[str, SaslListener],
+                      listener_name: str | None = None) -> Callable[[], SaslClient] | None:
     """How this broker authenticates towards the others: None unless the inter-broker
-    listener is a SASL one; then a factory of fresh mechanism clients for
-    `sasl.mechanism.inter.broker.protocol`, with the username and password of that
-    mechanism's JAAS entry on the inter-broker listener."""
-    name = config.inter_broker_listener_name
+    listener (or `listener_name`: the control-plane one) is a SASL one; then a factory of
+    fresh mechanism clients for `sasl.mechanism.inter.broker.protocol` (Kafka's mechanism
+    on the control-plane listener too), with the username and password of that
+    mechanism's JAAS entry on that listener."""
+    name = listener_name or config.inter_broker_listener_name
     listener = listeners.get(name)
     if listener is None:
         return None

@@ -41,6 +41,7 @@ class BrokerConfig:
     advertised_listeners: list[Endpoint] = field(default_factory=list)
     protocol_map: dict[str, str] = field(default_factory=dict)
     inter_broker_listener_name: str = "PLAINTEXT"
+    control_plane_listener_name: str | None = None  # control.plane.listener.name
     zookeeper: ZkConnect | None = None
 
     def __getitem__(self, key: str) -> Any:
@@ -168,6 +169,35 @@ class BrokerConfig:
             raise ConfigError(key, name, "inter.broker.listener.name must be a listener name "
                               "defined in advertised.listeners")
         self.inter_broker_listener_name = name
+        self.control_plane_listener_name = self._control_plane_listener()
+
+    def _control_plane_listener(self) -> str | None:
+        """control.plane.listener.name, checked in Kafka's order and with its messages: a
+        listener of the protocol map, advertised, and not the inter-broker listener."""
+        key = "control.plane.listener.name"
+        raw = self.values[key]
+        if raw is None:
+            return None
+        name = raw.strip().upper()  # Kafka's ListenerName.normalised
+        if name not in self.protocol_map:
+            raise ConfigError(key, raw, f"Listener with {name} defined in {key} not found in "
+                              "listener.security.protocol.map.")
+        advertised = [e.listener for e in self.advertised_listeners]
+        if name not in advertised:
+            raise ConfigError(key, raw, f"{key} must be a listener name defined in "
+                              "advertised.listeners. The valid options based on currently "
+                              f"configured listeners are {','.join(advertised)}")
+        if name == self.inter_broker_listener_name:
+            raise ConfigError(key, raw, f"{key}, when defined, should have a different value "
+                              "from the inter broker listener name. Currently they both have "
+                              f"the value {name}")
+        return name
+
+    @property
+    def controller_listener_name(self) -> str:
+        """The listener the controller reaches the brokers on: the control-plane listener
+        when set, else the inter-broker one (Kafka's ControllerChannelManager)."""
+        return self.control_plane_listener_name or self.inter_broker_listener_name
 
     def listener_settings(self, listener: str) -> dict[str, ConfigValue]:
         """The `ssl.*` settings of one listener, per-listener overrides applied."""

@@ -44,7 +44,8 @@ def markdown_table() -> str:
         "(a negative result means forever, -1); `log.roll.ms` > `log.roll.hours`;",
         "`log.roll.jitter.ms` > `log.roll.jitter.hours`; `log.dirs` > `log.dir`;",
         "`advertised.listeners` defaults to `listeners`; `inter.broker.listener.name` and",
-        "`security.inter.broker.protocol` are mutually exclusive.",
+        "`security.inter.broker.protocol` are mutually exclusive; without",
+        "`control.plane.listener.name` the controller uses the inter-broker listener.",
         "",
         f"Keys: {len(KEYS_LIST)} ({counts['implemented']} implemented, "
         f"{counts['accepted']} accepted, {counts['rejected']} rejected).",

@@ -133,6 +133,10 @@ KEYS_LIST: list[ConfigKey] = [
          note="exclusive with security.inter.broker.protocol"),
     impl("security.inter.broker.protocol", "string", "PLAINTEXT", "M",
          OneOf(SECURITY_PROTOCOLS)),
+    impl("control.plane.listener.name", "string", None, "H",
+         note="the listener the controller sends LeaderAndIsr, UpdateMetadata and "
+         "StopReplica to (unset: the inter-broker listener); must be in "
+         "advertised.listeners and differ from the inter-broker listener"),
     impl("socket.send.buffer.bytes", "int", 100 * 1024, "H", note="-1: OS default"),
     impl("socket.receive.buffer.bytes", "int", 100 * 1024, "H", note="-1: OS default"),
     impl("socket.request.max.bytes", "int", 100 * 1024 * 1024, "H", at_least(1)),
