@@ -33,6 +33,7 @@ from kazoo.security import ACL
 from moldau.cluster import zk_acls, zk_tls
 from moldau.cluster.zk_broker_znode import BrokerRegistration
 from moldau.cluster.zk_errors import UNAVAILABLE, ZkNodeExistsError, ZooKeeperUnavailableError
+from moldau.cluster.zk_handler import PollingHandler
 from moldau.cluster.zk_paths import broker_path
 from moldau.cluster.zk_sasl import SaslOutcome, ZkLogin, start_admitted
 
@@ -126,7 +127,8 @@ class ZkSession:
         conn_retry = KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=1.0)
         cmd_retry = dict(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0,
                          deadline=self.session_timeout_ms / 1000)
-        options: dict[str, object] = {}  # KazooClient's keyword arguments
+        # KazooClient's keyword arguments; a handler whose select is one poll call
+        options: dict[str, object] = {"handler": PollingHandler()}
         if self.tls_context is not None:
             self._tls_handler = zk_tls.TlsHandler(self.tls_context)
             options["handler"] = self._tls_handler

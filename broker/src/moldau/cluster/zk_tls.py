@@ -23,10 +23,9 @@ import socket
 import ssl
 from collections.abc import Callable, Mapping
 
-from kazoo.handlers.threading import SequentialThreadingHandler
-
 # Re-exported: the ACL policy lived here before SASL shared it.
 from moldau.cluster.zk_acls import SET_ACL, acls_for, check_secure_acls
+from moldau.cluster.zk_handler import PollingHandler
 from moldau.security.ssl_settings import TlsConfigError
 from moldau.security.tls import build_client_context
 
@@ -133,9 +132,10 @@ def kazoo_options(values: Mapping[str, object]) -> dict[str, TlsHandler]:
     return {} if context is None else {"handler": TlsHandler(context)}
 
 
-class TlsHandler(SequentialThreadingHandler):
-    """kazoo's threading handler whose connections are TLS sockets from `context`; the
-    last handshake failure is kept, for the error raised when no server can be reached."""
+class TlsHandler(PollingHandler):
+    """kazoo's threading handler (with poll_select) whose connections are TLS sockets
+    from `context`; the last handshake failure is kept, for the error raised when no
+    server can be reached."""
 
     def __init__(self, context: ssl.SSLContext | Callable[[], ssl.SSLContext]) -> None:
         """`context`: one for every connection, or a callable asked at each connection."""

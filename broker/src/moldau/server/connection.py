@@ -12,9 +12,11 @@ high-water mark stops handling requests (and reading) until the client drains it
 
 Responses are a list of parts: bytes, and `FileRecords` (segment file ranges). On a
 plaintext connection file ranges go out with `sendfile`, straight from the page cache;
-on TLS they are read with pread and encrypted. The bytes of the responses to the
-requests handled in one pass (what one read brought in) leave in one write: a send is a
-system call that also wakes the client, which cost more than handling a small produce.
+on TLS they are read with pread and encrypted, a chunk at a time (file_sends.py, which
+also finishes a plaintext response the socket did not take at once). The bytes of the
+responses to the requests handled in one pass (what one read brought in) leave in one
+write: a send is a system call that also wakes the client, which cost more than handling
+a small produce.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from moldau.protocol.generated.sasl_handshake_request import SaslHandshakeReques
 from moldau.protocol.generated.sasl_handshake_response import SaslHandshakeResponse
 from moldau.security.acls import java_host_address
 
+from .file_sends import SocketWaiter, copy_range, sendfile_range
 from .limits import RequestQueueBound
 from .listener import Listener
 from .responses import FileRecords, Parts
@@ -50,6 +53,11 @@ WRITE_LOW_WATER = 1 * 1024 * 1024
 # Response bytes gathered for one write go out once they reach this much, so the
 # transport's high-water mark still pauses a pass that answers a long pipeline.
 COALESCE_BYTES = 256 * 1024
+# A TLS connection's water marks (of the TLS layer's own buffer, which fills while the
+# socket's is full): file ranges go out in chunks (file_sends.copy_range), and no more
+# than about one waits there.
+TLS_WRITE_HIGH_WATER = 512 * 1024
+TLS_WRITE_LOW_WATER = 128 * 1024
 # What an idle connection holds instead of a queue or a set of its own (a deque is 600
 # bytes, an empty set 200: on thousands of idle connections, most of what they cost).
 _NO_FRAMES: tuple[()] = ()
@@ -98,8 +106,6 @@ class ConnectionServer(Protocol):
 class Connection(asyncio.BufferedProtocol):
     """One client connection (Kafka's KafkaChannel and its Processor state)."""
 
-    _loop_sendfile = True  # False once the event loop turned out not to have sendfile
-
     def __init__(self, server: ConnectionServer, listener: Listener) -> None:
         self.server = server
         self.listener = listener
@@ -117,6 +123,8 @@ class Connection(asyncio.BufferedProtocol):
         self._mute_reasons = _NOT_MUTED
         self._throttle_end: asyncio.TimerHandle | None = None
         self._write_paused = False
+        self._drained: asyncio.Future[None] | None = None  # writable's, till resume_writing
+        self._socket_waiter: SocketWaiter | None = None  # while a sendfile waits (file_sends)
         self._read_paused_by_bound = False
         self.id = ""
         self.tls = listener.ssl_context is not None
@@ -141,7 +149,10 @@ class Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         self.transport = transport
-        transport.set_write_buffer_limits(WRITE_HIGH_WATER, WRITE_LOW_WATER)
+        if self.tls:
+            transport.set_write_buffer_limits(TLS_WRITE_HIGH_WATER, TLS_WRITE_LOW_WATER)
+        else:
+            transport.set_write_buffer_limits(WRITE_HIGH_WATER, WRITE_LOW_WATER)
         peer = transport.get_extra_info("peername") or ("?", 0)
         local = transport.get_extra_info("sockname") or ("?", 0)
         self.id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}"
@@ -177,6 +188,8 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._wake_writer()
+        self._release_socket_waiter()
         if self._throttle_end is not None:
             self._throttle_end.cancel()
         if self.sasl is not None:
@@ -223,7 +236,25 @@ class Connection(asyncio.BufferedProtocol):
 
     def resume_writing(self) -> None:
         self._write_paused = False
+        self._wake_writer()
         self._process()
+
+    def _wake_writer(self) -> None:
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def write_paused(self) -> bool:
+        return self._write_paused
+
+    async def writable(self) -> None:
+        """Wait until the transport drains below its low-water mark (or the connection
+        closes)."""
+        while self._write_paused and not self.closed:
+            if self._drained is None:
+                loop = self._loop or asyncio.get_running_loop()
+                self._drained = loop.create_future()
+            await self._drained
 
     def eof_received(self) -> bool | None:
         return None  # close our side too
@@ -470,7 +501,10 @@ class Connection(asyncio.BufferedProtocol):
             on_sent(meta, self._send_started, time.monotonic_ns())
 
     async def _send_rest(self, parts: Parts) -> None:
-        await self._send_async(parts)
+        try:
+            await self._send_async(parts)
+        finally:
+            self._release_socket_waiter()
         self._sent()
         self.busy = False
         if not self.closed:
@@ -479,23 +513,21 @@ class Connection(asyncio.BufferedProtocol):
     async def _send_async(self, parts: Parts) -> None:
         transport = self.transport
         assert transport is not None
-        loop = asyncio.get_running_loop()
         for part in parts:
             if self.closed:
                 return
             if type(part) is not FileRecords:
                 transport.write(part)  # type: ignore[arg-type]
-                continue
-            if self.tls or not self._loop_sendfile:
-                # TLS encrypts a copy; an event loop without sendfile (uvloop) gets one too
-                transport.write(os.pread(part.fd, part.size, part.position))
-                continue
-            with open(part.fd, "rb", buffering=0, closefd=False) as file:
-                try:
-                    await loop.sendfile(transport, file, part.position, part.size)
-                except NotImplementedError:
-                    Connection._loop_sendfile = False
-                    transport.write(os.pread(part.fd, part.size, part.position))
-                except (ConnectionError, OSError) as exc:
-                    self.close(f"send failed: {exc}")
-                    return
+            elif self.tls:
+                await copy_range(self, part)
+            else:
+                assert self.sock is not None
+                if self._socket_waiter is None:
+                    loop = self._loop or asyncio.get_running_loop()
+                    self._socket_waiter = SocketWaiter(loop, self.sock.fileno())
+                await sendfile_range(self, part, self.sock.fileno(), self._socket_waiter)
+
+    def _release_socket_waiter(self) -> None:
+        waiter, self._socket_waiter = self._socket_waiter, None
+        if waiter is not None:
+            waiter.release()

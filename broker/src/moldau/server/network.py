@@ -11,6 +11,8 @@ dispatcher and the tests import from here; each job has its module:
   listener, broker and address), with the client quotas' rates (`rate_sensors.py`);
 - `connection.py`: `Connection` (frames in, responses out in request order, flow
   control, sendfile and TCP_CORK, coalesced writes) and the `RequestHandler` it calls;
+- `file_sends.py`: the rest of a response with file ranges once the socket is full
+  (sendfile and a wait for the socket; on TLS, copies a chunk at a time);
 - `limits.py`: `RequestQueueBound` (`queued.max.requests`/`queued.max.request.bytes`)
   and `ConnectionLimits` (`max.connections`, `max.connections.per.ip`,
   `max.connection.creation.rate`, per listener too), which
