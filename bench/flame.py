@@ -1,12 +1,14 @@
 """Flame graphs of the brokers under RF 3 small produce (issue 42). A tool, not a suite.
 
     python bench/flame.py [--workload e2e|pp] [--rate 3000] [--tree DIR] [--seconds 15]
+                          [--partitions 1] [--native]
 
 Three fresh brokers (from this checkout, or from `--tree`, a directory holding
-broker/src) on a fresh ZooKeeper, a topic of 1 partition at RF 3 (min.insync.replicas 2),
-and one of the slow rows' loads while py-spy samples the partition's leader and one
-follower (`py-spy record --nonblocking`, 200 Hz, native frames off, idle samples left
-out):
+broker/src) on a fresh ZooKeeper, a topic of 1 partition at RF 3 (min.insync.replicas 2;
+`--partitions 6`: the Kafka peer suite's topic, each broker leading two), and one of the
+slow rows' loads while py-spy samples the leader of partition 0 and one follower
+(`py-spy record --nonblocking`, 200 Hz, idle samples left out; `--native`: with the C
+frames, which py-spy then reads while the process is stopped):
 
 - `e2e`: rdkperf -e2e, one acks=all record per request at `--rate` records/s with a
   consumer tailing (the latency knee's load, from librdkafka);
@@ -36,9 +38,11 @@ RATE_HZ = 200
 TOP = 15
 
 
-def _spy(pid: int, out: Path, fmt: str) -> subprocess.Popen[bytes]:
+def _spy(pid: int, out: Path, fmt: str, native: bool) -> subprocess.Popen[bytes]:
+    # --native unwinds the C stack, which needs the process stopped: not --nonblocking
+    mode = ["--native"] if native else ["--nonblocking"]
     return subprocess.Popen([_py_spy(), "record", "--pid", str(pid), "--rate", str(RATE_HZ),
-                             "--nonblocking", "--format", fmt, "--output", str(out)],
+                             *mode, "--format", fmt, "--output", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -73,12 +77,15 @@ def main() -> int:
     parser.add_argument("--workload", choices=("e2e", "pp"), default="e2e")
     parser.add_argument("--rate", type=int, default=3000, help="records/s (pp: -1 = max)")
     parser.add_argument("--seconds", type=int, default=15)
+    parser.add_argument("--partitions", type=int, default=1,
+                        help="the topic's partitions (6: the Kafka peer suite's pp row)")
+    parser.add_argument("--native", action="store_true", help="sample C frames too")
     parser.add_argument("--tree", type=Path, default=s.REPO,
                         help="a directory holding broker/src (default: this checkout)")
     args = parser.parse_args()
     sys.path.insert(0, str(s.REPO / "broker" / "src"))
     OUT.mkdir(parents=True, exist_ok=True)
-    with _three_brokers(args.tree, "flame", 1) as brokers:
+    with _three_brokers(args.tree, "flame", args.partitions) as brokers:
         bootstrap = ",".join(b.bootstrap for b in brokers)
         leader = _leader_of(bootstrap, "flame")
         roles = {"leader": brokers[leader - 1],
@@ -87,8 +94,8 @@ def main() -> int:
         spies = []
         for role, pid in pids.items():
             stem = OUT / f"{args.workload}-{role}"
-            spies += [_spy(pid, stem.with_suffix(".txt"), "raw"),
-                      _spy(pid, stem.with_suffix(".svg"), "flamegraph")]
+            spies += [_spy(pid, stem.with_suffix(".txt"), "raw", args.native),
+                      _spy(pid, stem.with_suffix(".svg"), "flamegraph", args.native)]
         time.sleep(1.0)  # py-spy attaches
         cpu0 = {role: _cpu([b]) for role, b in roles.items()}
         records = _load(args.workload, bootstrap, args.rate, args.seconds)

@@ -44,6 +44,8 @@ TOTAL = int(os.environ.get("MOLDAU_BENCH_BYTES", 512 * MIB))
 SIZE = 1024
 RATE = 1000  # records/s of the rf3-e2e workload
 E2E_SECONDS = 15
+PP_RECORDS = 200_000  # records of the rf3-pp workload (the Kafka peer suite's count)
+PP_PARTITIONS = 6
 
 
 def _worktree(commit: str) -> Path:
@@ -162,6 +164,24 @@ def _e2e_run(tree: Path, rdkperf: Path) -> dict[str, float]:
                 "ack p99 ms": result["ack_ms"]["p99"], "e2e p99 ms": result["e2e_ms"]["p99"]}
 
 
+def _pp_run(tree: Path, rdkperf: Path) -> dict[str, float]:
+    """Kafka's ProducerPerformance, acks=all and the Java producer's defaults, as fast as
+    it goes into PP_PARTITIONS partitions at RF 3: MB/s, the three brokers' CPU seconds
+    per 100,000 records and the p99 ms."""
+    from _kafka_peer_clusters import import_paths
+    from _kafka_peer_tools import producer_performance
+
+    import_paths()
+    with _three_brokers(tree, "pp", PP_PARTITIONS) as brokers:
+        bootstrap = ",".join(b.bootstrap for b in brokers)
+        cpu0 = _cpu(brokers)
+        moved = producer_performance(bootstrap, "pp", PP_RECORDS, SIZE,
+                                     Path(tempfile.mkdtemp(prefix="moldau-ab-pp-")))
+        return {"MB/s": moved.bytes / moved.seconds / 1e6,
+                "brokers CPU s per 100k records": (_cpu(brokers) - cpu0) * 1e5 / PP_RECORDS,
+                "p99 ms": moved.p99_ms}
+
+
 def _leader_of(bootstrap: str, topic: str) -> int:
     """The broker id leading partition 0 (asked until the answering broker knows it)."""
     from confluent_kafka.admin import AdminClient
@@ -207,17 +227,18 @@ def _one_run(tree: Path, rdkperf: Path) -> dict[str, float]:
 
 
 def main() -> int:
-    global SIZE, RATE  # the runs read them, as they read TOTAL
+    global SIZE, RATE, PP_RECORDS  # the runs read them, as they read TOTAL
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", required=True)
     parser.add_argument("--after", default="HEAD")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--workload", choices=("rf1", "rf3-tail", "rf3-e2e"),
+    parser.add_argument("--workload", choices=("rf1", "rf3-tail", "rf3-e2e", "rf3-pp"),
                         default="rf1")
     parser.add_argument("--size", type=int, default=SIZE, help="record size, bytes")
     parser.add_argument("--rate", type=int, default=RATE, help="rf3-e2e's records/s")
+    parser.add_argument("--records", type=int, default=PP_RECORDS, help="rf3-pp's records")
     args = parser.parse_args()
-    SIZE, RATE = args.size, args.rate
+    SIZE, RATE, PP_RECORDS = args.size, args.rate, args.records
     sys.path.insert(0, str(s.REPO / "broker" / "src"))
     from _peer_servers import build_rdkperf
 
@@ -226,13 +247,17 @@ def main() -> int:
     _install_tools()  # librdkafka-dev and the rest of the broker suite's Debian packages
     rdkperf = build_rdkperf()
     trees = {"before": _tree(args.before), "after": _tree(args.after)}
-    one_run = {"rf1": _one_run, "rf3-tail": _tail_run, "rf3-e2e": _e2e_run}[args.workload]
+    one_run = {"rf1": _one_run, "rf3-tail": _tail_run, "rf3-e2e": _e2e_run,
+               "rf3-pp": _pp_run}[args.workload]
     runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
     for i in range(args.rounds):
         for side in (("before", "after") if i % 2 == 0 else ("after", "before")):
+            load = os.getloadavg()[0]
             runs[side].append(one_run(trees[side], rdkperf))
-            print(f"round {i + 1} {side}: {runs[side][-1]}", flush=True)
+            print(f"round {i + 1} {side} (load average {load:.1f} at the start): "
+                  f"{runs[side][-1]}", flush=True)
     volume = (f"{RATE} records/s for {E2E_SECONDS} s" if args.workload == "rf3-e2e"
+              else f"{PP_RECORDS:,} records" if args.workload == "rf3-pp"
               else f"{TOTAL // MIB} MiB")
     print(f"\n{args.rounds} rounds (ABBA) of {args.workload}, {volume} of {SIZE} B records "
           f"per run; "

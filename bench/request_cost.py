@@ -22,7 +22,9 @@ busy machine does not disturb: the broker and the floor run under `valgrind
 around the measured requests, after a warm-up. The figure is the instructions executed
 (Ir, every thread of the server) divided by the requests. Python under callgrind runs
 tens of times slower, so a run is CALLGRIND_REQUESTS requests, and the ZooKeeper session
-and the start-up waits are stretched to match.
+and the start-up waits are stretched to match. `--java` sends the requests Kafka's Java
+producer sends instead (issue 42): v11, one request for two partitions of the topic
+(what a broker leading two of the six gets), each a batch of 5 x 1 KiB records.
 """
 
 from __future__ import annotations
@@ -69,7 +71,9 @@ CALLGRIND_SESSION_MS = 120_000
 CALLGRIND_START_SECONDS = 900.0
 
 
-def _frames(acks: int) -> list[bytes]:
+def _frames(acks: int, java: bool = False) -> list[bytes]:
+    """librdkafka's requests (v9, one partition each) or, with java, the Java producer's
+    (v11, two partitions each)."""
     from moldau.protocol.generated import ProduceRequest, RequestHeader
     from moldau.protocol.generated.api import ApiKey
     from moldau.protocol.headers import encode_request
@@ -77,12 +81,16 @@ def _frames(acks: int) -> list[bytes]:
 
     value = os.urandom(1024)
     frames = []
+    together = 2 if java else 1  # partitions per request
     for i in range(PARTITIONS * 4):
         body = ProduceRequest(acks=acks, timeout_ms=30000, topic_data=[
             ProduceRequest.TopicProduceData(name=TOPIC, partition_data=[
                 ProduceRequest.PartitionProduceData(
-                    index=i % PARTITIONS, records=build_batch([(None, value)] * 5))])])
-        header = RequestHeader(request_api_key=ApiKey.PRODUCE, request_api_version=9,
+                    index=(i * together + j) % PARTITIONS,
+                    records=build_batch([(None, value)] * 5))
+                for j in range(together)])])
+        header = RequestHeader(request_api_key=ApiKey.PRODUCE,
+                               request_api_version=11 if java else 9,
                                correlation_id=i, client_id="request-cost")
         frames.append(encode_request(header, body))
     return frames
@@ -342,7 +350,7 @@ def seed_acls(connect: str, chroot: str, count: int) -> None:
 
 
 def run_callgrind(requests: int = CALLGRIND_REQUESTS, rounds: int = CALLGRIND_ROUNDS,
-                  acls: int = 0) -> str:
+                  acls: int = 0, java: bool = False) -> str:
     sys.path.insert(0, str(s.REPO / "broker" / "src"))
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -386,8 +394,8 @@ def run_callgrind(requests: int = CALLGRIND_REQUESTS, rounds: int = CALLGRIND_RO
         in_broker = CallgrindControl(pid, workdir / "callgrind.broker")
         in_floor = CallgrindControl(floor.pid, workdir / "callgrind.floor")
         targets: dict[str, tuple[tuple[str, int], CallgrindControl, list[bytes]]] = {
-            "broker": (address, in_broker, _frames(1)),
-            "broker acks=all": (address, in_broker, _frames(-1)),
+            "broker": (address, in_broker, _frames(1, java)),
+            "broker acks=all": (address, in_broker, _frames(-1, java)),
             "floor": (floor_address, in_floor, _frames(1))}
         if guarded is not None:
             _start_broker_under_callgrind(guarded, workdir / "callgrind.guarded")
@@ -418,7 +426,7 @@ def run_callgrind(requests: int = CALLGRIND_REQUESTS, rounds: int = CALLGRIND_RO
             guarded.stop(CALLGRIND_START_SECONDS)
         ensemble.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    return _callgrind_report(clock, requests, results, acls)
+    return _callgrind_report(clock, requests, results, acls, java)
 
 
 def _valgrind_version() -> str:
@@ -427,9 +435,12 @@ def _valgrind_version() -> str:
 
 
 def _callgrind_report(clock: s.Stopwatch, requests: int,
-                      results: dict[str, list[float]], acls: int = 0) -> str:
+                      results: dict[str, list[float]], acls: int = 0,
+                      java: bool = False) -> str:
+    shape = ("v11, two partitions of 5 x 1 KiB records (Kafka's Java producer)" if java
+             else "v9")
     labels = {
-        "broker": "Moldau broker (ProduceRequest v9, acks=1, appended to the log)",
+        "broker": f"Moldau broker (ProduceRequest {shape}, acks=1, appended to the log)",
         "broker acks=all": "Moldau broker (the same with acks=all, one replica)",
         "floor": "floor: frame_echo.py (asyncio, frames cut and answered, nothing else)",
         ACL_RUN: f"Moldau broker with the AclAuthorizer and {acls:,} ACLs (10 apply to the "
@@ -477,8 +488,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--acls", type=int, default=0,
                         help="callgrind mode: also a broker with the AclAuthorizer and this "
                         "many ACLs (e.g. 1000)")
+    parser.add_argument("--java", action="store_true",
+                        help="callgrind mode: the Java producer's requests (v11, two "
+                        "partitions each)")
     args = parser.parse_args(argv)
-    print(run_callgrind(args.requests, args.rounds, args.acls) if args.callgrind else run())
+    print(run_callgrind(args.requests, args.rounds, args.acls, args.java) if args.callgrind
+          else run())
     return 0
 
 

@@ -295,7 +295,8 @@ def check_records(data: bytes) -> None:
 
 
 def check_fast_produce(data: bytes) -> None:
-    from moldau.server.handlers.produce_fast import parse  # the server layer: this one only
+    # the server layer: this one only
+    from moldau.server.handlers.produce_fast import SingleProduce, parse
 
     fast = parse(bytearray(data))
     if fast is None:
@@ -313,12 +314,13 @@ def check_fast_produce(data: bytes) -> None:
     partitions = topics[0].partition_data if len(topics) == 1 else []
     general = (header.request_api_key, header.request_api_version, header.correlation_id,
                client_id_length, body.transactional_id, body.acks, body.timeout_ms,
-               topics[0].name if topics else None, len(partitions),
-               partitions[0].index if partitions else None,
-               bytes(partitions[0].records) if partitions and partitions[0].records is not None
-               else None)
+               len(topics), topics[0].name if topics else None,
+               [(p.index, None if p.records is None else bytes(p.records))
+                for p in partitions])
+    read = ([(fast.partition, bytes(fast.records))] if isinstance(fast, SingleProduce)
+            else [(index, bytes(records)) for index, records in fast.partitions])
     shortcut = (0, fast.version, fast.correlation_id, max(fast.client_id_length, -1), None,
-                fast.acks, fast.timeout_ms, fast.topic, 1, fast.partition, bytes(fast.records))
+                fast.acks, fast.timeout_ms, 1, fast.topic, read)
     if general != shortcut:
         raise PropertyViolation(f"the fast path reads {shortcut}, the decoder {general}")
 

@@ -17,6 +17,7 @@ from confluent_kafka import KafkaException, Producer
 
 from moldau.checker.consumer import verify
 from moldau.checker.producer import ProducerRun
+from moldau.protocol.generated.produce_request import ProduceRequest
 
 from .conftest import Cluster
 from .faults import leaders
@@ -109,6 +110,45 @@ def test_acks_all_waits_for_the_isr_and_times_out_alike_on_both_produce_paths(
         answer = produce(conn, 10, 1, 10_000)
         assert (answer.error_code, answer.base_offset) == (0, 9), answer
     assert sorted(cluster.partitions(topic)[0].isrs) == [1, 2, 3]
+
+
+def test_acks_all_of_several_partitions_in_one_request_waits_for_each_isr(
+        cluster: Cluster) -> None:
+    """Kafka's Java producer sends a broker the batches of all the partitions it leads
+    in one request (v11), which the fast path takes (handlers/produce_fast_many.py):
+    with a follower stopped, each partition answers REQUEST_TIMED_OUT with the offset its
+    records took; once it runs again, both are confirmed."""
+    topic = cluster.create_topic("ackmany", partitions=4)
+    by_leader: dict[int, list[int]] = {}
+    for index, broker_id in sorted(leaders(cluster, topic).items()):
+        by_leader.setdefault(broker_id, []).append(index)
+    leader, indexes = next((b, ps[:2]) for b, ps in by_leader.items() if len(ps) >= 2)
+    follower = next(b for b in cluster.brokers if b != leader)
+    pid = cluster.brokers[follower].pid()
+    assert pid is not None
+
+    def produce(conn: Any, timeout_ms: int) -> dict[int, Any]:
+        request = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=timeout_ms,
+                                 topic_data=[ProduceRequest.TopicProduceData(
+                                     name=topic, partition_data=[
+                                         ProduceRequest.PartitionProduceData(
+                                             index=i, records=records(2))
+                                         for i in indexes])])
+        [answer] = conn.request(0, 11, request).responses
+        return {p.index: (p.error_code, p.base_offset) for p in answer.partition_responses}
+
+    with connect(cluster.brokers[leader]) as conn:
+        assert produce(conn, 10_000) == dict.fromkeys(indexes, (0, 0))
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            timed_out = produce(conn, 700)
+            waited = time.monotonic() - started
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert timed_out == dict.fromkeys(indexes, (7, 2)), timed_out  # REQUEST_TIMED_OUT
+        assert 0.7 <= waited < 10, waited
+        assert produce(conn, 10_000) == dict.fromkeys(indexes, (0, 4))
 
 
 def test_too_few_in_sync_replicas_refuse_acks_all_but_not_acks_1(cluster: Cluster) -> None:

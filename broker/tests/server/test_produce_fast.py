@@ -10,7 +10,8 @@ import pytest
 from moldau.protocol.generated import ProduceRequest, ProduceResponse, RequestHeader
 from moldau.protocol.headers import encode_request
 from moldau.protocol.records import build_batch
-from moldau.server.handlers.produce_fast import encode_success, parse
+from moldau.server.handlers.produce_fast import SingleProduce, encode_success, parse
+from moldau.server.handlers.produce_fast_many import ManyProduce, encode_successes
 from moldau.server.responses import encode_response_parts
 
 Topic = ProduceRequest.TopicProduceData
@@ -35,13 +36,28 @@ def frame(version: int = 10, *, client_id: str | None = "rdkafka", acks: int = 1
 
 @pytest.mark.parametrize("version", [9, 10, 11])
 def test_it_reads_the_one_partition_request_of_each_flexible_version(version: int) -> None:
-    request = parse(frame(version))
-    assert request is not None
+    data = frame(version)
+    request = parse(data)
+    assert isinstance(request, SingleProduce)
     assert (request.version, request.correlation_id, request.acks, request.topic,
             request.partition) == (version, 42, 1, "orders", 3)
     assert bytes(request.records) == BATCH
-    data = frame(version)
+    assert request.size == len(data)
     assert str(data[10:10 + request.client_id_length], "utf-8") == "rdkafka"
+
+
+def test_it_reads_every_partition_of_one_topic_in_order() -> None:
+    """Kafka's Java producer sends a broker the batches of all its partitions there in
+    one request."""
+    other = build_batch([(b"k", b"v" * 300)] * 3)
+    request = parse(frame(11, topics=[Topic(name="orders", partition_data=[
+        Partition(index=4, records=BATCH), Partition(index=1, records=other),
+        Partition(index=0, records=b"")])]))
+    assert isinstance(request, ManyProduce)
+    assert (request.version, request.correlation_id, request.acks, request.topic) == (
+        11, 42, 1, "orders")
+    assert [(index, bytes(records)) for index, records in request.partitions] == [
+        (4, BATCH), (1, other), (0, b"")]
 
 
 def test_acks_and_timeout_are_read_for_the_handler_to_judge() -> None:
@@ -55,32 +71,41 @@ def tagged(item: Any) -> Any:
 
 
 @pytest.mark.parametrize("case", [
-    "version 8", "transactional", "two partitions", "two topics", "no topics",
-    "null records", "header tags", "partition tags", "topic tags", "long name",
+    "version 8", "transactional", "a partition twice", "two topics", "no topics",
+    "no partitions", "null records", "null records second", "header tags",
+    "partition tags", "second partition tags", "topic tags", "long name",
 ])
 def test_every_other_shape_is_left_to_the_general_path(case: str) -> None:
     one = Partition(index=0, records=BATCH)
     data = {
         "version 8": lambda: frame(8),
         "transactional": lambda: frame(transactional_id="tx-1"),
-        "two partitions": lambda: frame(topics=[Topic(name="t", partition_data=[
-            one, Partition(index=1, records=BATCH)])]),
+        "a partition twice": lambda: frame(topics=[Topic(name="t", partition_data=[
+            one, Partition(index=1, records=BATCH), Partition(index=0, records=BATCH)])]),
         "two topics": lambda: frame(topics=[Topic(name="a", partition_data=[one]),
                                             Topic(name="b", partition_data=[one])]),
         "no topics": lambda: frame(topics=[]),
+        "no partitions": lambda: frame(topics=[Topic(name="t", partition_data=[])]),
         "null records": lambda: frame(topics=[Topic(name="t", partition_data=[
             Partition(index=0, records=None)])]),
+        "null records second": lambda: frame(topics=[Topic(name="t", partition_data=[
+            one, Partition(index=1, records=None)])]),
         "header tags": lambda: frame(header_tags={3: b"y"}),
         "partition tags": lambda: frame(topics=[Topic(name="t", partition_data=[
             tagged(Partition(index=0, records=BATCH))])]),
+        "second partition tags": lambda: frame(topics=[Topic(name="t", partition_data=[
+            one, tagged(Partition(index=1, records=BATCH))])]),
         "topic tags": lambda: frame(topics=[tagged(Topic(name="t", partition_data=[one]))]),
         "long name": lambda: frame(topics=[Topic(name="n" * 200, partition_data=[one])]),
     }[case]()
     assert parse(data) is None
 
 
-def test_truncated_or_padded_requests_are_refused_without_an_exception() -> None:
-    data = frame()
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_truncated_or_padded_requests_are_refused_without_an_exception(
+        partitions: int) -> None:
+    data = frame(topics=[Topic(name="t", partition_data=[
+        Partition(index=i, records=BATCH) for i in range(partitions)])])
     assert parse(data) is not None
     for end in range(len(data)):
         assert parse(data[:end]) is None
@@ -92,6 +117,11 @@ def test_a_produce_request_without_a_client_id_is_read() -> None:
     assert request is not None and request.client_id_length == -1
 
 
+def generated(version: int, response: Any) -> bytes:
+    return b"".join(bytes(part) for part in encode_response_parts(  # type: ignore[arg-type]
+        99, 0, version, response))
+
+
 @pytest.mark.parametrize("version", [9, 10, 11])
 @pytest.mark.parametrize("name", ["orders", "x" * 200])
 def test_the_success_response_is_what_the_generated_encoder_writes(version: int,
@@ -100,6 +130,23 @@ def test_the_success_response_is_what_the_generated_encoder_writes(version: int,
         name=name, partition_responses=[ProduceResponse.PartitionProduceResponse(
             index=5, error_code=0, base_offset=123_456_789_012, log_append_time_ms=-1,
             log_start_offset=17)])])
-    expected = b"".join(bytes(part) for part in encode_response_parts(  # type: ignore[arg-type]
-        99, 0, version, response))
-    assert bytes(encode_success(99, name, 5, 123_456_789_012, -1, 17)) == expected
+    assert bytes(encode_success(99, name, 5, 123_456_789_012, -1, 17)) == generated(
+        version, response)
+
+
+@pytest.mark.parametrize("version", [9, 10, 11])
+@pytest.mark.parametrize("name", ["orders", "x" * 200])
+@pytest.mark.parametrize("partitions", [2, 130])  # 130: a two-byte array length
+@pytest.mark.parametrize("throttle_ms", [0, 250])
+def test_the_success_response_of_several_partitions_is_the_generated_encoders(
+        version: int, name: str, partitions: int, throttle_ms: int) -> None:
+    appended = [(5 + i, 123_456_789_012 + i, -1 if i % 2 else 1_700_000_000_000 + i, 17 + i)
+                for i in range(partitions)]
+    response = ProduceResponse(throttle_time_ms=throttle_ms, responses=[
+        ProduceResponse.TopicProduceResponse(name=name, partition_responses=[
+            ProduceResponse.PartitionProduceResponse(
+                index=index, error_code=0, base_offset=base, log_append_time_ms=append_time,
+                log_start_offset=start)
+            for index, base, append_time, start in appended])])
+    assert bytes(encode_successes(99, name, appended, throttle_ms)) == generated(
+        version, response)

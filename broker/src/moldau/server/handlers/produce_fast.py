@@ -4,25 +4,31 @@ With `linger.ms` 0, librdkafka sends a ProduceRequest per partition as soon as i
 record. At 20 MB/s of 1 KiB records that is 19,000 small requests a second. The general
 path decodes each into request objects, builds response objects and encodes them. On
 the bench machine that cost about 70 us of CPU per request and saturated the event loop
-(docs/sizing.md). This path cut it to about 50 us.
+(docs/sizing.md). This path cut it to about 50 us. Kafka's Java producer sends one
+request per broker with the batches of every partition it has ready that the broker
+leads: the same shape with several partitions of one topic, which this path takes too
+(produce_fast_many.py; a request of one partition allocates nothing more for it).
 
 It takes one shape only:
-- flexible versions 9 to 11 (librdkafka 2.x sends v10);
+- flexible versions 9 to 11 (librdkafka 2.x sends v10, Kafka's 3.9 producer v11);
 - no transactional id and no transactional batch, acks=1 or acks=all (-1: both
-  clients' default), one topic with one partition, no tagged fields;
+  clients' default), one topic with one or more partitions (each named once), no
+  tagged fields;
 - an authenticated connection and the request log below DEBUG.
 
 With client quotas configured it records the request's bytes and loop time as the general
 path does (server/quotas.py) and answers with the throttle time, muting the connection.
 
-The topic is authorized, min.insync.replicas checked and the batch appended exactly as
-`ProduceHandler` does, and the success response's bytes are written directly. Any other
-request, and any error before the append, goes to the general path, which handles the
-request from its start: nothing has changed yet. A failed append is answered here
-(`fail_partition`, shared with the general path): it wrote nothing, but validation may
-have patched the batch's offsets in the frame already. An acks=all append the ISR has
-yet to confirm waits as in the general path (`await_replication`). Answers other than
-plain success are encoded by the generated codec.
+The topic is authorized, and every partition's leadership and min.insync.replicas checked
+before anything is appended, as `ProduceHandler` checks them; each batch is appended as
+there, and the success response's bytes are written directly. Any other request, and any
+error before the first append, goes to the general path, which handles the request from
+its start: nothing has changed yet. A failed append is answered here (`fail_partition`,
+shared with the general path), the request's other partitions appended as the general
+path appends them: it wrote nothing, but validation may have patched the batch's offsets
+in the frame already. An acks=all append the ISR has yet to confirm waits as in the
+general path (`await_replication`). Answers other than plain success are encoded by the
+generated codec.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from .produce import (
     ProduceAppends,
     TopicResponse,
 )
+from .produce_fast_many import ManyPartitions, ManyProduce, parse_many
 
 if TYPE_CHECKING:
     from moldau.metrics.registry import MetricsRegistry
@@ -56,6 +63,7 @@ if TYPE_CHECKING:
 
     from ..network import Connection
     from ..requests import RequestDispatcher
+    from ..session import Session
 
 PRODUCE = ApiKey.PRODUCE.value  # a plain int: compared on every request
 VERSIONS = range(9, 12)
@@ -86,15 +94,17 @@ class SingleProduce(NamedTuple):
         return len(self.records.obj)  # type: ignore[arg-type]
 
 
-def client_id_of(request: SingleProduce) -> str:
+def client_id_of(request: SingleProduce | ManyProduce) -> str:
     """The request header's client id ("" when null)."""
     length = request.client_id_length
     if length <= 0:
         return ""
-    return str(request.records.obj[10 : 10 + length], "utf-8")  # type: ignore[index]
+    records = (request.records if isinstance(request, SingleProduce)
+               else request.partitions[0][1])
+    return str(records.obj[10 : 10 + length], "utf-8")  # type: ignore[index]
 
 
-def parse(frame: bytearray) -> SingleProduce | None:
+def parse(frame: bytearray) -> SingleProduce | ManyProduce | None:
     """The request, if it is a ProduceRequest of the one shape this path takes; None for
     anything else, malformed bytes included (the general path reports those)."""
     try:
@@ -103,7 +113,7 @@ def parse(frame: bytearray) -> SingleProduce | None:
         return None
 
 
-def _parse(frame: bytearray) -> SingleProduce | None:
+def _parse(frame: bytearray) -> SingleProduce | ManyProduce | None:
     api_key, version, correlation_id, client_id_length = _HEADER.unpack_from(frame, 0)
     if api_key != PRODUCE or version not in VERSIONS or client_id_length < -1:
         return None
@@ -123,8 +133,9 @@ def _parse(frame: bytearray) -> SingleProduce | None:
     p += 2
     topic = str(frame[p : p + name_length], "utf-8")
     p += name_length
-    if frame[p] != _ONE:  # one partition
-        return None
+    if frame[p] != _ONE:  # several partitions (Kafka's Java producer), or none
+        return parse_many(frame, p, (version, correlation_id, client_id_length, acks,
+                                     timeout_ms, topic))
     (partition,) = _INT32.unpack_from(frame, p + 1)
     size, p = read_uvarint(frame, p + 5)
     size -= 1
@@ -169,23 +180,33 @@ class FastProduce:
         self.appends = appends
         self.dispatcher = dispatcher
         self.handled = metrics.meter("moldau", "ProduceFastPath", "RequestsPerSec")
+        self.many = ManyPartitions()
+
+    def admissible(self, session: Session, acks: int, topic: str) -> bool:
+        """Whether the request is this path's to answer, as far as its acks, its topic and
+        its principal's authorization go: any other is the general path's (a denial
+        too, to log: it asks again)."""
+        return ((acks == 1 or acks == -1) and topic not in INTERNAL_TOPICS
+                and session.authenticated
+                and self.dispatcher.authorizer.authorize(
+                    session.principal, session.acl_host, "Produce",
+                    [Action(AclOperation.WRITE, ResourceType.TOPIC, topic,
+                            log_if_denied=False)])[0])
 
     def __call__(self, conn: Connection, frame: bytearray,
                  received_ns: int) -> Parts | Awaitable[Parts] | None:
         dispatcher = self.dispatcher
         if not dispatcher.plain_responses() or (request := parse(frame)) is None:
             return None
+        if not isinstance(request, SingleProduce):
+            return self.many(self, conn, frame, request, received_ns)
         version, correlation_id, client_id_length, acks, _timeout, topic, index, records = (
             request)
         session = conn.session
         # a transactional batch, or a denial, is the general path's to answer (and, for a
         # denial, to log: it asks again)
-        if ((acks != 1 and acks != -1) or topic in INTERNAL_TOPICS or not session.authenticated
-                or first_batch_is_transactional(records)
-                or not dispatcher.authorizer.authorize(
-                    session.principal, session.acl_host, "Produce",
-                    [Action(AclOperation.WRITE, ResourceType.TOPIC, topic,
-                            log_if_denied=False)])[0]):
+        if (first_batch_is_transactional(records)
+                or not self.admissible(session, acks, topic)):
             return None
         started = time.monotonic_ns()
         appends = self.appends
@@ -214,14 +235,14 @@ class FastProduce:
                                            len(frame))
         # the client quotas, when some exist (a type check when none does)
         throttle_ms = (0 if type(dispatcher.quotas) is NoQuotas
-                       else self._quota(conn, request, len(frame), received_ns))
+                       else self.quota(conn, request, len(frame), received_ns))
         response = encode_success(correlation_id, topic, index, info.first_offset,
                                   info.log_append_time, log_start_offset, throttle_ms)
-        self._record(conn, version, 0, received_ns, started, throttle_ms=throttle_ms)
+        self.record(conn, version, 0, received_ns, started, throttle_ms=throttle_ms)
         return [response]
 
-    def _quota(self, conn: Connection, request: SingleProduce, size: int, received_ns: int,
-               loop_ns: int | None = None) -> int:
+    def quota(self, conn: Connection, request: SingleProduce | ManyProduce, size: int,
+              received_ns: int, loop_ns: int | None = None) -> int:
         """The client quotas, when some exist: the request's bytes and loop time recorded,
         and the throttle time, for which the connection is muted once the answer is sent
         (KIP-219)."""
@@ -243,26 +264,29 @@ class FastProduce:
         self.appends.fail_partition(response, exc, request.topic, request.version, partition,
                                     len(request.records))
         return self._answer(conn, request, response, received_ns, started,
-                            throttle_ms=self._quota(conn, request, request.size, received_ns))
+                            throttle_ms=self.quota(conn, request, request.size, received_ns))
 
     def _answer(self, conn: Connection, request: SingleProduce, response: PartitionResponse,
                 received_ns: int, started: int, returned: int | None = None,
                 throttle_ms: int = 0) -> Parts:
         """An answer other than plain success, encoded by the generated codec, and its
-        request metrics (returned as in _record)."""
+        request metrics (returned as in record)."""
         parts = encode_response_parts(
             request.correlation_id, PRODUCE, request.version,
             ProduceResponse(responses=[TopicResponse(name=request.topic,
                                                      partition_responses=[response])],
                             throttle_time_ms=throttle_ms))
-        self._record(conn, request.version, response.error_code, received_ns, started,
+        self.record(conn, request.version, response.error_code, received_ns, started,
                      returned, throttle_ms)
         return parts
 
-    def _record(self, conn: Connection, version: int, error_code: int, received_ns: int,
-                started: int, returned: int | None = None, throttle_ms: int = 0) -> None:
+    def record(self, conn: Connection, version: int, error_code: int, received_ns: int,
+               started: int, returned: int | None = None, throttle_ms: int = 0,
+               error_counts: dict[int, int] | None = None) -> None:
         """The request metrics of an answer ready now; returned: when the handler was done
-        and the wait for the ISR began (None: it did not wait)."""
+        and the wait for the ISR began (None: it did not wait); error_counts: the answer's
+        error codes with the partitions answering each, for an answer of several
+        partitions (the general path counts each, as Kafka does)."""
         metrics = self.dispatcher.metrics
         if metrics is None:
             return
@@ -270,7 +294,9 @@ class FastProduce:
         returned = done if returned is None else returned
         conn.response_meta = metrics.record(
             PRODUCE, version, None, received_ns, started, returned - started, done - returned,
-            None, done, error_counts=_NONE_ONCE if error_code == 0 else {error_code: 1},
+            None, done, error_counts=(error_counts if error_counts is not None
+                                      else _NONE_ONCE if error_code == 0
+                                      else {error_code: 1}),
             throttle_ms=throttle_ms)
 
     async def _after_replication(self, conn: Connection, request: SingleProduce,
@@ -281,14 +307,14 @@ class FastProduce:
         errors = await self.appends.await_replication([(partition, info.last_offset + 1)],
                                                       request.timeout_ms)
         # the loop time: up to the wait (the wait in purgatory costs the loop nothing)
-        throttle_ms = self._quota(conn, request, size, received_ns, returned - received_ns)
+        throttle_ms = self.quota(conn, request, size, received_ns, returned - received_ns)
         code = errors.get((request.topic, request.partition), 0)
         if code:
             return self._answer(conn, request, PartitionResponse(
                 index=request.partition, error_code=code, base_offset=info.first_offset,
                 log_append_time_ms=info.log_append_time, log_start_offset=log_start_offset),
                 received_ns, started, returned, throttle_ms)
-        self._record(conn, request.version, 0, received_ns, started, returned, throttle_ms)
+        self.record(conn, request.version, 0, received_ns, started, returned, throttle_ms)
         return [encode_success(request.correlation_id, request.topic, request.partition,
                                info.first_offset, info.log_append_time, log_start_offset,
                                throttle_ms)]
