@@ -121,7 +121,8 @@ test-long: deps deploy-deps spark-deps fuzz-deps
 		"zookeeper@360:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test" \
 		"zookeeper-life@720:MOLECULE_SCENARIOS=zookeeper-life scripts/molecule-test" \
 		"kerberos@300:MOLECULE_SCENARIOS=kerberos scripts/molecule-test" \
-		"operations-full@1750:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test"
+		"operations-full@1750:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test" \
+		"multi-instance@1650:MOLECULE_SCENARIOS=multi-instance scripts/molecule-test"
 
 # The reference lab (docs/compat.md): Apache Kafka 3.9.1 beside Moldau, the same scenarios
 # against both, differences compared under compat/allowlist.yaml. compat-deps installs

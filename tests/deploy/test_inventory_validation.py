@@ -84,6 +84,12 @@ def mutate(change: str) -> dict[str, Any]:
                                              "resource_name": "orders"}]
     elif change.startswith("monitoring "):
         inv["all"]["children"]["monitoring"] = {"hosts": {"nohost-mon": MONITORING_CHANGES[change]}}
+    elif change.startswith("instances "):  # two brokers of one server (broker_instance)
+        for name, number in (("nohost-b1", 1), ("nohost-b2", 0 if "number" in change else 2)):
+            brokers[name].update(ansible_host="nohost-server", broker_instance=number)
+        if "number" in change:
+            brokers["nohost-b2"]["broker_listeners"] = {"PLAINTEXT": {"port": 9192,
+                                                                      "protocol": "PLAINTEXT"}}
     elif change == "alertmanager port on a broker's listener port":
         inv["all"]["children"]["monitoring"] = {"hosts": {"nohost-b1": {}}}
         brokers["nohost-b1"]["monitoring_alertmanager_port"] = 9092
@@ -124,6 +130,10 @@ CASES = {
     "monitoring port not a number": "argument 'monitoring_prometheus_port' is of type str",
     "monitoring ports clash": "ports must be distinct and in 1-65535",
     "alertmanager port on a broker's listener port": "'broker listener PLAINTEXT': 9092",
+    "instances of one server on one port": "need distinct broker_instance numbers (1, 2, ...) "
+                                           "and distinct ports; instances ['1', '2'], ports "
+                                           "[9092, 9092, 9999, 9999, 9404, 9404]",
+    "instances of one server, a number below 1": "instances ['1', '0']",
 }
 
 
