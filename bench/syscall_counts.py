@@ -10,8 +10,9 @@ and `rdkperf -e2e` (one acks=all 1 KiB record per request at `--rate` records/s,
 0, a consumer tailing) while `strace -f -c` counts the system calls of the partition's
 leader and of one follower (`--loop-only`: of their event loop's thread alone, without
 the ZooKeeper client's, whose polls add calls when the ISR changes under load; it
-made a new epoll selector per poll until cluster/zk_handler.py). Printed per role: the calls per record, in all and by name,
-and per append (a `pwrite`: past the knee the producer puts several records in one).
+made a new epoll selector per poll until cluster/zk_handler.py). Printed per role: the
+calls per record, in all and by name, and per append (a `pwrite`: past the knee the
+producer puts several records in one).
 
 `--workload pp` is the Kafka peer suite's slowest row instead: Kafka's ProducerPerformance
 (acks=all, the Java producer's defaults) sends `--records` 1 KiB records as fast as it
