@@ -66,7 +66,9 @@ def test_producer_settings_take_effect(cluster: ToolCluster, tmp_path: Path) -> 
                "--compression-codec", "zstd", stdin=LINES)
     batches = _batches(cluster, small)
     assert sum(b.records_count for b in batches) == 40
-    assert len(batches) >= 8  # 40 records of ~20 bytes in 200-byte batches
+    # records of about 17 bytes in 200-byte batches (a 61-byte header): at most 8 fit one;
+    # how many batches linger.ms closes early depends on the machine's speed
+    assert max(b.records_count for b in batches) <= 8 and len(batches) >= 5
     assert {b.compression for b in batches} == {ZSTD}
     assert batches[0].producer_id != NO_PRODUCER_ID
     sequences = [b.base_sequence for b in batches]

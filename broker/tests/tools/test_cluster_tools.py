@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from .toolrun import ToolCluster, assert_golden, run
+from .toolrun import ToolCluster, assert_golden, run, short_wait_config
 
 
 def _produce(cluster: ToolCluster, topic: str, per_partition: list[int]) -> None:
@@ -101,7 +101,8 @@ def test_get_offsets_and_delete_records(cluster: ToolCluster, tmp_path: Path) ->
         1, "Error occurred: --topic-partitions cannot be used with --topic or --partitions\n")
     assert cluster.ok("kafka-get-offsets.sh", "--topic", "trimmed", "--time", "-2") == (
         "trimmed:0:2\ntrimmed:1:0\n")  # the failed runs changed nothing
-    unreachable = run("kafka-get-offsets.sh", "--bootstrap-server", "127.0.0.1:1")
+    unreachable = run("kafka-get-offsets.sh", "--bootstrap-server", "127.0.0.1:1",
+                      "--command-config", short_wait_config())
     assert (unreachable.code, unreachable.err) == (
         1, "Error occurred: Could not connect to any bootstrap server: 127.0.0.1:1 "
            "(Connection refused)\n")

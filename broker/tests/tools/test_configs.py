@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .toolrun import ToolCluster, assert_golden, run
+from .toolrun import ToolCluster, assert_golden, run, short_wait_config
 
 CONFIGS = "kafka-configs.sh"
 
@@ -129,6 +129,7 @@ def test_bad_input_changes_nothing(cluster: ToolCluster) -> None:
         1, "", "Invalid entity type topics, the entity type must be one of users, brokers "
                "with a --zookeeper argument\n")
     unreachable = run(CONFIGS, "--bootstrap-server", "127.0.0.1:1", "--describe",
+                      "--command-config", short_wait_config(),
                       "--topic", "steady")
     assert unreachable.code == 1 and unreachable.err.endswith(
         "Could not connect to any bootstrap server: 127.0.0.1:1 (Connection refused)\n")

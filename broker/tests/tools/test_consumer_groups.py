@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .toolrun import ToolCluster, assert_golden, run, wait_for
+from .toolrun import ToolCluster, assert_golden, run, short_wait_config, wait_for
 
 GROUPS = "kafka-consumer-groups.sh"
 TOPIC, GROUP = "orders", "lagging"
@@ -156,7 +156,8 @@ def test_bad_input(cluster: ToolCluster) -> None:
     assert unknown_topic.code == 1
     assert unknown_topic.err.splitlines()[-1] == "Error: Topic no-such-topic does not exist."
     assert "nobody" not in cluster.ok(GROUPS, "--list").split()
-    unreachable = run(GROUPS, "--bootstrap-server", "127.0.0.1:1", "--list")
+    unreachable = run(GROUPS, "--bootstrap-server", "127.0.0.1:1", "--list",
+                      "--command-config", short_wait_config())
     assert (unreachable.code, unreachable.err) == (
         1, "Error: Executing consumer group command failed due to Could not connect to any "
            "bootstrap server: 127.0.0.1:1 (Connection refused)\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from moldau.tools.reassign_partitions import EXISTING
 
-from .toolrun import ToolCluster, assert_golden, run, wait_for
+from .toolrun import ToolCluster, assert_golden, run, short_wait_config, wait_for
 
 REASSIGN = "kafka-reassign-partitions.sh"
 THROTTLE_KEYS = ("leader.replication.throttled", "follower.replication.throttled")
@@ -145,7 +145,8 @@ def test_bad_plans_change_nothing(cluster: ToolCluster, tmp_path: Path) -> None:
                          "--broker-list", "3")
     assert (small.code, small.out.splitlines()[0]) == (
         1, "Error: Replication factor: 2 larger than available brokers: 1.")
-    unreachable = run(REASSIGN, "--bootstrap-server", "127.0.0.1:1", "--list")
+    unreachable = run(REASSIGN, "--bootstrap-server", "127.0.0.1:1", "--list",
+                      "--command-config", short_wait_config())
     # as every failure: "Error: ...", the exception and an empty line on standard output
     assert unreachable.code == 1 and unreachable.out.startswith(
         "Error: Could not connect to any bootstrap server: 127.0.0.1:1 (Connection refused)\n")

@@ -8,7 +8,15 @@ import re
 
 from moldau.tools.admin import Admin
 
-from .toolrun import Result, ToolCluster, assert_golden, normalise, run, wait_for
+from .toolrun import (
+    Result,
+    ToolCluster,
+    assert_golden,
+    normalise,
+    run,
+    short_wait_config,
+    wait_for,
+)
 
 TOPICS = "kafka-topics.sh"
 PREFIX = "Error while executing topic command : "
@@ -129,7 +137,8 @@ def test_bad_input_changes_nothing(cluster: ToolCluster) -> None:
     unknown = cluster.tool(TOPICS, "--describe", "--topic", "no-such-topic")
     assert_failed(unknown, "Topic 'Optional[no-such-topic]' does not exist as expected",
                   "java.lang.IllegalArgumentException")
-    unreachable = run(TOPICS, "--bootstrap-server", "127.0.0.1:1", "--list")
+    unreachable = run(TOPICS, "--bootstrap-server", "127.0.0.1:1", "--list",
+                      "--command-config", short_wait_config())
     assert_failed(unreachable, "Could not connect to any bootstrap server: 127.0.0.1:1 "
                   "(Connection refused)", "org.apache.kafka.common.KafkaException")
     exists = cluster.tool(TOPICS, "--create", "--topic", "helloworld", "--partitions", "1")

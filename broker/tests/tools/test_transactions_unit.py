@@ -24,6 +24,8 @@ from moldau.tools.txn_admin import (
 from moldau.tools.txn_hanging import OpenTransaction, by_producer, candidates, hanging
 from moldau.tools.txn_output import CommandFailed, table
 
+from .toolrun import short_wait_config
+
 NOW = 1_700_000_000_000
 HOUR = 3_600_000
 
@@ -153,7 +155,8 @@ def test_a_missing_command_config_is_one_line(capsys: pytest.CaptureFixture[str]
 
 
 def test_an_unreachable_cluster_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert transactions.TOOL.main(["--bootstrap-server", "localhost:1", "list"]) == 1
+    assert transactions.TOOL.main(["--bootstrap-server", "localhost:1", "--command-config",
+                                   short_wait_config(), "list"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("Failed to list transactions: Could not connect to any bootstrap "
                           "server: localhost:1")

@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +41,15 @@ def run(script: str, *args: str, stdin: str | None = None, timeout: float = 120)
     done = subprocess.run([str(BIN / script), *args], input=stdin, capture_output=True,
                           text=True, timeout=timeout, preexec_fn=die_with_parent)
     return Result(done.returncode, done.stdout, done.stderr)
+
+
+def short_wait_config() -> str:
+    """A client properties file that gives up on unreachable brokers after half a second
+    (default.api.timeout.ms; Kafka's 60 s otherwise), for the tests of that failure."""
+    path = Path(tempfile.gettempdir()) / f"moldau-short-wait-{os.getpid()}.properties"
+    if not path.exists():
+        path.write_text("default.api.timeout.ms=500\n", encoding="utf-8")
+    return str(path)
 
 
 def normalise(text: str, cluster: ToolCluster | None = None, sort_isr: bool = False) -> str:

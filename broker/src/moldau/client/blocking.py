@@ -48,8 +48,12 @@ class BlockingConnection:
     def __init__(self, host: str, port: int, *, timeout: float = 10.0,
                  client_id: str = "moldau-client",
                  ssl_context: ssl.SSLContext | None = None,
-                 sasl: Callable[[], SaslClient] | None = None) -> None:
-        sock = socket.create_connection((host, port), timeout=timeout)
+                 sasl: Callable[[], SaslClient] | None = None,
+                 setup_timeout: float | None = None) -> None:
+        # setup_timeout bounds each step of connecting, the TLS handshake and SASL (as
+        # Kafka's socket.connection.setup.timeout.ms); timeout then each request's reads
+        sock = socket.create_connection(
+            (host, port), timeout=timeout if setup_timeout is None else setup_timeout)
         try:
             if ssl_context is not None:
                 sock = ssl_context.wrap_socket(sock, server_hostname=host)
@@ -70,6 +74,7 @@ class BlockingConnection:
                     raise ConnectionError(
                         f"connection to {host}:{port} closed during SASL authentication "
                         f"({exc}); is it a SASL listener?") from None
+            sock.settimeout(timeout)
         except BaseException:
             sock.close()
             raise

@@ -22,6 +22,7 @@ from moldau.protocol.generated.metadata_request import MetadataRequest
 from moldau.protocol.generated.metadata_response import MetadataResponse
 from moldau.tools.kafka_errors import KafkaToolError, check
 from moldau.tools.options import ToolError
+from moldau.tools.reconnect import Reconnects, setting_ms
 
 _SPECS = {spec.name: spec for spec in APIS.values()}
 NOT_CONTROLLER = NotControllerError.code
@@ -62,15 +63,47 @@ class SslAuthenticationError(KafkaToolError):
         self.exception_class = "org.apache.kafka.common.errors.SslAuthenticationException"
 
 
-class Admin:
-    """Blocking admin requests against a cluster reached through bootstrap servers."""
+class NodeUnreachable(ToolError):
+    """No connection to a broker could be opened (nothing was sent to it): Kafka's
+    clients keep such a node's requests waiting rather than counting a retry; retriable
+    is False for a refused TLS handshake, which they give up on at once."""
 
-    def __init__(self, bootstrap: str, config: dict[str, str] | None = None) -> None:
+    def __init__(self, message: str, retriable: bool = True) -> None:
+        super().__init__(message)
+        self.retriable = retriable
+
+
+def _retriable(exc: OSError) -> bool:
+    """A failed connection worth another attempt; a TLS handshake the broker refused
+    (its certificate not trusted, a protocol mismatch) is not, as in Kafka, where it is
+    an SslAuthenticationException."""
+    return not isinstance(exc, ssl.SSLError) or isinstance(
+        exc, ssl.SSLEOFError | ssl.SSLZeroReturnError | ssl.SSLSyscallError)
+
+
+def _reason(exc: OSError) -> str:
+    return str(exc.strerror or exc) if not isinstance(exc, ssl.SSLError) else str(exc)
+
+
+class Admin:
+    """Blocking admin requests against a cluster reached through bootstrap servers.
+
+    connect_wait_ms: how long opening a connection to a node may keep trying (after
+    reconnect backoffs, each attempt within the connection setup timeout); by default
+    default.api.timeout.ms, as Kafka's AdminClient waits for a node that long; 0 makes
+    one attempt, for callers that keep their own deadline (the producer's
+    delivery.timeout.ms)."""
+
+    def __init__(self, bootstrap: str, config: dict[str, str] | None = None,
+                 connect_wait_ms: int | None = None) -> None:
         self.config = dict(config or {})
         self.servers = parse_servers(bootstrap)
         self.timeout = int(self.config.get("request.timeout.ms", "30000")) / 1000
         self.client_id = self.config.get("client.id", "moldau-tools")
         self.security = _security(self.config)
+        self.reconnects = Reconnects(self.config)
+        self.connect_wait = (setting_ms(self.config, "default.api.timeout.ms", 60000)
+                             if connect_wait_ms is None else connect_wait_ms) / 1000
         self._conns: dict[int, BlockingConnection] = {}
         self._bootstrap_conn: BlockingConnection | None = None
         self._nodes: dict[int, tuple[str, int]] = {}
@@ -92,36 +125,64 @@ class Admin:
     # connections ---------------------------------------------------------------------
 
     def _open(self, host: str, port: int) -> BlockingConnection:
-        """A connection, authenticated when the config asks for SASL; a refused
-        authentication ends the tool with the broker's message (Kafka's clients do not
-        try another broker with credentials one has refused)."""
+        """One attempt at a connection, authenticated when the config asks for SASL,
+        within the address's connection setup timeout; a refused authentication ends
+        the tool with the broker's message (Kafka's clients neither retry it nor try
+        another broker with credentials one has refused)."""
+        address = (host, port)
         try:
-            return BlockingConnection(host, port, timeout=self.timeout,
+            conn = BlockingConnection(host, port, timeout=self.timeout,
                                       client_id=self.client_id,
                                       ssl_context=self.security.ssl_context,
-                                      sasl=self.security.sasl)
+                                      sasl=self.security.sasl,
+                                      setup_timeout=self.reconnects.setup_timeout(address))
         except SaslAuthenticationFailed as exc:
             raise KafkaToolError(exc.error_code, exc.message) from None
         except SslHandshakeFailed as exc:  # during SASL over TLS
             raise SslAuthenticationError(str(exc)) from None
+        except OSError:
+            self.reconnects.failed(address)
+            raise
+        self.reconnects.connected(address)
+        return conn
+
+    def _deadline(self) -> float:
+        return time.monotonic() + self.connect_wait
 
     def bootstrap(self) -> BlockingConnection:
-        if self._bootstrap_conn is None:
-            failures = []
+        """A connection to the first bootstrap server that answers, trying them in turn
+        (each after its reconnect backoff) until connect_wait has passed."""
+        if self._bootstrap_conn is not None:
+            return self._bootstrap_conn
+        deadline = self._deadline()
+        failures: dict[tuple[str, int], str] = {}
+        while True:
+            soonest = min(self.reconnects.retry_at(s) for s in self.servers)
+            if failures and soonest >= deadline:
+                raise self._no_bootstrap(failures)
+            time.sleep(max(soonest - time.monotonic(), 0))
             for host, port in self.servers:
+                if self.reconnects.retry_at((host, port)) > time.monotonic():
+                    continue
                 try:
                     self._bootstrap_conn = self._open(host, port)
-                    break
-                except (OSError, ssl.SSLError) as exc:
-                    failures.append(f"{host}:{port} ({exc.strerror or exc})"
-                                    if isinstance(exc, OSError) else f"{host}:{port} ({exc})")
-            else:
-                raise ToolError("Could not connect to any bootstrap server: "
-                                + ", ".join(failures))
-        return self._bootstrap_conn
+                    return self._bootstrap_conn
+                except OSError as exc:
+                    failures[(host, port)] = _reason(exc)
+                    if not _retriable(exc):
+                        raise self._no_bootstrap(failures, retriable=False) from None
+            if time.monotonic() >= deadline:
+                raise self._no_bootstrap(failures)
+
+    def _no_bootstrap(self, failures: dict[tuple[str, int], str],
+                      retriable: bool = True) -> NodeUnreachable:
+        return NodeUnreachable("Could not connect to any bootstrap server: " + ", ".join(
+            f"{host}:{port} ({reason})" for (host, port), reason in failures.items()),
+            retriable)
 
     def node(self, node_id: int | None) -> BlockingConnection:
-        """A connection to a broker by id (None: the bootstrap connection)."""
+        """A connection to a broker by id (None: the bootstrap connection), tried again
+        after each reconnect backoff until connect_wait has passed."""
         if node_id is None or node_id < 0:
             return self.bootstrap()
         if node_id not in self._conns:
@@ -130,11 +191,19 @@ class Admin:
             if node_id not in self._nodes:
                 raise ToolError(f"Broker {node_id} is not in the cluster metadata")
             host, port = self._nodes[node_id]
-            try:
-                self._conns[node_id] = self._open(host, port)
-            except OSError as exc:
-                raise ToolError(f"Could not connect to broker {node_id} at {host}:{port} "
-                                f"({exc.strerror or exc})") from None
+            address = (host, port)
+            deadline = self._deadline()
+            time.sleep(max(self.reconnects.retry_at(address) - time.monotonic(), 0))
+            while True:
+                try:
+                    self._conns[node_id] = self._open(host, port)
+                    break
+                except OSError as exc:
+                    if (not _retriable(exc) or time.monotonic() >= deadline
+                            or not self.reconnects.wait_for(address, deadline)):
+                        raise NodeUnreachable(
+                            f"Could not connect to broker {node_id} at {host}:{port} "
+                            f"({_reason(exc)})", _retriable(exc)) from None
         return self._conns[node_id]
 
     def node_address(self, node_id: int) -> tuple[str, int]:
@@ -158,6 +227,10 @@ class Admin:
         except (OSError, ConnectionError, ProtocolError) as exc:
             self._drop(node_id)
             raise ToolError(f"{name} request failed: {exc}") from None
+
+    def drop(self, node_id: int | None) -> None:
+        """Forget a broken connection; the next request opens a new one."""
+        self._drop(node_id)
 
     def _drop(self, node_id: int | None) -> None:
         if node_id is None or node_id < 0:

@@ -21,10 +21,18 @@ from moldau.tools.client_configs import (
 )
 from moldau.tools.common import client_config
 from moldau.tools.options import LONG, Opt, Options, ToolError, UsageError, require
-from moldau.tools.record_sender import Accumulator, LineRecord, Partitioner, Sender
-from moldau.tools.runner import Tool
+from moldau.tools.record_sender import (
+    Accumulator,
+    Batch,
+    Failure,
+    LineRecord,
+    Partitioner,
+    Sender,
+)
+from moldau.tools.runner import Tool, log4j_error
 
 PRODUCER_LOGGER = "org.apache.kafka.clients.producer.ProducerConfig"
+ERROR_LOGGER = "org.apache.kafka.clients.producer.internals.ErrorLoggingCallback"
 # the producer keys the tool's own options set (ConsoleProducerOptions.producerProps)
 MERGED_OPTIONS = [
     ("linger.ms", "timeout"), ("acks", "request-required-acks"),
@@ -206,6 +214,22 @@ def not_in_transaction(topic: str, partition: int) -> str:
             "transaction before completing a call to initTransactions")
 
 
+def report_failures(topic: str, failures: list[Failure], sync: bool) -> None:
+    """As Kafka's console producer: with --sync, send().get() throws and the tool ends
+    (exit 1); otherwise each record's ErrorLoggingCallback logs an ERROR line and the
+    exception, and the tool goes on with the next lines (exit 0)."""
+    for failure in failures:
+        cause = f"{failure.exception}: {failure.message}"
+        if sync:
+            raise ToolError(f"java.util.concurrent.ExecutionException: {cause}")
+        for key, value, _ in failure.batch.records:
+            print(log4j_error(
+                f"Error when sending message to topic {topic} with key: "
+                f"{'null' if key is None else f'{len(key)} bytes'}, value: "
+                f"{'null' if value is None else f'{len(value)} bytes'} with error:",
+                ERROR_LOGGER) + "\n" + cause, file=sys.stderr, flush=True)
+
+
 def _read_lines(stream: TextIO, lines: queue.Queue[str | None]) -> None:
     for line in stream:
         lines.put(line.rstrip("\n").rstrip("\r"))
@@ -222,8 +246,14 @@ def run(options: Options) -> int:
     props = producer_props(options)
     config, idempotent = producer_config(props)
     sync = options.has("sync")
-    with Admin(props["bootstrap.servers"], props) as admin:
+    # one connection attempt per send: the Sender keeps the delivery deadline
+    with Admin(props["bootstrap.servers"], props, connect_wait_ms=0) as admin:
         sender = Sender(admin, options.get("topic"), config, idempotent)
+        topic = options.get("topic")
+
+        def send(batches: list[Batch]) -> None:
+            report_failures(topic, sender.send(batches), sync)
+
         partitioner = Partitioner(len(sender.leaders), config["batch.size"],
                                   config["partitioner.ignore.keys"])
         accumulator = Accumulator(config["batch.size"], config["linger.ms"])
@@ -237,7 +267,7 @@ def run(options: Options) -> int:
                 line = lines.get(timeout=None if deadline is None
                                  else max(deadline - time.monotonic(), 0))
             except queue.Empty:
-                sender.send(accumulator.drain())
+                send(accumulator.drain())
                 continue
             if line is None:
                 break
@@ -251,10 +281,10 @@ def run(options: Options) -> int:
                 while not accumulator.is_ready(batch, time.monotonic()):
                     time.sleep(max(batch.created + accumulator.linger - time.monotonic(), 0))
                 while accumulator.pending():
-                    sender.send(accumulator.drain(flush=True))
-            sender.send(accumulator.drain())
+                    send(accumulator.drain(flush=True))
+            send(accumulator.drain())
         while accumulator.pending():  # close(): what is left goes out at once
-            sender.send(accumulator.drain(flush=True))
+            send(accumulator.drain(flush=True))
     return 0
 
 TOOL = Tool("console-producer", "This tool helps to read data from standard input and "

@@ -1,8 +1,9 @@
 """The console producer's send path, as Kafka's KafkaProducer behaves for it: records
 collect in per-partition batches of up to batch.size bytes that leave when full or after
 linger.ms; one Produce request per leader; acks=0 waits for nothing; retriable errors are
-retried (retries, retry.backoff.ms, within delivery.timeout.ms); an idempotent producer
-gets its id from InitProducerId and numbers each partition's records."""
+retried (retries, retry.backoff.ms, within delivery.timeout.ms), an unreachable leader is
+tried again (moldau.tools.reconnect's backoffs) until delivery.timeout.ms; an idempotent
+producer gets its id from InitProducerId and numbers each partition's records."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from typing import Any
 from moldau.protocol.generated.api import APIS
 from moldau.protocol.generated.produce_request import ProduceRequest
 from moldau.protocol.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, build_batch
-from moldau.tools.admin import Admin
-from moldau.tools.kafka_errors import KafkaToolError, check, error_text
+from moldau.tools.admin import Admin, NodeUnreachable, SslAuthenticationError
+from moldau.tools.kafka_errors import KafkaToolError, check, error_text, exception_class
 from moldau.tools.options import ToolError
 
 # one record: (key, value, headers)
@@ -25,6 +26,8 @@ CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 # errors Kafka's producer retries (RetriableException subclasses)
 RETRIABLE = {2, 3, 5, 6, 7, 13, 19, 20, 56, 74}
 DUPLICATE_SEQUENCE = 46
+NETWORK_EXCEPTION = 13
+TIMEOUT_EXCEPTION = "org.apache.kafka.common.errors.TimeoutException"
 # InitProducerId answers worth asking again (coordinator moving or loading)
 RETRIABLE_INIT = {7, 13, 14, 15, 16}
 BATCH_OVERHEAD = 61  # a v2 batch's header
@@ -77,6 +80,17 @@ class Batch:
     records: list[LineRecord] = field(default_factory=list)
     size: int = BATCH_OVERHEAD
     closed: bool = False  # full: no more records go in
+    attempts: int = 0  # retries spent on answered or broken requests
+    sent: bool = False  # a request with it went out (it may have been written)
+
+
+@dataclass
+class Failure:
+    """A batch given up on, with the Java exception Kafka's producer completes it with."""
+
+    batch: Batch
+    exception: str  # the class, e.g. org.apache.kafka.common.errors.TimeoutException
+    message: str
 
 
 class Accumulator:
@@ -131,14 +145,16 @@ class Sender:
         self.leaders: dict[int, int] = {}
         self.producer_id, self.epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         self.sequences: dict[int, int] = {}
+        self._new_id_needed = False
         self.refresh()
         if idempotent:
             self._init_producer_id()
 
-    def refresh(self) -> None:
-        """The partitions' leaders, waiting up to max.block.ms for the topic as
-        KafkaProducer.waitOnMetadata does."""
-        deadline = time.monotonic() + self.config["max.block.ms"] / 1000
+    def refresh(self, deadline: float | None = None) -> None:
+        """The partitions' leaders, waiting up to max.block.ms (or the deadline) for the
+        topic as KafkaProducer.waitOnMetadata does."""
+        if deadline is None:
+            deadline = time.monotonic() + self.config["max.block.ms"] / 1000
         while True:
             try:
                 topic = self.admin.metadata([self.topic], auto_create=True).topics[0]
@@ -162,45 +178,92 @@ class Sender:
     def _init_producer_id(self) -> None:
         deadline = time.monotonic() + self.config["max.block.ms"] / 1000
         while True:
-            answer = self.admin.call(
-                "InitProducerId", 4, None, transactional_id=None,
-                transaction_timeout_ms=self.config["transaction.timeout.ms"],
-                producer_id=-1, producer_epoch=-1)
+            try:
+                answer = self.admin.call(
+                    "InitProducerId", 4, None, transactional_id=None,
+                    transaction_timeout_ms=self.config["transaction.timeout.ms"],
+                    producer_id=-1, producer_epoch=-1)
+            except KafkaToolError:
+                raise
+            except ToolError:  # no broker reachable yet: as refresh()
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(self.config["retry.backoff.ms"] / 1000)
+                continue
             if answer.error_code not in RETRIABLE_INIT or time.monotonic() >= deadline:
                 break
             time.sleep(self.config["retry.backoff.ms"] / 1000)
         check(answer.error_code)
         self.producer_id, self.epoch = answer.producer_id, answer.producer_epoch
+        self.sequences.clear()
 
-    def send(self, batches: list[Batch]) -> None:
-        """Each batch to its partition's leader (one request per leader), retried as
-        the producer's retries allow."""
-        attempts = 0
+    def send(self, batches: list[Batch]) -> list[Failure]:
+        """Each batch to its partition's leader (one request per leader); the batches
+        given up on, as KafkaProducer's Sender gives up: a retriable error answered to a
+        sent batch is retried `retries` times; a broker that cannot be reached costs no
+        retry (nothing was sent), its batches wait; every batch expires once
+        delivery.timeout.ms has passed since it was created. Between rounds: a
+        retry.backoff.ms pause and fresh metadata (leaders may have moved)."""
+        if self._new_id_needed and batches:
+            self._init_producer_id()
+            self._new_id_needed = False
+        given_up: list[Failure] = []
         while batches:
-            failed = self._send_once(batches)
-            if not failed:
-                return
-            retriable = [(b, code) for b, code, msg in failed if code in RETRIABLE]
-            expired = any(time.monotonic() - b.created > self.config["delivery.timeout.ms"]
-                          / 1000 for b, _, _ in failed)
-            if len(retriable) < len(failed) or attempts >= self.config["retries"] or expired:
-                batch, code, message = failed[0]
-                key, value, _ = batch.records[0]
-                raise ToolError(
-                    f"Error when sending message to topic {self.topic} with key: "
-                    f"{'null' if key is None else f'{len(key)} bytes'}, value: "
-                    f"{len(value or b'')} bytes with error: " + error_text(code, message))
-            attempts += 1
-            time.sleep(self.config["retry.backoff.ms"] / 1000)
-            self.refresh()
-            batches = [b for b, _ in retriable]
+            again: list[Batch] = []
+            for batch, code, message, sent in self._send_once(batches):
+                batch.sent = batch.sent or sent
+                if self._expired(batch):
+                    given_up.append(self._expiry(batch))
+                elif not sent:
+                    again.append(batch)
+                elif code in RETRIABLE and batch.attempts < self.config["retries"]:
+                    batch.attempts += 1
+                    again.append(batch)
+                else:
+                    given_up.append(Failure(batch, exception_class(code),
+                                            error_text(code, message)))
+            if again:
+                time.sleep(self.config["retry.backoff.ms"] / 1000)
+                self._refresh_until(min(self._deadline(b) for b in again))
+            batches = again
+        if any(f.batch.sent for f in given_up) and self.producer_id != NO_PRODUCER_ID:
+            # a batch that may have been written is given up: its sequence numbers are in
+            # doubt, so the next send starts over with a new producer id (as Kafka's
+            # producer resets it); not now, the cluster may still be out of reach
+            self._new_id_needed = True
+        return given_up
 
-    def _send_once(self, batches: list[Batch]) -> list[tuple[Batch, int, str | None]]:
-        """The batches that failed, with their error code and message."""
+    def _deadline(self, batch: Batch) -> float:
+        return batch.created + self.config["delivery.timeout.ms"] / 1000
+
+    def _expired(self, batch: Batch) -> bool:
+        return time.monotonic() >= self._deadline(batch)
+
+    def _expiry(self, batch: Batch) -> Failure:
+        """Kafka's TimeoutException for a batch past delivery.timeout.ms."""
+        elapsed = int((time.monotonic() - batch.created) * 1000)
+        return Failure(batch, TIMEOUT_EXCEPTION,
+                       f"Expiring {len(batch.records)} record(s) for "
+                       f"{self.topic}-{batch.partition}:{elapsed} ms has passed since "
+                       "batch creation")
+
+    def _refresh_until(self, deadline: float) -> None:
+        """Fresh leaders when the cluster answers before the deadline; else the ones
+        known (the batches then fail or expire on their own terms)."""
+        try:
+            self.refresh(deadline)
+        except KafkaToolError:
+            raise
+        except ToolError:
+            pass
+
+    def _send_once(self, batches: list[Batch]) -> list[tuple[Batch, int, str | None, bool]]:
+        """The batches that failed, with their error code, message and whether the
+        request went out (False: no connection to the leader could be opened)."""
         by_leader: dict[int, list[Batch]] = {}
         for batch in batches:
             by_leader.setdefault(self.leaders[batch.partition], []).append(batch)
-        failed: list[tuple[Batch, int, str | None]] = []
+        failed: list[tuple[Batch, int, str | None, bool]] = []
         for leader, items in by_leader.items():
             fields: dict[str, Any] = dict(
                 transactional_id=None, acks=self.acks,
@@ -209,23 +272,34 @@ class Sender:
                     ProduceRequest.PartitionProduceData(index=b.partition,
                                                         records=self._encode(b))
                     for b in items])])
-            if self.acks == 0:  # no response comes: Kafka's producer does not wait
-                self.admin.node(leader).send(PRODUCE.key, PRODUCE_VERSION,
-                                             PRODUCE.request(**fields))
-                continue
             try:
+                if self.acks == 0:  # no response comes: Kafka's producer does not wait
+                    self.admin.node(leader).send(PRODUCE.key, PRODUCE_VERSION,
+                                                 PRODUCE.request(**fields))
+                    continue
                 answer = self.admin.call("Produce", PRODUCE_VERSION, leader, **fields)
+            except NodeUnreachable as exc:
+                if not exc.retriable:
+                    raise
+                failed += [(b, NETWORK_EXCEPTION, str(exc), False) for b in items]
+                continue
+            except (KafkaToolError, SslAuthenticationError):
+                raise  # authentication refused: fatal, as in Kafka
             except ToolError as exc:  # the connection failed: Kafka's NetworkException
-                failed += [(b, 13, str(exc)) for b in items]
+                failed += [(b, NETWORK_EXCEPTION, str(exc), True) for b in items]
+                continue
+            except OSError as exc:  # acks=0: the send itself failed
+                self.admin.drop(leader)
+                failed += [(b, NETWORK_EXCEPTION, str(exc), True) for b in items]
                 continue
             codes = {p.index: (p.error_code, p.error_message)
                      for r in answer.responses for p in r.partition_responses}
             for batch in items:
-                code, message = codes.get(batch.partition, (13, None))
+                code, message = codes.get(batch.partition, (NETWORK_EXCEPTION, None))
                 if code in (0, DUPLICATE_SEQUENCE):
                     self._acknowledged(batch)
                 else:
-                    failed.append((batch, code, message))
+                    failed.append((batch, code, message, True))
         return failed
 
     def _encode(self, batch: Batch) -> bytes:
@@ -261,5 +335,5 @@ class Partitioner:
         return self.sticky
 
 
-__all__ = ["NO_SEQUENCE", "Accumulator", "Batch", "Partitioner", "Sender", "key_partition",
-           "murmur2"]
+__all__ = ["NO_SEQUENCE", "Accumulator", "Batch", "Failure", "Partitioner", "Sender",
+           "key_partition", "murmur2"]
