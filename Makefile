@@ -119,7 +119,7 @@ test-long: deps deploy-deps spark-deps fuzz-deps
 		"kerberos-expiry@330:MOLDAU_LONG=1 $(BIN)/pytest broker/tests/replication/test_gssapi_ticket_expiry_long.py -q -p no:cacheprovider" \
 		"transactions@305:MOLDAU_LONG=1 $(BIN)/pytest broker/tests/transactions/test_transactions_soak_long.py -q -p no:cacheprovider" \
 		"zookeeper@360:MOLECULE_SCENARIOS=zookeeper scripts/molecule-test" \
-		"zookeeper-life@720:MOLECULE_SCENARIOS=zookeeper-life scripts/molecule-test" \
+		"zookeeper-life@2600:MOLECULE_SCENARIOS=zookeeper-life scripts/molecule-test" \
 		"kerberos@300:MOLECULE_SCENARIOS=kerberos scripts/molecule-test" \
 		"operations-full@1750:MOLDAU_OPS_FULL=1 MOLECULE_SCENARIOS=operations scripts/molecule-test" \
 		"multi-instance@1650:MOLECULE_SCENARIOS=multi-instance scripts/molecule-test"

@@ -120,6 +120,7 @@ ZOO_CFG = {
     "zookeeper_autopurge_purge_interval_hours": 24, "zookeeper_4lw_whitelist": ["srvr"],
     "zookeeper_admin_server_port": 8080, "groups": {"zookeeper": []}, "hostvars": {},
     "zookeeper_quorum_port": 2888, "zookeeper_election_port": 3888,
+    "zookeeper_servers": [{"id": 2, "address": "10.0.0.2"}, {"id": 1, "address": "10.0.0.1"}],
     "zookeeper_custom_properties": {}, "zookeeper_quorum_tls_enabled": False,
     "zookeeper_quorum_tls_stage": "", "zookeeper_sasl_enabled": True,
     "zookeeper_sasl_mechanism": "DIGEST-MD5", "zookeeper_sasl_required": False,
@@ -152,6 +153,9 @@ def test_zoo_cfg_offers_sasl_and_requires_it_only_when_asked() -> None:
         assert line in required
     off = render_zookeeper("zoo.cfg.j2", zookeeper_sasl_enabled=False)
     assert "authProvider.sasl" not in off
+    # the server lines come from zookeeper_servers (the membership playbook's steps), by id
+    assert [line for line in off.splitlines() if line.startswith("server.")] == [
+        "server.1=10.0.0.1:2888:3888", "server.2=10.0.0.2:2888:3888"]
 
 
 def test_jaas_server_section_parses_as_zookeeper_reads_it() -> None:
