@@ -7,14 +7,11 @@ members, before any host is contacted."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from test_inventory_validation import ANSIBLE_PLAYBOOK, REPO, run_site
-from test_zookeeper_sasl_inventory import inventory, per_host, render_zookeeper
+from test_inventory_validation import run_site
+from test_zookeeper_sasl_inventory import inventory, per_host, render_zookeeper, run_guard
 
 QUORUM_KEYS = ("ssl.quorum.keyStore.location=/etc/moldau/tls/zk1.pem",
                "ssl.quorum.keyStore.type=PEM",
@@ -56,27 +53,6 @@ def test_zoo_cfg_at_each_stage(enabled: bool, stage: str, ssl_quorum: str | None
     assert ("portUnification=true" in lines) == unified
 
 
-def run_guard(tmp_path: Path, zoo_cfg_text: str | None, enabled: bool) -> tuple[int, str]:
-    conf = tmp_path / "conf"
-    conf.mkdir()
-    if zoo_cfg_text is not None:
-        (conf / "zoo.cfg").write_text(zoo_cfg_text, encoding="utf-8")
-    playbook = tmp_path / "guard.yml"
-    playbook.write_text(json.dumps([{
-        "hosts": "localhost", "gather_facts": False,
-        "tasks": [{"ansible.builtin.include_role": {"name": "zookeeper",
-                                                     "tasks_from": "quorum_tls_guard.yml"},
-                   "vars": {"zookeeper_conf_dir": str(conf),
-                            "zookeeper_quorum_tls_enabled": enabled}}]}]), encoding="utf-8")
-    env = dict(os.environ, ANSIBLE_ROLES_PATH=str(REPO / "roles"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_STRATEGY="linear", ANSIBLE_LOCALHOST_WARNING="0")
-    result = subprocess.run(
-        [str(ANSIBLE_PLAYBOOK), "-i", "localhost,", "-c", "local",
-         "-e", f"ansible_python_interpreter={ANSIBLE_PLAYBOOK.parent / 'python'}", str(playbook)],
-        capture_output=True, text=True, env=env, timeout=120, check=False)
-    return result.returncode, result.stdout + result.stderr
-
-
 @pytest.mark.parametrize("zoo_cfg_text, enabled, refused", [
     ("clientPort=2181\n", True, True),                # plain quorum asked for TLS
     ("clientPort=2181\nsslQuorum=true\n", False, True),  # TLS quorum asked for plain
@@ -86,7 +62,8 @@ def run_guard(tmp_path: Path, zoo_cfg_text: str | None, enabled: bool) -> tuple[
 ], ids=["to-tls", "to-plain", "tls", "plain", "new-member"])
 def test_a_running_member_does_not_switch_quorum_protocol_outside_the_playbook(
         tmp_path: Path, zoo_cfg_text: str | None, enabled: bool, refused: bool) -> None:
-    rc, out = run_guard(tmp_path, zoo_cfg_text, enabled)
+    rc, out = run_guard(tmp_path, "quorum_tls_guard.yml", zoo_cfg_text,
+                        {"zookeeper_quorum_tls_enabled": enabled})
     assert (rc != 0) == refused, out
     if refused:
         assert "Run playbooks/zookeeper-quorum-tls.yml" in " ".join(out.split()), out

@@ -187,6 +187,31 @@ def test_server_properties_sets_secure_acls_with_a_sasl_identity() -> None:
     assert "zookeeper.set.acl" not in render_server_properties()
 
 
+def run_guard(tmp_path: Path, tasks_from: str, zoo_cfg: str | None,
+              variables: dict[str, Any]) -> tuple[int, str]:
+    """One of the zookeeper role's guards (tasks_from), run on the control node against a
+    conf dir as a member would have it (zoo_cfg None: a new member without one); its
+    exit code and output."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    if zoo_cfg is not None:
+        (conf / "zoo.cfg").write_text(zoo_cfg, encoding="utf-8")
+    playbook = tmp_path / "guard.yml"
+    playbook.write_text(json.dumps([{
+        "hosts": "localhost", "gather_facts": False,
+        "tasks": [{"ansible.builtin.include_role": {"name": "zookeeper",
+                                                     "tasks_from": tasks_from},
+                   "vars": {"zookeeper_conf_dir": str(conf), **variables}}]}]),
+        encoding="utf-8")
+    env = dict(os.environ, ANSIBLE_ROLES_PATH=str(REPO / "roles"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_STRATEGY="linear", ANSIBLE_LOCALHOST_WARNING="0")
+    result = subprocess.run(
+        [str(ANSIBLE_PLAYBOOK), "-i", "localhost,", "-c", "local",
+         "-e", f"ansible_python_interpreter={ANSIBLE_PLAYBOOK.parent / 'python'}", str(playbook)],
+        capture_output=True, text=True, env=env, timeout=120, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("zoo_cfg, refused", [
     ("clientPort=2181\n", True),                              # running, SASL not required
     ("clientPort=2181\nenforce.auth.enabled=true\n", False),  # requires it already
@@ -197,23 +222,7 @@ def test_a_running_member_is_not_made_to_require_sasl_outside_the_move(
     """The zookeeper role's guard (tasks/sasl_guard.yml), run on the control node against
     a conf dir as a member would have it: site.yml would otherwise require SASL before
     the brokers log in with it (playbooks/zookeeper-sasl.yml is the way there)."""
-    conf = tmp_path / "conf"
-    conf.mkdir()
-    if zoo_cfg is not None:
-        (conf / "zoo.cfg").write_text(zoo_cfg, encoding="utf-8")
-    playbook = tmp_path / "guard.yml"
-    playbook.write_text(json.dumps([{
-        "hosts": "localhost", "gather_facts": False,
-        "tasks": [{"ansible.builtin.include_role": {"name": "zookeeper",
-                                                     "tasks_from": "sasl_guard.yml"},
-                   "vars": {"zookeeper_conf_dir": str(conf)}}]}]), encoding="utf-8")
-    env = dict(os.environ, ANSIBLE_ROLES_PATH=str(REPO / "roles"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_STRATEGY="linear", ANSIBLE_LOCALHOST_WARNING="0")
-    result = subprocess.run(
-        [str(ANSIBLE_PLAYBOOK), "-i", "localhost,", "-c", "local",
-         "-e", f"ansible_python_interpreter={ANSIBLE_PLAYBOOK.parent / 'python'}", str(playbook)],
-        capture_output=True, text=True, env=env, timeout=120, check=False)
-    out = result.stdout + result.stderr
-    assert (result.returncode != 0) == refused, out
+    rc, out = run_guard(tmp_path, "sasl_guard.yml", zoo_cfg, {})
+    assert (rc != 0) == refused, out
     if refused:
         assert "Run playbooks/zookeeper-sasl.yml" in " ".join(out.split()), out
