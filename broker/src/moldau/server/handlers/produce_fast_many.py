@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from moldau.errors import KafkaError
 from moldau.protocol.errors import ProtocolError
@@ -35,13 +35,15 @@ from moldau.protocol.records import first_batch_is_transactional
 
 from ..quotas import NoQuotas
 from ..responses import Parts, encode_response_parts
-from .produce import PartitionResponse, TopicResponse
+from .produce import PartitionResponse, ProduceAppends, TopicResponse
 
 if TYPE_CHECKING:
+    from moldau.metrics.registry import Meter
     from moldau.replication.replica_manager import Partition
 
     from ..network import Connection
-    from .produce_fast import FastProduce
+    from ..requests import RequestDispatcher
+    from ..session import Session
 
 PRODUCE = ApiKey.PRODUCE.value
 _INT32 = struct.Struct(">i")
@@ -121,6 +123,24 @@ def encode_successes(correlation_id: int, topic: str, appended: list[Appended],
         _INT32.pack_into(out, len(out) - 5, throttle_time_ms)
     _INT32.pack_into(out, 0, len(out) - 4)
     return out
+
+
+class FastProduce(Protocol):
+    """What this module uses of produce_fast.FastProduce, which imports this module (a
+    Protocol rather than an import back: the two modules stay out of a cycle)."""
+
+    appends: ProduceAppends
+    dispatcher: RequestDispatcher
+    handled: Meter
+
+    def admissible(self, session: Session, acks: int, topic: str) -> bool: ...
+
+    def quota(self, conn: Connection, request: ManyProduce, size: int, received_ns: int,
+              loop_ns: int | None = None) -> int: ...
+
+    def record(self, conn: Connection, version: int, error_code: int, received_ns: int,
+               started: int, returned: int | None = None, throttle_ms: int = 0,
+               error_counts: dict[int, int] | None = None) -> None: ...
 
 
 class ManyPartitions:
