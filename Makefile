@@ -92,7 +92,7 @@ test: debian-deps
 		"unit@560:$(BIN)/pytest broker/tests -q -p no:cacheprovider -n 4 --dist loadfile --no-loadscope-reorder" \
 		"exporters@45:$(BIN)/pytest exporters/tests -q -p no:cacheprovider -n 2" \
 		"monitoring@30:$(BIN)/pytest tests/monitoring -q -p no:cacheprovider" \
-		"deploy@110:$(BIN)/pytest tests/deploy -q -p no:cacheprovider -n 3" \
+		"deploy@180:$(BIN)/pytest tests/deploy -q -p no:cacheprovider -n 3" \
 		"ansible-lint@75:$(ANSIBLE_LINT)" \
 		"spark@240:$(BIN)/pytest pipeline/tests -q -p no:cacheprovider" \
 		"compat@240:$(MAKE) --no-print-directory compat-deps && $(BIN)/pytest compat/tests -q -p no:cacheprovider" \
