@@ -19,6 +19,8 @@ from typing import Any
 from moldau.server.network import Connection, Listener, SocketServer
 from moldau.server.responses import FileRecords
 
+from .file_response_client import read_slowly, send_request
+
 MIB = 1 << 20
 FILE_BYTES = os.urandom(6 * MIB + 123)
 RANGES = [(3, 2 * MIB + 5), (2 * MIB + 8, 11), (2 * MIB + 19, 4 * MIB)]
@@ -38,11 +40,6 @@ def _response(fd: int, correlation: bytes, ranges: list[tuple[int, int]]) -> lis
         parts.append(FileRecords(fd, position, n))
     parts.append(b"tail")
     return parts
-
-
-def _request(writer: asyncio.StreamWriter, correlation: int, kind: bytes) -> None:
-    body = struct.pack(">hhi", 0, 0, correlation) + kind  # api key, version, correlation id
-    writer.write(struct.pack(">i", len(body)) + body)
 
 
 Exchange = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[Any]]
@@ -76,20 +73,6 @@ async def _serve(tmp: Path, ranges: list[tuple[int, int]], exchange: Exchange,
         os.close(fd)
 
 
-async def _read_slowly(reader: asyncio.StreamReader, size: int) -> bytes:
-    """The response's digest, read 64 KiB at a time with pauses (the socket fills)."""
-    digest = hashlib.sha256()
-    left = size
-    while left:
-        chunk = await asyncio.wait_for(reader.read(min(left, 64 * 1024)), 10)
-        if not chunk:
-            raise EOFError(f"{left} bytes short")
-        digest.update(chunk)
-        left -= len(chunk)
-        await asyncio.sleep(0.001)
-    return digest.digest()
-
-
 def test_ranges_arrive_exactly_behind_a_slow_reader_and_the_wait_leaves_no_descriptor(
         tmp_path: Path) -> None:
     async def exchange(reader: asyncio.StreamReader,
@@ -97,10 +80,10 @@ def test_ranges_arrive_exactly_behind_a_slow_reader_and_the_wait_leaves_no_descr
         digests, fds = [], []
         for correlation in (1, 2):  # twice: the second response waits on a fresh descriptor
             fds.append(_open_fds())
-            _request(writer, correlation, b"F")
+            send_request(writer, correlation, b"F")
             size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 10))[0]
-            digests.append(await _read_slowly(reader, size))
-            _request(writer, 10 + correlation, b"s")  # the next response, in order
+            digests.append(await read_slowly(reader, size))
+            send_request(writer, 10 + correlation, b"s")  # the next response, in order
             assert await asyncio.wait_for(reader.readexactly(10), 10) == struct.pack(
                 ">ii", 6, 10 + correlation) + b"ok"
             fds.append(_open_fds())
@@ -116,7 +99,7 @@ def test_ranges_arrive_exactly_behind_a_slow_reader_and_the_wait_leaves_no_descr
 
 def test_a_range_past_the_end_of_the_file_closes_the_connection(tmp_path: Path) -> None:
     async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
-        _request(writer, 1, b"F")
+        send_request(writer, 1, b"F")
         return await asyncio.wait_for(reader.read(), 10)  # until the broker closes
 
     # a socket-filling range first, so the short one is sent by the waiting sendfile
@@ -132,7 +115,7 @@ def test_a_client_gone_mid_response_leaves_no_descriptor_and_others_are_served(
     async def exchange(reader: asyncio.StreamReader,
                        writer: asyncio.StreamWriter) -> tuple[int, int, bytes]:
         fds = _open_fds()
-        _request(writer, 1, b"F")
+        send_request(writer, 1, b"F")
         await asyncio.wait_for(reader.readexactly(64 * 1024), 10)  # the socket fills
         sock = writer.get_extra_info("socket")
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -145,7 +128,7 @@ def test_a_client_gone_mid_response_leaves_no_descriptor_and_others_are_served(
         # another client is served as before
         reader2, writer2 = await asyncio.open_connection("127.0.0.1",
                                                          writer.get_extra_info("peername")[1])
-        _request(writer2, 2, b"s")
+        send_request(writer2, 2, b"s")
         answer = await asyncio.wait_for(reader2.readexactly(10), 10)
         writer2.close()
         await asyncio.sleep(0.05)

@@ -24,6 +24,8 @@ from moldau.server.connection import TLS_WRITE_HIGH_WATER, TLS_WRITE_LOW_WATER
 from moldau.server.network import Connection, Listener, SocketServer
 from moldau.server.responses import FileRecords
 
+from .file_response_client import read_slowly, send_request
+
 MIB = 1 << 20
 FILE_BYTES = os.urandom(12 * MIB + 333)  # ranges that are no multiple of a chunk
 FIRST = (7, 5 * MIB + 1)  # (position, size) of the response's two ranges
@@ -86,40 +88,21 @@ async def _serve(tmp: Path, tls: TlsMaterial, ranges: list[tuple[int, int]],
         os.close(fd)
 
 
-def _request(writer: asyncio.StreamWriter, correlation: int, kind: bytes) -> None:
-    body = struct.pack(">hhi", 0, 0, correlation) + kind  # api key, version, correlation id
-    writer.write(struct.pack(">i", len(body)) + body)
-
-
-async def _read_slowly(reader: asyncio.StreamReader, size: int) -> bytes:
-    """The response's digest, read 64 KiB at a time with pauses (the socket fills)."""
-    digest = hashlib.sha256()
-    left = size
-    while left:
-        chunk = await asyncio.wait_for(reader.read(min(left, 64 * 1024)), 10)
-        if not chunk:
-            raise EOFError(f"{left} bytes short")
-        digest.update(chunk)
-        left -= len(chunk)
-        await asyncio.sleep(0.001)
-    return digest.digest()
-
-
 def test_file_ranges_arrive_whole_behind_a_slow_reader_in_bounded_memory(
         tls: TlsMaterial, tmp_path: Path) -> None:
     async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                        connections: list[Connection]) -> tuple[bytes, bytes, int, tuple]:
-        _request(writer, 1, b"s")  # the handshake and a first answer, before measuring
+        send_request(writer, 1, b"s")  # the handshake and a first answer, before measuring
         first = await asyncio.wait_for(reader.readexactly(10), 10)
         tracemalloc.start()
         try:
-            _request(writer, 2, b"F")
+            send_request(writer, 2, b"F")
             size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 10))[0]
-            digest = await _read_slowly(reader, size)
+            digest = await read_slowly(reader, size)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-        _request(writer, 3, b"s")  # the connection serves on, in order
+        send_request(writer, 3, b"s")  # the connection serves on, in order
         last = await asyncio.wait_for(reader.readexactly(10), 10)
         transport = connections[-1].transport
         assert transport is not None
@@ -141,7 +124,7 @@ def test_a_range_past_the_end_of_the_file_closes_the_connection(
         tls: TlsMaterial, tmp_path: Path) -> None:
     async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                        connections: list[Connection]) -> bytes:
-        _request(writer, 1, b"F")
+        send_request(writer, 1, b"F")
         return await asyncio.wait_for(reader.read(), 10)  # until the broker closes
 
     beyond = (len(FILE_BYTES) - 1000, 5000)
